@@ -1,0 +1,35 @@
+# Two commands: `make demo` (the main job on the built-in demo corpus) and `make test`.
+# Both create or reuse .venv and install what they need from the package registries only.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A CPU build of torch; pip takes it from a local wheel cache where one exists.
+# GPU users: make TORCH_SPEC='torch==2.13.0' PIP_TORCH_ARGS='--index-url ...'
+TORCH_SPEC ?= torch==2.13.0
+PIP_TORCH_ARGS ?=
+EXTRAS ?= test
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
+DEMO_OUT ?= results/demo
+
+.PHONY: install test demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(PIP_TORCH_ARGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q -ra
+
+demo: $(STAMP)
+	$(PY) -m sparc_eval.cli demo --out $(DEMO_OUT)
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

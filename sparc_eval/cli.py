@@ -1,0 +1,54 @@
+"""The ``sparc-eval`` command line.
+
+Each subcommand lives in the module that owns its job and exposes ``register(subparsers)``;
+modules are imported only when their subcommand runs, so ``sparc-eval metrics`` never pays for
+torch or SpeechBrain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import DataError
+
+# subcommand -> (module, one-line help)
+COMMANDS = {
+    "corpus": ("sparc_eval.corpora.cli", "inspect a corpus on disk"),
+    "metrics": ("sparc_eval.metrics.cli", "verification metrics and plots from a score file"),
+    "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus (and run the demo job)"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparc-eval",
+        description="Speaker identifiability after anonymization, from the voice and from the words.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        if command == name:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    if command is None:
+        parser.print_help()
+        return 0 if not argv else 2
+    try:
+        return int(args.func(args) or 0)
+    except DataError as err:
+        print(f"sparc-eval {command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

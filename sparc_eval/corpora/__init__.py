@@ -1,0 +1,102 @@
+"""Corpus loaders. Each returns a :class:`~sparc_eval.manifest.Manifest`.
+
+``load_corpus(path)`` detects the layout; the specific loaders take layout options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import DataError
+from ..manifest import Manifest, resolve_audio
+from .edacc import is_edacc_release, load_edacc_release
+from .kaldi import load_kaldi_dir, read_id_list, read_trials
+from .librispeech import is_librispeech_subset, load_librispeech
+from .sparc import load_sparc
+from .spane import is_spane_datafile, load_spane_datafile
+
+LAYOUTS = ("librispeech", "kaldi", "edacc", "spane", "manifest", "sparc")
+
+__all__ = ["LAYOUTS", "detect_layout", "load_corpus", "load_manifest", "load_kaldi_dir",
+           "load_librispeech", "load_edacc_release", "load_spane_datafile", "load_sparc",
+           "read_trials", "read_id_list"]
+
+
+def _first_record_keys(path: Path):
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    record = json.loads(line)
+                    return set(record) if isinstance(record, dict) else set()
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
+    return set()
+
+
+def detect_layout(path) -> str:
+    """One of LAYOUTS for a folder or file, or DataError saying what was expected."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path} does not exist")
+    if path.is_dir():
+        if (path / "manifest.jsonl").is_file():
+            return "manifest"
+        if (path / "utt2spk").is_file():
+            return "kaldi"
+        if is_edacc_release(path):
+            return "edacc"
+        if is_librispeech_subset(path) or any(is_librispeech_subset(p) for p in path.iterdir() if p.is_dir()):
+            return "librispeech"
+        if any(p.suffix == ".parquet" for p in path.iterdir()):
+            return "sparc"
+    else:
+        if path.suffix == ".parquet":
+            return "sparc"
+        keys = _first_record_keys(path)
+        if {"id", "speaker"} <= keys:
+            return "manifest"
+        if {"path", "label"} <= keys:
+            return "spane"
+        if keys:
+            return "sparc"
+    raise DataError(
+        f"{path}: unknown corpus layout",
+        hint="expected a LibriSpeech tree, a Kaldi data dir, an EdAcc release, a SpAnE/EdAcc "
+             "datafile, a manifest.jsonl (or a folder holding one), or SPARC parquet/JSON lines",
+    )
+
+
+def load_manifest(path, *, skip_missing: bool = False) -> Manifest:
+    """A manifest.jsonl (or a folder holding one); relative audio paths resolve against its folder."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "manifest.jsonl"
+    manifest = Manifest.read_jsonl(path, validate=False)
+    for utt in manifest:
+        if utt.audio is not None and not Path(utt.audio.path).is_absolute():
+            utt.audio.path = str((path.parent / utt.audio.path).resolve())
+    manifest.utterances = resolve_audio(manifest.utterances, name=str(path), skip_missing=skip_missing)
+    return manifest.validate()
+
+
+def load_corpus(path, *, layout: str | None = None, root=None, split: str = "test", columns=None,
+                skip_missing: bool = False) -> Manifest:
+    """Load any supported corpus. ``root`` fills SpAnE's ``{root}`` placeholder; ``split`` picks
+    the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path)."""
+    layout = layout or detect_layout(path)
+    if layout == "librispeech":
+        return load_librispeech(path, skip_missing=skip_missing)
+    if layout == "kaldi":
+        return load_kaldi_dir(path, skip_missing=skip_missing)
+    if layout == "edacc":
+        return load_edacc_release(path, split=split, skip_missing=skip_missing)
+    if layout == "spane":
+        return load_spane_datafile(path, root=root, skip_missing=skip_missing)
+    if layout == "manifest":
+        return load_manifest(path, skip_missing=skip_missing)
+    if layout == "sparc":
+        return load_sparc(path, columns=columns, skip_missing=skip_missing)
+    raise DataError(f"unknown layout {layout!r}", hint=f"one of {', '.join(LAYOUTS)}")
