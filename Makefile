@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # GPU users: make TORCH_SPEC='torch==2.13.0' PIP_TORCH_ARGS='--index-url ...'
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
-EXTRAS ?= test
+EXTRAS ?= test,anon,ray,text
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(PIP_TORCH_ARGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	@# pip pairs CPU torch with a CUDA torchaudio that cannot load; libraries that probe for
+	@# torchaudio (transformers) then crash. Remove it: SpeechBrain runs on sparc_eval's stand-in.
+	@$(PY) -c "import torchaudio" 2>/dev/null || { echo "removing a torchaudio that does not load beside this torch"; $(PY) -m pip uninstall -y -q torchaudio; }
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -6,6 +6,11 @@ import os
 import tempfile
 from pathlib import Path
 
+# mkstemp creates files readable by the owner only; give the final file the usual mode
+# (0o666 less the process umask), as open() would. Read once, at import.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_open(path, mode: str = "w", **kwargs):
@@ -14,6 +19,8 @@ def atomic_open(path, mode: str = "w", **kwargs):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
             handle.flush()

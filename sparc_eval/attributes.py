@@ -34,6 +34,7 @@ ACCENT_RULES = (
     (("south african",), "South African"),
     (("afri",), "African"),  # "African accent", and the typo "Afrian"
     (("jamaica",), "Jamaican"),
+    (("caribbean", "west indi", "trinidad", "barbad"), "Caribbean"),
     (("irish", "dublin"), "Irish"),
     (("scottish", "glaswegian", "scotland"), "Scottish"),
     (("indian", "pakistan"), "South Asian"),

@@ -18,6 +18,9 @@ COMMANDS = {
     "corpus": ("sparc_eval.corpora.cli", "inspect a corpus on disk"),
     "metrics": ("sparc_eval.metrics.cli", "verification metrics and plots from a score file"),
     "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus (and run the demo job)"),
+    "g2p": ("sparc_eval.phones.cli", "phonemize text: ARPAbet without stress, | between words"),
+    "phones": ("sparc_eval.phones.analysis_cli", "phone-frequency distinctiveness of a corpus's speakers"),
+    "anonymize": ("sparc_eval.anonymize_cli", "anonymize a corpus into 16 kHz wav files and a manifest"),
 }
 
 

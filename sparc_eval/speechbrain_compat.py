@@ -12,6 +12,7 @@ ImportError that says which feature needs a real torchaudio.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import sys
 import types
 
@@ -52,11 +53,13 @@ def ensure_torchaudio() -> str:
             del sys.modules[name]
         _status = f"stand-in ({type(err).__name__}: {str(err).splitlines()[0][:120]})"
     root = _StandIn("torchaudio")
+    root.__spec__ = importlib.machinery.ModuleSpec("torchaudio", None, is_package=True)
     root.__version__ = STANDIN_VERSION
     root.__path__ = []  # a package, so submodule imports resolve through sys.modules
     sys.modules["torchaudio"] = root
     for sub in _SUBMODULES:
         module = _StandIn(f"torchaudio.{sub}")
+        module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None, is_package=True)
         module.__path__ = []
         sys.modules[module.__name__] = module
         parent_name, _, leaf = module.__name__.rpartition(".")
