@@ -20,6 +20,7 @@ COMMANDS = {
     "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus (and run the demo job)"),
     "g2p": ("sparc_eval.phones.cli", "phonemize text: ARPAbet without stress, | between words"),
     "phones": ("sparc_eval.phones.analysis_cli", "phone-frequency distinctiveness of a corpus's speakers"),
+    "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
     "anonymize": ("sparc_eval.anonymize_cli", "anonymize a corpus into 16 kHz wav files and a manifest"),
 }
 

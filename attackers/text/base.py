@@ -1,0 +1,93 @@
+"""The transcript-scorer interface (scikit-learn style).
+
+A scorer turns trials (probe texts vs enrollment texts) into one similarity score each, higher
+meaning "same speaker" (or "same attribute label")::
+
+    scorer.fit(texts)            # unlabelled utterance texts of one task and (P, L) configuration
+    scores = scorer.score(trials)  # np.ndarray of float, one per trial; NaN = no score (missing)
+
+``trials`` is a :class:`sparc_eval.text.TrialSet` (sides as indices into unique texts, so each
+unique side is represented once) or a list of dicts with ``probe_texts`` and
+``enroll_texts`` (lists of strings) and ``label``. ``name`` names the scorer in reports and
+``settings()`` returns its JSON-ready configuration (never secrets). ``preflight()`` checks,
+before any work starts, what the scorer needs (an API key, a model path) and raises a clear
+error when it is missing. ``report()`` returns counts worth reporting (missing replies,
+cache hits), empty by default.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from sparc_eval.text.trials import TrialSet
+
+
+def as_trialset(trials) -> TrialSet:
+    if isinstance(trials, TrialSet):
+        return trials
+    return TrialSet.from_records(list(trials))
+
+
+def side_matrix(trials: TrialSet) -> sparse.csr_matrix:
+    """Sparse (sides x texts) incidence matrix: 1 where a side contains a text (counted)."""
+    rows = np.repeat(np.arange(len(trials.sides)), [len(s) for s in trials.sides])
+    cols = np.concatenate(trials.sides) if trials.sides else np.zeros(0, dtype=np.int64)
+    data = np.ones(len(cols), dtype=np.float64)
+    return sparse.csr_matrix((data, (rows, cols)), shape=(len(trials.sides), len(trials.texts)))
+
+
+def l2_normalise_rows(X):
+    """Rows scaled to unit L2 norm (zero rows stay zero); sparse or dense."""
+    if sparse.issparse(X):
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        return sparse.diags(inv) @ X
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return np.divide(X, norms, out=np.zeros_like(X, dtype=float), where=norms > 0)
+
+
+def paired_dot(A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 50_000) -> np.ndarray:
+    """Row-wise dot products ``A[ia[k]] . B[ib[k]]`` for all k, vectorised (sparse or dense)."""
+    out = np.empty(len(ia), dtype=np.float64)
+    for lo in range(0, len(ia), chunk):
+        hi = min(lo + chunk, len(ia))
+        if sparse.issparse(A):
+            prod = A[ia[lo:hi]].multiply(B[ib[lo:hi]])
+            out[lo:hi] = np.asarray(prod.sum(axis=1)).ravel()
+        else:
+            out[lo:hi] = np.einsum("ij,ij->i", A[ia[lo:hi]], B[ib[lo:hi]])
+    return out
+
+
+class TextScorer:
+    """Base class: subclasses implement ``side_vectors`` (cosine scorers) or override ``score``."""
+
+    name = "text-scorer"
+
+    def fit(self, texts):
+        return self
+
+    def preflight(self) -> None:
+        """Raise a clear error now if something the scorer needs is missing."""
+
+    def settings(self) -> dict:
+        return {}
+
+    def report(self) -> dict:
+        return {}
+
+    def side_vectors(self, trials: TrialSet):
+        raise NotImplementedError
+
+    def score(self, trials) -> np.ndarray:
+        """Cosine of L2-normalised side vectors, one per trial (vectorised over trials)."""
+        trials = as_trialset(trials)
+        if len(trials) == 0:
+            return np.zeros(0)
+        V = l2_normalise_rows(self.side_vectors(trials))
+        return paired_dot(V, V, trials.probe_side, trials.enroll_side)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,16 @@
+"""SPARC transcript-only evaluation: trials from manifests, shared-text screening, evaluation.
+
+- :mod:`.trials`: probes, enrollments, trial types and conditions, tasks, topic controls;
+- :mod:`.shared_text`: the detector of text many speakers say (read passages);
+- :mod:`.evaluate`: a scorer over tasks x (P, L) x conditions -> results.json, report.md, ROC plots.
+
+Scorers live in ``attackers.text`` (this package never imports them; the recipe passes one in).
+"""
+
+from .shared_text import SharedTextConfig, SharedTextResult, detect_shared_text
+from .trials import (CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, TrialSet, build_trials,
+                     cut_probes, read_trials_jsonl)
+
+__all__ = ["SharedTextConfig", "SharedTextResult", "detect_shared_text", "CONDITIONS", "TRIAL_TYPES",
+           "TYPE_CONDITIONS", "TrialBuilder", "TrialConfig", "TrialSet", "build_trials", "cut_probes",
+           "read_trials_jsonl"]

@@ -1,0 +1,208 @@
+"""The LLM judge against a local OpenAI-compatible server that the tests start."""
+
+import json
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from attackers.text.llm import LLMScorer, build_prompt, parse_score
+from sparc_eval.errors import DataError
+from sparc_eval.text import TrialSet
+
+
+class FakeOpenAI:
+    """``POST /v1/chat/completions``; the reply depends on a marker word in the probe text.
+
+    NUM<k>: replies "<k>"; NONUM: "I cannot tell."; BIG: "150, surely"; RATE: 429 once, then "77";
+    FAIL: 500 once, then "12"; DOWN: always 500; SLOW: sleeps past the client timeout once, then
+    "33"; AUTH: 401.
+    """
+
+    def __init__(self):
+        self.calls = []  # (marker, authorization header)
+        self.seen = {}
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][0]["content"]
+                marker = next((w for w in prompt.replace("\n", " ").split()
+                               if w.isupper() and w.isalnum() and w[:3] in
+                               ("NUM", "NON", "BIG", "RAT", "FAI", "DOW", "SLO", "AUT")), "NONE")
+                with owner.lock:
+                    owner.calls.append((marker, self.headers.get("Authorization")))
+                    n = owner.seen[marker] = owner.seen.get(marker, 0) + 1
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, {"error": "not found"})
+                if marker == "RATE" and n == 1:
+                    return self._send(429, {"error": "slow down"}, {"Retry-After": "0"})
+                if marker == "FAIL" and n == 1:
+                    return self._send(500, {"error": "oops"})
+                if marker == "DOWN":
+                    return self._send(503, {"error": "down"})
+                if marker == "AUTH":
+                    return self._send(401, {"error": "bad key"})
+                if marker == "SLOW" and n == 1:
+                    time.sleep(0.6)
+                reply = {"NONUM": "I cannot tell.", "BIG": "150, surely", "RATE": "77", "FAIL": "12",
+                         "SLOW": "33"}.get(marker)
+                if reply is None and marker.startswith("NUM"):
+                    reply = marker[3:]
+                return self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply}}]})
+
+            def _send(self, code, obj, headers=None):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def server():
+    s = FakeOpenAI()
+    yield s
+    s.close()
+
+
+def trials(markers):
+    recs = [{"probe_texts": [f"probe text {m}"], "enroll_texts": ["enrollment one", "enrollment two"],
+             "label": i % 2} for i, m in enumerate(markers)]
+    return TrialSet.from_records(recs, meta={"task": "speaker"})
+
+
+def scorer(server, tmp_path, **kw):
+    args = dict(base_url=server.url, model="test-model", cache_path=tmp_path / "replies.jsonl", backoff=0.01,
+                max_backoff=0.05, timeout=5, concurrency=3)
+    args.update(kw)
+    return LLMScorer(**args)
+
+
+def test_prompt_is_the_papers():
+    p = build_prompt(["probe one", "probe two"], ["enroll one"], "speaker")
+    assert p.startswith("You are a speaker verification judge.")
+    assert "SAME SPEAKER" in p and "Do not explain your reasoning." in p
+    assert p.index("Probe utterances:") < p.index("probe one") < p.index("Enrollment utterances:") < p.index("enroll one")
+    assert "SAME BIOLOGICAL SEX" in build_prompt(["a"], ["b"], "sex")
+    assert "(<30, 30-60, or 60+)" in build_prompt(["a"], ["b"], "age")
+    assert "North America versus Other" in build_prompt(["a"], ["b"], "accent")
+    assert "SAME EDUCATION" in build_prompt(["a"], ["b"], "education")
+
+
+def test_parse_score():
+    assert parse_score("85") == 85.0
+    assert parse_score("Score: 42.5 out of 100") == 42.5
+    assert parse_score("150") == 100.0 and parse_score("-3") == 0.0
+    assert math.isnan(parse_score("no idea")) and math.isnan(parse_score(""))
+
+
+def test_numbers_missing_and_clamped(server, tmp_path):
+    sc = scorer(server, tmp_path)
+    s = sc.score(trials(["NUM10", "NUM90", "NONUM", "BIG"]))
+    assert s[:2].tolist() == [10.0, 90.0]
+    assert math.isnan(s[2]) and s[3] == 100.0
+    rep = sc.report()
+    assert rep["no_number"] == 1 and rep["errors"] == 0 and rep["trials"] == 4
+
+
+def test_rate_limit_and_server_error_are_retried(server, tmp_path):
+    sc = scorer(server, tmp_path)
+    s = sc.score(trials(["RATE", "FAIL"]))
+    assert s.tolist() == [77.0, 12.0]
+    assert server.seen["RATE"] == 2 and server.seen["FAIL"] == 2
+    assert sc.report()["retries"] == 2
+
+
+def test_timeout_is_retried(server, tmp_path):
+    sc = scorer(server, tmp_path, timeout=0.3)
+    assert sc.score(trials(["SLOW"])).tolist() == [33.0]
+    assert server.seen["SLOW"] == 2
+
+
+def test_persistent_errors_are_reported_not_cached(server, tmp_path):
+    sc = scorer(server, tmp_path, max_retries=2)
+    s = sc.score(trials(["DOWN", "NUM5"]))
+    assert math.isnan(s[0]) and s[1] == 5.0
+    rep = sc.report()
+    assert rep["errors"] == 1 and server.seen["DOWN"] == 3 and "503" in rep["last_errors"][0]
+    lines = (tmp_path / "replies.jsonl").read_text().splitlines()
+    assert len(lines) == 1  # only the successful reply
+
+
+def test_cache_hit_on_rerun_makes_no_http_call(server, tmp_path):
+    ts = trials(["NUM1", "NUM2", "NONUM", "NUM1"])
+    first = scorer(server, tmp_path).score(ts)
+    n_calls = len(server.calls)
+    assert n_calls == 3  # identical prompts are sent once
+    again = scorer(server, tmp_path)
+    second = again.score(ts)
+    assert len(server.calls) == n_calls
+    assert np.array_equal(first, second, equal_nan=True)
+    assert again.report()["cache_hits"] == 3 and again.report()["requests"] == 0
+
+
+def test_missing_api_key_fails_before_any_request(server, tmp_path, monkeypatch):
+    monkeypatch.delenv("SPARC_TEST_KEY", raising=False)
+    sc = scorer(server, tmp_path, api_key_env="SPARC_TEST_KEY", require_api_key=True)
+    with pytest.raises(DataError, match="SPARC_TEST_KEY"):
+        sc.score(trials(["NUM1"]))
+    assert server.calls == []
+    # auto: a remote endpoint needs a key, a local one does not
+    remote = LLMScorer(base_url="https://api.example.com/v1", api_key_env="SPARC_TEST_KEY")
+    with pytest.raises(DataError, match="is not set"):
+        remote.preflight()
+    scorer(server, tmp_path, api_key_env="SPARC_TEST_KEY").preflight()
+
+
+def test_api_key_is_sent_but_never_stored(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARC_TEST_KEY", "sk-secret-123")
+    sc = scorer(server, tmp_path, api_key_env="SPARC_TEST_KEY", require_api_key=True)
+    sc.score(trials(["NUM7"]))
+    assert server.calls[0][1] == "Bearer sk-secret-123"
+    blob = json.dumps(sc.settings()) + json.dumps(sc.report()) + repr(sc)
+    blob += (tmp_path / "replies.jsonl").read_text()
+    assert "sk-secret" not in blob
+
+
+def test_unauthorised_stops_the_run(server, tmp_path):
+    with pytest.raises(DataError, match="401"):
+        scorer(server, tmp_path).score(trials(["AUTH"]))
+
+
+def test_missing_scores_are_counted_in_results(server, tmp_path):
+    from sparc_eval.manifest import Manifest, Utterance
+    from sparc_eval.text import TrialConfig
+    from sparc_eval.text.evaluate import evaluate_text
+
+    utts = []
+    for spk, ep, marker in [("A", "e1", "NUM80"), ("A", "e2", "NUM70"), ("B", "e3", "NONUM"), ("C", "e4", "NUM20")]:
+        for i in range(4):
+            utts.append(Utterance(id=f"{spk}{ep}{i}", speaker=spk, episode=ep, text=f"{marker} word{i} {spk} {ep}"))
+    doc = evaluate_text(Manifest(utts), scorer(server, tmp_path), tasks=["speaker"], settings=[(3, 1)],
+                        config=TrialConfig(P=3, L=1, tolerance=0, max_probes=1), n_boot=0,
+                        output_folder=tmp_path / "out", plots=False, log=lambda *_: None)
+    block = doc["tasks"]["speaker"]["P3_L1"]
+    assert block["missing_scores"] > 0
+    assert "tasks.speaker.P3_L1.missing_scores" in doc["not_applicable"]
+    assert doc["run"]["scorer_report"]["no_number"] >= 1
