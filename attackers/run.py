@@ -1,0 +1,317 @@
+"""Run an ECAPA-TDNN attacker end to end: data, features, training, embeddings, scores, metrics.
+
+Both ``recipes/train_attacker.py`` and the leakage comparison call :func:`run_attack` with the
+loaded hparams. Attack scenarios (VoicePrivacy Challenge):
+
+=============== ========================= ===================== =====================
+scenario        attacker trained on       enrollment            trials
+=============== ========================= ===================== =====================
+original        original speech           original              original
+ignorant        original speech           original              anonymized
+lazy-informed   original speech           anonymized            anonymized
+semi-informed   anonymized training data  anonymized            anonymized
+=============== ========================= ===================== =====================
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sparc_eval.atomic import write_json
+from sparc_eval.corpora import load_corpus
+from sparc_eval.errors import DataError
+from sparc_eval.manifest import Manifest
+from sparc_eval.scoring import score_pairs, write_score_file
+from sparc_eval.splits import Split, make_split
+
+SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
+FEATURE_TYPES = ("mel", "phones", "phone_durations")
+# hparams a resumed run may change without invalidating its checkpoints: more epochs, and
+# everything about evaluation (a trained attacker is evaluated on other corpora this way)
+RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers"}
+EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
+             "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
+             "results_folder", "n_boot", "eval_batch_size", "scenario"}
+
+
+# --- corpora -------------------------------------------------------------------------------------
+
+def load_spec(spec, *, cache_folder, root=None) -> Manifest:
+    """A corpus from a path, or the built-in demo corpus for ``demo:reading`` / ``demo:conversation``."""
+    spec = str(spec)
+    if spec.startswith("demo:"):
+        from sparc_eval.demo import build_demo_corpus
+
+        mode = spec.split(":", 1)[1] or "reading"
+        return build_demo_corpus(Path(cache_folder) / f"demo_{mode}", mode=mode, progress=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*loading as text-only")
+        return load_corpus(spec, root=root)
+
+
+def load_specs(specs, **kwargs) -> Manifest:
+    specs = [specs] if isinstance(specs, (str, Path)) else list(specs)
+    utterances = [u for spec in specs for u in load_spec(spec, **kwargs)]
+    return Manifest(utterances, name="+".join(map(str, specs))).validate()
+
+
+def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tuple:
+    """Disjoint (training, evaluation) speaker sets of one corpus, seeded."""
+    speakers = manifest.speakers()
+    order = np.random.default_rng(seed).permutation(len(speakers))
+    n_eval = max(2, int(round(len(speakers) * eval_fraction)))
+    if len(speakers) - n_eval < 2:
+        raise DataError(f"{manifest.name}: {len(speakers)} speakers are too few to train on some and "
+                        f"evaluate on others", hint="give a separate eval_folder")
+    evaluated = {speakers[i] for i in order[:n_eval]}
+    return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(lambda u: u.speaker in evaluated)
+
+
+@dataclass
+class DataPlan:
+    train: Manifest       # what the attacker trains on
+    enroll: Manifest      # where enrollment utterances come from
+    trials: Manifest      # where trial utterances come from
+    split: Split
+    eval_original: Manifest
+
+
+def plan_data(hp: dict) -> DataPlan:
+    scenario = hp.get("scenario", "original")
+    if scenario not in SCENARIOS:
+        raise DataError(f"scenario {scenario!r} is not one of {', '.join(SCENARIOS)}")
+    cache = hp["cache_folder"]
+    train = load_specs(hp.get("train_folders") or hp["data_folder"], cache_folder=cache)
+    if hp.get("eval_folder"):
+        evaluation = load_spec(hp["eval_folder"], cache_folder=cache)
+    else:
+        train, evaluation = speaker_halves(train, eval_fraction=hp.get("eval_speaker_fraction", 0.5),
+                                           seed=hp.get("split_seed", 0))
+    overlap = set(train.speakers()) & set(evaluation.speakers())
+    if overlap and not hp.get("allow_speaker_overlap", False):
+        raise DataError(f"{len(overlap)} speakers are in both training and evaluation data, e.g. {sorted(overlap)[:3]}",
+                        hint="attackers are evaluated on unseen speakers; set allow_speaker_overlap: True to override")
+    anonymized = None
+    if scenario != "original":
+        if not hp.get("anon_eval_folder"):
+            raise DataError(f"scenario {scenario} needs anon_eval_folder (the anonymized evaluation corpus)")
+        anonymized = load_spec(hp["anon_eval_folder"], cache_folder=cache)
+        missing = set(evaluation.by_id()) - set(anonymized.by_id())
+        if missing:
+            raise DataError(f"{len(missing)} evaluation utterances are missing from the anonymized corpus, "
+                            f"e.g. {sorted(missing)[:3]}", path=hp["anon_eval_folder"],
+                            hint="anonymize the whole evaluation corpus (failures are listed in its failures.jsonl)")
+    if scenario == "semi-informed":
+        if not hp.get("anon_train_folders"):
+            raise DataError("scenario semi-informed needs anon_train_folders (the anonymized training corpus)")
+        train = load_specs(hp["anon_train_folders"], cache_folder=cache).subset(
+            lambda u: u.speaker in set(train.speakers()))
+    split = make_split(
+        evaluation, enrolls_dir=hp.get("enrolls_dir"), trials_dirs=hp.get("trials_dirs"),
+        enroll_list=hp.get("enroll_list"), trial_list=hp.get("trial_list"), seed=hp.get("split_seed", 0),
+        n_enroll=hp.get("n_enroll", 20), max_per_speaker=hp.get("max_per_speaker", 60),
+        min_duration=hp.get("min_duration", 2.0), max_duration=hp.get("max_duration", 30.0),
+    )
+    enroll = anonymized if scenario in ("lazy-informed", "semi-informed") else evaluation
+    trials = anonymized if scenario != "original" else evaluation
+    return DataPlan(train, enroll, trials, split, evaluation)
+
+
+# --- features ------------------------------------------------------------------------------------
+
+def feature_extractor(hp: dict):
+    """None for mel (computed in the model from audio), else a PhoneFeatures extractor."""
+    kind = hp["feature_type"]
+    if kind not in FEATURE_TYPES:
+        raise DataError(f"feature_type {kind!r} is not one of {', '.join(FEATURE_TYPES)}")
+    if kind == "mel":
+        return None
+    from sparc_eval.phones.features import PhoneFeatures
+
+    durations = kind == "phone_durations"
+    source = "audio" if durations else hp.get("phone_source", "transcript")
+    return PhoneFeatures(source=source, durations=durations, silence=hp.get("silence", False),
+                         text=hp.get("phone_text", "reference"), recognizer=hp.get("recognizer", "pocketsphinx"),
+                         cache_dir=Path(hp["cache_folder"]) / "features")
+
+
+def input_size(hp: dict) -> int:
+    if hp["feature_type"] == "mel":
+        return hp["n_mels"]
+    return 39 + (1 if hp.get("silence", False) else 0)
+
+
+def require_audio(manifest: Manifest, role: str, hp: dict) -> None:
+    needs_audio = hp["feature_type"] != "mel" and hp.get("phone_source", "transcript") == "audio"
+    needs_audio = needs_audio or hp["feature_type"] in ("mel", "phone_durations")
+    if needs_audio and not manifest.has_audio:
+        raise DataError(f"{hp['feature_type']} features need audio, but the {role} corpus ({manifest.name}) is text-only",
+                        hint="use feature_type: phones with phone_source: transcript for text-only corpora")
+
+
+# --- resume safety -------------------------------------------------------------------------------
+
+def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
+    """Refuse to resume checkpoints made with different hparams (naming the keys that differ)."""
+    path = Path(output_folder) / "run_fingerprint.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+        if changed and any(Path(save_folder).glob("CKPT*")):
+            details = ", ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5])
+            raise DataError(f"{output_folder} holds checkpoints trained with other hparams ({details})",
+                            hint="use a new output_folder, or delete its save/ folder to start over")
+    write_json(path, fingerprint)
+
+
+def fingerprint_of(hp: dict) -> dict:
+    """The plain (str/number/bool/list) hparams that define the trained model."""
+    def plain(v):
+        return v is None or isinstance(v, (str, int, float, bool)) or (
+            isinstance(v, (list, tuple)) and all(plain(x) for x in v))
+
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
+           if not k.startswith("__") and plain(v) and k not in RESUMABLE_CHANGES | EVAL_KEYS}
+    semi = hp.get("scenario") == "semi-informed"
+    out["trained_on"] = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
+    if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
+        out["held_out_by"] = [hp.get("eval_speaker_fraction", 0.5), hp.get("split_seed", 0)]
+    return out
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) -> Path:
+    """Train (or resume) the attacker and evaluate it; returns the path of results.json."""
+    from sparc_eval.speechbrain_compat import import_speechbrain
+
+    sb = import_speechbrain()
+    from sparc_eval.metrics import evaluate_trials, write_report
+
+    from .data import hold_out, make_dataset
+    from .ecapa import AttackerBrain
+
+    timings = {}
+    out = Path(hp.get("results_folder") or hp["output_folder"])
+    start = time.perf_counter()
+    plan = plan_data(hp)
+    require_audio(plan.train, "training", hp)
+    require_audio(plan.trials, "trial", hp)
+    require_audio(plan.enroll, "enrollment", hp)
+    timings["data"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    extractor = feature_extractor(hp)
+    progress = hp.get("progress", True)
+    enroll_ids = {u for ids in plan.split.enroll.values() for u in ids}
+    trial_ids = set(plan.split.trial_ids)
+    enroll_utts = [u for u in plan.enroll if u.id in enroll_ids]
+    trial_utts = [u for u in plan.trials if u.id in trial_ids]
+    if extractor is not None:
+        train_feats = extractor.corpus(plan.train, progress=progress)
+        enroll_feats = extractor.corpus(enroll_utts, progress=progress)
+        trial_feats = extractor.corpus(trial_utts, progress=progress)
+        trainable = [u for u in plan.train if train_feats[u.id].shape[0] > 0]
+    else:
+        train_feats = enroll_feats = trial_feats = None
+        trainable = list(plan.train)
+    timings["features"] = time.perf_counter() - start
+
+    speakers = plan.train.speakers()  # the classifier's classes, as load_hparams sized them
+    if len({u.speaker for u in trainable}) < 2:
+        raise DataError(f"only {len(speakers)} training speaker(s)", hint="an attacker needs several speakers to learn")
+    speaker_index = {s: i for i, s in enumerate(speakers)}
+    train_utts, valid_utts = hold_out(trainable, fraction=hp.get("valid_fraction", 0.1), seed=hp.get("seed", 0))
+    chunk = hp.get("chunk_seconds") if hp["feature_type"] == "mel" else hp.get("chunk_phones")
+    train_set = make_dataset(train_utts, feature_type=hp["feature_type"], features=train_feats,
+                             speaker_index=speaker_index, chunk=chunk)
+    valid_set = make_dataset(valid_utts, feature_type=hp["feature_type"], features=train_feats,
+                             speaker_index=speaker_index, sort=True)
+
+    if hp["n_train_speakers"] != len(speakers) or hp["input_size"] != input_size(hp):
+        raise DataError("hparams were loaded without the data-derived sizes",
+                        hint="load them with attackers.run.load_hparams, which sets n_train_speakers and input_size")
+    check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp))
+    brain = AttackerBrain(modules=hp["modules"], opt_class=hp["opt_class"], hparams=hp, run_opts=run_opts,
+                          checkpointer=hp["checkpointer"])
+    start = time.perf_counter()
+    loader = {"batch_size": hp["batch_size"], "shuffle": True, "num_workers": hp.get("num_workers", 0)}
+    brain.fit(hp["epoch_counter"], train_set, valid_set, train_loader_kwargs=loader,
+              valid_loader_kwargs={"batch_size": hp.get("eval_batch_size", hp["batch_size"])})
+    timings["training"] = time.perf_counter() - start
+
+    if not sb.utils.distributed.if_main_process():
+        return out / "results.json"
+    brain.checkpointer.recover_if_possible(min_key="error_rate")
+    start = time.perf_counter()
+    eval_batch = hp.get("eval_batch_size", hp["batch_size"])
+    embeddings = brain.embed(make_dataset(enroll_utts, feature_type=hp["feature_type"], features=enroll_feats,
+                                          sort=True), batch_size=eval_batch, progress=progress)
+    embeddings.update(brain.embed(make_dataset(trial_utts, feature_type=hp["feature_type"], features=trial_feats,
+                                               sort=True), batch_size=eval_batch, progress=progress))
+    timings["embeddings"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    utt2spk = plan.eval_original.utt2spk()
+    pairs = plan.split.trial_pairs(utt2spk)
+    scores = score_pairs(embeddings, plan.split.enroll, pairs)
+    write_score_file(out / "scores.txt", pairs, scores)
+    timings["scoring"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    speakers_table = {s: a for s, a in plan.eval_original.speaker_attributes().items()}
+    results = evaluate_trials(
+        [p[0] for p in pairs], [p[1] for p in pairs], scores, np.array([p[2] for p in pairs]),
+        utt2spk=utt2spk, speakers=speakers_table, n_boot=hp.get("n_boot", 1000), seed=hp.get("seed", 0),
+    )
+    for speaker, why in plan.split.dropped.items():
+        results.setdefault("not_applicable", {})[f"speaker {speaker}"] = why
+    timings["metrics"] = time.perf_counter() - start
+    run_info = {
+        "dataset": plan.eval_original.name, "features": hp["feature_type"],
+        "anonymizer": hp.get("anonymizer_name") or (None if hp.get("scenario", "original") == "original"
+                                                     else str(hp.get("anon_eval_folder"))),
+        "scenario": hp.get("scenario", "original"), "hparams": str(hparams_file) if hparams_file else None,
+        "overrides": overrides or None, "seed": hp.get("seed"), "split": plan.split.source,
+        "n_train_speakers": len(speakers), "n_train_utterances": len(train_utts),
+        "n_enroll_speakers": len(plan.split.enroll), "n_trial_utterances": len(plan.split.trial_ids),
+        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+    }
+    write_report(out, results, run_info, plots=hp.get("plots", True))
+    return out / "results.json"
+
+
+def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
+    """Load hparams twice: once to read the data keys, then with the data-derived sizes
+    (``n_train_speakers``, ``input_size``) that the model definitions reference."""
+    from hyperpyyaml import load_hyperpyyaml
+
+    def load(extra):
+        merged = _merge_overrides(overrides, extra)
+        with open(hparams_file, encoding="utf-8") as fin:
+            try:
+                return load_hyperpyyaml(fin, merged)
+            except (KeyError, ValueError) as err:
+                raise DataError(f"cannot apply overrides ({err})", path=hparams_file,
+                                hint="every --key=value must name a key that exists in the hparams file") from None
+
+    first = load({})
+    plan = plan_data(first)
+    extractor_sizes = {"input_size": input_size(first)}
+    n_speakers = len(plan.train.speakers())
+    return load({**extractor_sizes, "n_train_speakers": n_speakers})
+
+
+def _merge_overrides(overrides, extra: dict) -> dict:
+    import yaml
+
+    base = overrides or {}
+    if isinstance(base, str):
+        base = yaml.safe_load(base) or {}
+    return {**base, **extra}

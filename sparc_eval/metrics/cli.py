@@ -1,0 +1,85 @@
+"""``sparc-eval metrics``: verification metrics, report and plots from a score file.
+
+    sparc-eval metrics --scores FILE [--utt2spk FILE] [--speakers FILE] --out DIR
+
+writes ``DIR/results.json`` (GUIDE section 4), ``DIR/report.md``, ``DIR/roc.png``,
+``DIR/det.png`` and, when available, ``DIR/per_speaker_eer.png`` and ``DIR/segments.png``.
+Imports only numpy (and matplotlib/scipy when plotting): never torch or SpeechBrain.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "metrics", help="verification metrics and plots from a score file",
+        description="EER, AUC, TPR@FPR, minDCF with bootstrap CIs, per-speaker and segment EERs, "
+                    "from a score file '<enroll-id> <test-id> <score> <target|nontarget>'.")
+    p.add_argument("--scores", required=True, help="score file: <enroll-id> <test-id> <score> <target|nontarget>")
+    p.add_argument("--utt2spk", help="Kaldi utt2spk mapping test ids to speakers (enables per-speaker EER)")
+    p.add_argument("--speakers", help="speaker attributes, JSON lines or CSV with a 'speaker' column "
+                                      "(enables segment EERs; needs --utt2spk)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap-unit", choices=("trial", "speaker"), default="trial",
+                   help="resample trials (default, stratified by label) or test speakers (needs --utt2spk)")
+    p.add_argument("--eer", choices=("speechbrain", "rocch"), default="speechbrain",
+                   help="EER definition: SpeechBrain/VoicePrivacy (default) or the convex-hull interpolated EER")
+    p.add_argument("--fpr", type=float, nargs="+", default=[0.01, 0.001], metavar="RATE",
+                   help="FPR targets for TPR@FPR (default 0.01 0.001)")
+    p.add_argument("--p-target", type=float, default=0.01, help="minDCF target prior (default 0.01)")
+    p.add_argument("--c-miss", type=float, default=1.0, help="minDCF miss cost (default 1)")
+    p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
+    p.add_argument("--min-segment-speakers", type=int, default=3,
+                   help="report a segment only with at least this many trial speakers (default 3)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    for key in ("dataset", "features", "anonymizer", "scenario"):
+        p.add_argument(f"--{key}", help=f"recorded as run.{key} in results.json")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import DataError
+    from .core import MetricSettings
+    from .results import evaluate_trials, write_report
+    from .scores import read_scores, read_speakers, read_utt2spk
+
+    t0 = time.perf_counter()
+    trials = read_scores(args.scores)
+    utt2spk = read_utt2spk(args.utt2spk) if args.utt2spk else None
+    speakers = read_speakers(args.speakers) if args.speakers else None
+    t_read = time.perf_counter() - t0
+    try:
+        settings = MetricSettings(eer_method=args.eer, fpr_targets=tuple(args.fpr), p_target=args.p_target,
+                                  c_miss=args.c_miss, c_fa=args.c_fa)
+    except ValueError as err:
+        raise DataError(f"bad metric option: {err}") from None
+    if args.n_boot < 0:
+        raise DataError("--n-boot must be >= 0")
+    results = evaluate_trials(trials.enroll, trials.test, trials.scores, trials.labels, utt2spk=utt2spk,
+                              speakers=speakers, n_boot=args.n_boot, seed=args.seed,
+                              bootstrap_unit=args.bootstrap_unit, settings=settings,
+                              min_segment_speakers=args.min_segment_speakers)
+    timings = {"read": round(t_read, 4), **{k: round(v, 4) for k, v in (results.timings_s or {}).items()}}
+    run_info = {
+        "dataset": args.dataset, "features": args.features, "anonymizer": args.anonymizer,
+        "scenario": args.scenario,
+        "hparams": {"scores": str(args.scores), "utt2spk": args.utt2spk, "speakers": args.speakers,
+                    "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit, "eer_method": args.eer,
+                    "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
+                    "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers},
+        "seed": args.seed, "timings_s": timings,
+    }
+    written = write_report(args.out, results, run_info, plots=not args.no_plots)
+    if results["overall"].get("eer") is None:
+        print(f"sparc-eval metrics: warning: {results['not_applicable'].get('overall')}", file=sys.stderr)
+    ov = results["overall"]
+    if ov.get("eer") is not None:
+        print(f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
+              f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)")
+    print(written["results.json"])
+    return 0

@@ -1,0 +1,368 @@
+"""results.json and report.md: the library entry point other parts call.
+
+:func:`evaluate_trials` turns trials (enrollment id, test id, score, label) into the
+``overall`` / ``per_speaker`` / ``segments`` / ``not_applicable`` parts of results.json
+(GUIDE section 4); :func:`write_report` writes ``results.json``, ``report.md`` and the plots
+atomically. A metric that cannot be computed is ``None`` (JSON ``null``) and the reason goes into
+``not_applicable``; nothing is ever NaN.
+
+``not_applicable`` keys: ``overall`` (one class), ``overall.ci95`` (bootstrap disabled),
+``overall.ci95.dropped`` (resamples left with one class, speaker bootstrap),
+``overall.eer_threshold`` (convex-hull EER), ``per_speaker`` (no utt2spk),
+``per_speaker.<spk>.eer``, ``segments`` (no attributes / no utt2spk),
+``segments.<attribute>.<value>`` (fewer than 3 speakers: skipped),
+``segments.<attribute>.<value>.intra_eer|inter_eer``, and ``plots.<name>``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..atomic import write_json, write_text
+from ..errors import DataError
+from .bootstrap import bootstrap_metrics
+from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
+from .core import (Counts, MetricSettings, check_trials, compact, fpr_key, group_counts, point_metrics,
+                   roc_points, sort_trials, thin_curve)
+from .scores import LABEL_WORDS, map_ids
+
+RUN_KEYS = ("dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s")
+
+
+class Evaluation(dict):
+    """The results.json parts (a plain dict to ``json``), plus attributes json ignores:
+    ``curves`` (thinned ROC points for the plots), ``details`` (thresholds, both EER variants,
+    bootstrap settings) and ``timings_s``."""
+
+    curves: Optional[dict] = None
+    details: Optional[dict] = None
+    timings_s: Optional[dict] = None
+
+
+def labels_to_bool(labels) -> np.ndarray:
+    """Booleans from booleans, 0/1, or the words ``target``/``nontarget``."""
+    y = np.asarray(labels)
+    if y.dtype.kind in "USO":
+        words = y.astype(str)
+        bad = ~np.isin(words, list(LABEL_WORDS))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"label {i} (0-based) is {words[i]!r}", hint="labels are 'target' or 'nontarget'")
+        return words == "target"
+    return y
+
+
+def _none_if_nan(x):
+    if x is None:
+        return None
+    x = float(x)
+    return None if not np.isfinite(x) else x
+
+
+def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[dict] = None,
+                    speakers: Optional[dict] = None, weights=None, n_boot: int = 1000, seed: int = 0,
+                    bootstrap_unit: str = "trial", stratify: bool = True, level: float = 0.95,
+                    settings: Optional[MetricSettings] = None, eer_method: str = "speechbrain",
+                    fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
+                    c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS) -> Evaluation:
+    """Every metric of a trial list, as the results.json parts.
+
+    - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
+      enrollment) or utterance ids found in ``utt2spk``.
+    - ``labels``: booleans, 0/1 or ``target``/``nontarget`` words.
+    - ``utt2spk``: test id -> speaker; enables ``per_speaker`` and segments (a test id missing
+      from it is a DataError).
+    - ``speakers``: speaker -> raw attributes (sex, age, accent, ...), turned into segment
+      values by :func:`sparc_eval.attributes.segment_table`; every trial speaker (test and
+      enrollment) must be listed (DataError naming the missing ids).
+    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"trial"`` or ``"speaker"``
+      (test speakers, needs ``utt2spk``), seeded by ``seed``.
+    - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
+
+    Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
+    ``not_applicable``.
+    """
+    if settings is None:
+        settings = MetricSettings(eer_method=eer_method, fpr_targets=tuple(fpr_targets), p_target=p_target,
+                                  c_miss=c_miss, c_fa=c_fa)
+    timings = {}
+    t0 = time.perf_counter()
+    s, y, w = check_trials(scores, labels_to_bool(labels), weights, allow_one_class=True)
+    enroll_ids = np.asarray(enroll_ids).astype(str)
+    test_ids = np.asarray(test_ids).astype(str)
+    if enroll_ids.shape != s.shape or test_ids.shape != s.shape:
+        raise DataError(f"{s.size} scores but {enroll_ids.size} enrollment ids and {test_ids.size} test ids")
+    st = sort_trials(s, y)
+    t, n = group_counts(st, w)
+    c = compact(Counts(st.unique, t, n))
+    na = {}
+    out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
+    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit, "seed": seed,
+               "level": level}
+
+    test_spk = enroll_spk = None
+    if utt2spk is not None:
+        test_spk = map_ids(test_ids, utt2spk, what="test ids in utt2spk")
+        enroll_spk = map_ids(enroll_ids, utt2spk, what="enrollment ids", keep_unmapped=True)
+
+    n_t, n_n = c.t.sum(), c.n.sum()
+    one_class = n_t <= 0 or n_n <= 0
+    if one_class:
+        which = "target" if n_t <= 0 else "non-target"
+        na["overall"] = f"only one class: no {which} trials, so no metric can be computed"
+        out["overall"] = {
+            "eer": None, "eer_threshold": None, "auc": None,
+            "tpr_at_fpr": {fpr_key(x): None for x in settings.fpr_targets}, "min_dcf": None,
+            "n_target": _count(n_t), "n_nontarget": _count(n_n), "ci95": None}
+    else:
+        pm = point_metrics(c, settings)
+        overall = pm.as_dict()
+        if pm.eer_threshold is None:
+            na["overall.eer_threshold"] = ("the convex-hull (interpolated) EER lies between two operating "
+                                           "points; it has no single threshold")
+        timings["metrics"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        if n_boot and n_boot > 0:
+            groups = test_spk if bootstrap_unit == "speaker" else None
+            if bootstrap_unit == "speaker" and groups is None:
+                raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
+            boot = bootstrap_metrics(s, y, n_boot=n_boot, seed=seed, unit=bootstrap_unit, groups=groups,
+                             stratify=stratify, weights=w, level=level, settings=settings)
+            ci = boot.ci()
+            ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
+            overall["ci95"] = {"eer": ci["eer"], "auc": ci["auc"], "tpr_at_fpr": ci["tpr_at_fpr"],
+                               "min_dcf": ci["min_dcf"]}
+            details["n_valid_resamples"] = boot.n_valid
+            if boot.n_valid < n_boot:
+                na["overall.ci95.dropped"] = (f"{n_boot - boot.n_valid} of {n_boot} resamples had one class "
+                                              "and were left out of the intervals")
+        else:
+            overall["ci95"] = None
+            na["overall.ci95"] = "bootstrap disabled (n_boot = 0)"
+        timings["bootstrap"] = time.perf_counter() - t1
+        out["overall"] = overall
+        details.update(eer_speechbrain=pm.eer_speechbrain, eer_rocch=pm.eer_rocch,
+                       min_dcf_threshold=pm.min_dcf_threshold,
+                       tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()})
+        fpr, tpr, _ = roc_points(c)
+        fx, fy = thin_curve(fpr, tpr)
+        dx, dy = thin_curve(fpr, 1.0 - tpr, scale="logit")
+        out.curves = {"fpr": fx, "tpr": fy, "det_far": dx, "det_frr": dy, "eer": pm.eer}
+
+    t2 = time.perf_counter()
+    if test_spk is None:
+        na["per_speaker"] = "no utt2spk given: test utterances cannot be mapped to speakers"
+    else:
+        per, reasons = per_speaker_eer(st, test_spk, weights=w, method=settings.eer_method)
+        out["per_speaker"] = per
+        for spk, why in reasons.items():
+            na[f"per_speaker.{spk}.eer"] = why
+    timings["per_speaker"] = time.perf_counter() - t2
+
+    t3 = time.perf_counter()
+    if speakers is None:
+        na["segments"] = "no speaker attributes given"
+    elif test_spk is None:
+        na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
+    else:
+        from ..attributes import segment_table
+
+        table = segment_table(speakers)
+        _check_listed(np.unique(np.concatenate([test_spk, enroll_spk])), table)
+        segs, skipped, reasons = segment_eers(st, enroll_spk, test_spk, table, weights=w,
+                                              method=settings.eer_method, min_speakers=min_segment_speakers)
+        out["segments"] = segs
+        for (attr, value), k in skipped.items():
+            na[f"segments.{attr}.{value}"] = (f"{k} trial speaker{'s' if k != 1 else ''} "
+                                              f"(fewer than {min_segment_speakers}): skipped")
+        for (attr, value, key), why in reasons.items():
+            na[f"segments.{attr}.{value}.{key}"] = why
+        if not segs and not skipped:
+            na["segments"] = "the speaker attributes give no segment values for the trial speakers"
+        details["segments_skipped"] = {f"{a}={v}": k for (a, v), k in skipped.items()}
+    timings["segments"] = time.perf_counter() - t3
+    out.details = details
+    out.timings_s = timings
+    return out
+
+
+def _check_listed(speaker_ids, table: dict) -> None:
+    missing = [s for s in speaker_ids.tolist() if s not in table]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(f"{len(missing)} trial speaker(s) missing from the speaker attributes: {shown}",
+                        hint="list every test and enrollment speaker in the speaker file")
+
+
+def _count(x):
+    x = float(x)
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else x
+
+
+# ----------------------------------------------------------------------------- results.json
+
+
+def build_results(results: dict, run_info: Optional[dict] = None) -> dict:
+    """The full results.json dict: ``run`` (the GUIDE keys, missing ones null) + the parts."""
+    run_info = dict(run_info or {})
+    run = {key: run_info.pop(key, None) for key in RUN_KEYS}
+    if run["timings_s"] is None:
+        run["timings_s"] = {}
+    run.update(run_info)  # extra run keys the caller chose to add
+    doc = {"run": run}
+    for key in ("overall", "per_speaker", "segments", "not_applicable"):
+        doc[key] = results.get(key)
+    if doc["segments"] is None:
+        doc["segments"] = {}
+    if doc["not_applicable"] is None:
+        doc["not_applicable"] = {}
+    return _json_safe(doc)
+
+
+def _json_safe(obj):
+    """Plain JSON types; NaN/inf become None (they should not occur; this is a last guard)."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _none_if_nan(obj)
+    if isinstance(obj, np.ndarray):
+        return _json_safe(obj.tolist())
+    if isinstance(obj, MetricSettings):
+        return {"eer_method": obj.eer_method, "fpr_targets": list(obj.fpr_targets), "p_target": obj.p_target,
+                "c_miss": obj.c_miss, "c_fa": obj.c_fa}
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+json_safe = _json_safe  # public name; ``_json_safe`` stays for existing callers
+
+
+# ----------------------------------------------------------------------------- report.md
+
+
+def _f(x, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def _ci(pair, pct: bool = True) -> str:
+    if not pair or pair[0] is None:
+        return "n/a"
+    fmt = _pct if pct else _f
+    return f"[{fmt(pair[0])}, {fmt(pair[1])}]"
+
+
+def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[list] = None) -> str:
+    """report.md text for a results.json dict (``details`` adds thresholds and settings)."""
+    details = details or {}
+    run = doc.get("run", {})
+    lines = ["# Verification metrics", ""]
+    for key in ("dataset", "features", "anonymizer", "scenario", "seed"):
+        if run.get(key) is not None:
+            lines.append(f"- {key}: {run[key]}")
+    ov = doc.get("overall") or {}
+    lines += ["", "## Overall", "",
+              f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.", "",
+              "| metric | value | 95% CI |", "|---|---|---|"]
+    ci = ov.get("ci95") or {}
+    lines.append(f"| EER | {_pct(ov.get('eer'))} | {_ci(ci.get('eer'))} |")
+    lines.append(f"| EER threshold | {_f(ov.get('eer_threshold'), 6)} | |")
+    lines.append(f"| AUC | {_f(ov.get('auc'))} | {_ci(ci.get('auc'), pct=False)} |")
+    for k, v in (ov.get("tpr_at_fpr") or {}).items():
+        lines.append(f"| TPR at FPR {float(k):g} | {_pct(v)} | {_ci((ci.get('tpr_at_fpr') or {}).get(k))} |")
+    lines.append(f"| minDCF | {_f(ov.get('min_dcf'))} | {_ci(ci.get('min_dcf'), pct=False)} |")
+    if details.get("eer_speechbrain") is not None:
+        lines += ["", f"EER, SpeechBrain definition: {_pct(details['eer_speechbrain'])}; "
+                      f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}."]
+    per = doc.get("per_speaker")
+    if per:
+        lines += ["", "## Per-speaker EER", "",
+                  "EER over the trials whose test utterance belongs to the speaker.", "",
+                  "| speaker | EER | target | non-target |", "|---|---|---|---|"]
+        order = sorted(per, key=lambda s: (per[s]["eer"] is None, per[s]["eer"] or 0.0, s))
+        for spk in order:
+            row = per[spk]
+            lines.append(f"| {spk} | {_pct(row['eer'])} | {row['n_target']} | {row['n_nontarget']} |")
+    segs = doc.get("segments") or {}
+    if segs:
+        lines += ["", "## Population segments", "",
+                  "Intra-EER: the segment's speakers as trial and enrollment speakers. Inter-EER: the "
+                  "segment's speakers as trial speakers against every enrollment speaker.", "",
+                  "| attribute | value | speakers | intra-EER | inter-EER |", "|---|---|---|---|---|"]
+        for attr, values in segs.items():
+            for value, row in values.items():
+                lines.append(f"| {attr} | {value} | {row['n_speakers']} | {_pct(row['intra_eer'])} | "
+                             f"{_pct(row['inter_eer'])} |")
+    skipped = details.get("segments_skipped") or {}
+    if skipped:
+        lines += ["", "Skipped segments (fewer than 3 speakers): "
+                  + ", ".join(f"{k} ({v})" for k, v in skipped.items()) + "."]
+    na = doc.get("not_applicable") or {}
+    if na:
+        lines += ["", "## Not applicable", ""] + [f"- `{k}`: {v}" for k, v in na.items()]
+    settings = details.get("settings")
+    lines += ["", "## Definitions", "",
+              "- EER (default, SpeechBrain / VoicePrivacy): thresholds at the distinct scores and the midpoints "
+              "between them; FRR = share of target scores <= t, FAR = share of non-target scores > t; "
+              "EER = (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR|. The convex-hull EER is the "
+              "interpolated alternative.",
+              "- TPR@FPR: the largest TPR among thresholds whose FPR does not exceed the target (no interpolation).",
+              "- AUC: P(target score > non-target score) + P(tie) / 2."]
+    if isinstance(settings, MetricSettings):
+        lines.append(f"- minDCF: normalised, p_target {settings.p_target}, C_miss {settings.c_miss}, "
+                     f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}.")
+    if details.get("n_boot"):
+        lines.append(f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
+                     f"{details.get('bootstrap_unit', 'trial')}s (seed {details.get('seed')}).")
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out_dir, results: dict, run_info: Optional[dict] = None, plots: bool = True,
+                 curves: Optional[dict] = None) -> dict:
+    """Write ``results.json``, ``report.md`` and (with ``plots``) roc.png, det.png,
+    per_speaker_eer.png and segments.png into ``out_dir``, each atomically.
+
+    ``results``: what :func:`evaluate_trials` returned (its ``curves`` attribute feeds the ROC
+    and DET plots; pass ``curves`` for a plain dict). Returns ``{name: path}`` of what was written.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    details = getattr(results, "details", None) or {}
+    curves = curves if curves is not None else getattr(results, "curves", None)
+    written = {}
+    plot_paths = []
+    na_extra = {}
+    if plots:
+        from .plots import write_plots
+
+        t0 = time.perf_counter()
+        plot_paths, na_extra = write_plots(out_dir, results, curves)
+        run_info = dict(run_info or {})
+        timings = dict(run_info.get("timings_s") or {})
+        timings["plots"] = round(time.perf_counter() - t0, 4)
+        run_info["timings_s"] = timings
+    doc = build_results(results, run_info)
+    doc["not_applicable"].update(na_extra)
+    write_json(out_dir / "results.json", doc)
+    written["results.json"] = out_dir / "results.json"
+    write_text(out_dir / "report.md", render_report(doc, details, plot_paths))
+    written["report.md"] = out_dir / "report.md"
+    for p in plot_paths:
+        written[Path(p).name] = Path(p)
+    return written

@@ -1,0 +1,285 @@
+"""Score files, utt2spk files and speaker attribute files.
+
+Score file (GUIDE section 4): whitespace separated, one trial per line, no header::
+
+    <enroll-id> <test-id> <score> <target|nontarget>
+
+Rules, each broken one raising :class:`sparc_eval.errors.DataError` naming the file and line:
+
+- a line must have exactly 4 fields; blank lines are skipped;
+- the score must parse as a float and be finite: ``nan`` and ``inf`` are rejected;
+- the label must be ``target`` or ``nontarget`` (lower case, as in Kaldi trial lists);
+- an ``(enroll-id, test-id)`` pair may appear only once (the error names both lines);
+- a file with no trials is an error. One-class files are read fine; the metrics then follow
+  the null + not_applicable rule of results.json.
+
+utt2spk (Kaldi): ``<utt-id> <speaker>`` per line; a repeated utterance id is an error.
+
+Speaker attribute file (``--speakers``): JSON lines (one object per line with a ``speaker``
+key) or CSV (a header row with a ``speaker`` column; comma, tab or semicolon separated).
+Missing-value cells (empty, ``nan``, ``NA``, ``null``, ``None``) become None; ``sex``/``gender``
+are normalised to ``F``/``M`` (a ``gender`` column is read as ``sex`` when there is no ``sex``);
+CSV cells that read as numbers become numbers, as they would be in JSON lines (``age`` is then
+binned by ``segment_table``; other numbers need a binning of the caller's choice and are not
+segmented). A speaker listed twice is an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import write_text
+from ..errors import DataError
+
+LABEL_WORDS = {"target": True, "nontarget": False}
+_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+_SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
+
+
+@dataclass
+class ScoreTrials:
+    """Trials read from a score file; ``lines[i]`` is the 1-based line of trial i."""
+
+    enroll: np.ndarray
+    test: np.ndarray
+    scores: np.ndarray
+    labels: np.ndarray
+    lines: np.ndarray
+    path: str = "<memory>"
+
+    def __len__(self) -> int:
+        return int(self.scores.size)
+
+
+def _read_lines(path):
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DataError("file not found", path=path) from None
+    except UnicodeDecodeError as err:
+        raise DataError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+
+
+def parse_scores(lines, path="<memory>") -> ScoreTrials:
+    """Parse score-file lines (see the module rules); the work per line is a split."""
+    fields = [line.split() for line in lines]
+    numbers = [i for i, f in enumerate(fields) if f]
+    for i in numbers:
+        if len(fields[i]) != 4:
+            raise DataError(
+                f"expected 4 fields (<enroll-id> <test-id> <score> <target|nontarget>), got {len(fields[i])}: "
+                f"{lines[i].strip()[:80]!r}", path=path, line=i + 1)
+    if not numbers:
+        raise DataError("no trials in the score file", path=path)
+    rows = [fields[i] for i in numbers]
+    line_no = np.asarray(numbers, dtype=np.int64) + 1
+    enroll = np.array([r[0] for r in rows])
+    test = np.array([r[1] for r in rows])
+    words = [r[3] for r in rows]
+    try:
+        scores = np.array([r[2] for r in rows], dtype=np.float64)
+    except ValueError:
+        for r, ln in zip(rows, line_no):
+            try:
+                float(r[2])
+            except ValueError:
+                raise DataError(f"score {r[2]!r} is not a number", path=path, line=int(ln)) from None
+        raise
+    bad = ~np.isfinite(scores)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"score {rows[i][2]!r} is not finite ({int(bad.sum())} non-finite scores in the file)",
+            path=path, line=int(line_no[i]),
+            hint="NaN and +/-inf scores are rejected; fix the scorer or map them to finite values")
+    word_arr = np.array(words)
+    labels = word_arr == "target"
+    unknown = ~labels & (word_arr != "nontarget")
+    if unknown.any():
+        i = int(np.flatnonzero(unknown)[0])
+        raise DataError(f"unknown label {words[i]!r}", path=path, line=int(line_no[i]),
+                        hint="labels are 'target' or 'nontarget'")
+    _check_duplicates(enroll, test, line_no, path)
+    return ScoreTrials(enroll, test, scores, labels, line_no, str(path))
+
+
+def _check_duplicates(enroll, test, line_no, path):
+    pairs = list(zip(enroll.tolist(), test.tolist()))
+    if len(set(pairs)) == len(pairs):
+        return
+    seen = {}
+    for pair, ln in zip(pairs, line_no.tolist()):
+        if pair in seen:
+            raise DataError(
+                f"duplicate trial {pair[0]} {pair[1]}: also on line {seen[pair]}",
+                path=path, line=ln, hint="each (enroll-id, test-id) pair may appear once; remove the repeats")
+        seen[pair] = ln
+
+
+def read_scores(path) -> ScoreTrials:
+    """Read a score file (see the module rules)."""
+    return parse_scores(_read_lines(path), str(path))
+
+
+def format_score(x: float) -> str:
+    """Shortest text that reads back as the same float."""
+    return repr(float(x))
+
+
+def write_scores(path, enroll_ids, test_ids, scores, labels) -> None:
+    """Write a score file atomically; ``labels`` are booleans (True = target) or label words."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        i = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise DataError(f"score {i} (0-based) is not finite; refusing to write it", path=path)
+    labels = np.asarray(labels)
+    if labels.dtype != bool:
+        words = labels.astype(str)
+        bad = ~np.isin(words, list(LABEL_WORDS))
+        if bad.any():
+            raise DataError(f"unknown label {words[np.flatnonzero(bad)[0]]!r}", path=path)
+        labels = words == "target"
+    text = "".join(
+        f"{e} {t} {format_score(s)} {'target' if y else 'nontarget'}\n"
+        for e, t, s, y in zip(enroll_ids, test_ids, scores.tolist(), labels.tolist()))
+    write_text(path, text)
+
+
+def read_utt2spk(path) -> dict:
+    """``{utterance: speaker}`` from a Kaldi utt2spk file (2 fields per line)."""
+    out = {}
+    for i, line in enumerate(_read_lines(path), 1):
+        f = line.split()
+        if not f:
+            continue
+        if len(f) != 2:
+            raise DataError(f"expected '<utt-id> <speaker>', got {len(f)} fields", path=path, line=i)
+        if f[0] in out:
+            raise DataError(f"utterance {f[0]} is listed twice", path=path, line=i)
+        out[f[0]] = f[1]
+    if not out:
+        raise DataError("no entries in the utt2spk file", path=path)
+    return out
+
+
+def _clean(value):
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        if value.lower() in _MISSING:
+            return None
+    return value
+
+
+def _number(value):
+    """A CSV cell that reads as a finite number becomes one (as in JSON lines)."""
+    if isinstance(value, str):
+        try:
+            x = float(value)
+        except ValueError:
+            return value
+        return x if math.isfinite(x) else value
+    return value
+
+
+def _normalise_row(row: dict, *, csv_cells: bool = False) -> dict:
+    row = {str(k).strip(): _clean(v) for k, v in row.items() if k is not None}
+    if csv_cells:
+        row = {k: (v if k == "speaker" else _number(v)) for k, v in row.items()}
+    if "sex" not in row and "gender" in row:
+        row["sex"] = row.pop("gender")
+    if row.get("sex") is not None:
+        row["sex"] = _SEX_WORDS.get(str(row["sex"]).strip().lower(), str(row["sex"]).strip())
+    return row
+
+
+def read_speakers(path) -> dict:
+    """``{speaker: {attribute: value}}`` from a JSON-lines or CSV speaker file."""
+    lines = _read_lines(path)
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    if not first:
+        raise DataError("empty speaker file", path=path)
+    rows = []
+    if first.startswith("{"):
+        for i, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"not a JSON object: {err.msg}", path=path, line=i) from None
+            if not isinstance(obj, dict):
+                raise DataError("each line must be a JSON object", path=path, line=i)
+            rows.append((i, obj))
+    else:
+        text = "\n".join(lines)
+        try:
+            dialect = csv.Sniffer().sniff(lines[0], delimiters=",\t;")
+        except csv.Error:
+            dialect = csv.excel
+        reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+        if not reader.fieldnames or "speaker" not in [h.strip() for h in reader.fieldnames]:
+            raise DataError(f"no 'speaker' column in the CSV header {reader.fieldnames}", path=path, line=1,
+                            hint="a speaker file is JSON lines or CSV with a 'speaker' column")
+        for i, rec in enumerate(reader, 2):
+            rows.append((i, rec))
+    out = {}
+    for i, raw in rows:
+        row = _normalise_row(raw, csv_cells=not first.startswith("{"))
+        spk = row.pop("speaker", None)
+        if spk is None:
+            raise DataError("no speaker id on this line", path=path, line=i)
+        spk = str(spk)
+        if spk in out:
+            raise DataError(f"speaker {spk} is listed twice", path=path, line=i)
+        out[spk] = row
+    return out
+
+
+def map_ids(ids, mapping: dict, *, what: str, path=None, keep_unmapped: bool = False) -> np.ndarray:
+    """Map each id through ``mapping``; unknown ids raise DataError naming the first few
+    (or stay as they are with ``keep_unmapped``)."""
+    ids = np.asarray(ids).astype(str)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    missing = [u for u in uniq.tolist() if u not in mapping]
+    if missing and not keep_unmapped:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(f"{len(missing)} {what} not found: {shown}", path=path,
+                        hint=f"every {what.rstrip('s')} must be listed")
+    mapped = np.array([str(mapping.get(u, u)) for u in uniq.tolist()])
+    return mapped[inv]
+
+
+def align_trials(a: ScoreTrials, b: ScoreTrials):
+    """``(scores_a, scores_b, labels)`` of two score files over the same trials, in ``a``'s
+    order, for :func:`sparc_eval.metrics.bootstrap.paired_bootstrap`. The trial sets must be
+    equal and agree on every label (DataError naming the first mismatch otherwise)."""
+    key_a = np.char.add(np.char.add(a.enroll.astype(str), "\t"), a.test.astype(str))
+    key_b = np.char.add(np.char.add(b.enroll.astype(str), "\t"), b.test.astype(str))
+    order_b = np.argsort(key_b)
+    pos = np.searchsorted(key_b[order_b], key_a)
+    pos = np.minimum(pos, key_b.size - 1)
+    found = key_b[order_b][pos] == key_a
+    if not found.all():
+        i = int(np.flatnonzero(~found)[0])
+        raise DataError(f"trial {a.enroll[i]} {a.test[i]} is not in {b.path}", path=a.path, line=int(a.lines[i]))
+    if key_a.size != key_b.size:
+        extra = np.setdiff1d(key_b, key_a)[0].replace("\t", " ")
+        raise DataError(f"trial {extra} is only in this file, not in {a.path}", path=b.path)
+    idx = order_b[pos]
+    differ = a.labels != b.labels[idx]
+    if differ.any():
+        i = int(np.flatnonzero(differ)[0])
+        raise DataError(f"trial {a.enroll[i]} {a.test[i]} has different labels in the two files "
+                        f"(line {int(b.lines[idx[i]])} of {b.path})", path=a.path, line=int(a.lines[i]))
+    return a.scores, b.scores[idx], a.labels

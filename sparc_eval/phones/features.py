@@ -1,0 +1,110 @@
+"""Phone features of manifest utterances, from the transcript or from the audio, cached on disk.
+
+``source: transcript`` phonemizes the text with the offline G2P: what a perfect speech-to-text
+front end would leave (an STT-TTS anonymizer's output carries exactly this content).
+``text: asr`` uses an anonymizer's own transcript (``extra.asr_text``) instead of the reference.
+``source: audio`` runs a phone recognizer (pocketsphinx by default) on the audio and is the
+only source with real durations; the transcript source has none, so it is phone-only.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from tqdm import tqdm
+
+from ..cache import ArrayCache, content_key, default_cache_dir
+from ..errors import DataError
+from .onehot import one_hot
+from .phoneset import PHONE_INDEX, PHONES
+
+SOURCES = ("transcript", "audio")
+
+
+class PhoneFeatures:
+    """utterance -> (T, 39|40) one-hot matrix (paper equation 1), with an on-disk cache."""
+
+    def __init__(self, *, source: str = "transcript", durations: bool = False, silence: bool = False,
+                 text: str = "reference", recognizer: str = "pocketsphinx", recognizer_options: dict | None = None,
+                 cache_dir=None, use_cache: bool = True):
+        if source not in SOURCES:
+            raise DataError(f"phone source {source!r} is not one of {SOURCES}")
+        if source == "transcript" and durations:
+            raise DataError("phone durations need audio: transcripts have no timings",
+                            hint="set source: audio (a phone recognizer) or durations: False")
+        if text not in ("reference", "asr"):
+            raise DataError(f"text {text!r} is not 'reference' or 'asr'")
+        self.source, self.durations, self.silence, self.text = source, durations, silence, text
+        self.recognizer_name, self.recognizer_options = recognizer, dict(recognizer_options or {})
+        self._g2p = self._recognizer = None
+        self.cache = ArrayCache(cache_dir or default_cache_dir(), "phones", self.settings()) if use_cache else None
+
+    def settings(self) -> dict:
+        settings = {"source": self.source, "version": 1}
+        if self.source == "audio":
+            settings.update(recognizer=self.recognizer_name, options=self.recognizer_options)
+        else:
+            settings.update(text=self.text)
+        return settings
+
+    # phone sequences -----------------------------------------------------------------------
+    def _text_of(self, utt) -> str:
+        if self.text == "asr":
+            if "asr_text" not in utt.extra:
+                raise DataError(f"utterance {utt.id!r} has no extra.asr_text",
+                                hint="text: asr needs a corpus anonymized by a transcribing anonymizer")
+            return utt.extra["asr_text"]
+        return utt.text
+
+    def segments(self, utt) -> np.ndarray:
+        """(N, 3) float array: phone index, start, end (transcript phones get start=end=0)."""
+        key = content_key(utt, source=self.source, text=self._text_of(utt) if self.source == "transcript" else None)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.source == "transcript":
+            if self._g2p is None:
+                from .g2p import G2P
+
+                self._g2p = G2P()
+            phones = [p for word in self._g2p.words(self._text_of(utt)) for p in word]
+            array = np.array([[PHONE_INDEX[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+        else:
+            if utt.audio is None:
+                raise DataError(f"utterance {utt.id!r} has no audio; source: audio needs it",
+                                hint="use source: transcript for text-only corpora")
+            if self._recognizer is None:
+                from .recognizer import make_recognizer
+
+                self._recognizer = make_recognizer(self.recognizer_name, **self.recognizer_options)
+            from .recognizer import recognize_utterance
+
+            segments = recognize_utterance(self._recognizer, utt)
+            array = np.array([[PHONE_INDEX[p], s, e] for p, s, e in segments], dtype=np.float64).reshape(-1, 3)
+        if self.cache is not None:
+            self.cache.put(key, array)
+        return array
+
+    def phones(self, utt, *, keep_silence: bool = False) -> list:
+        return [PHONES[int(i)] for i, _, _ in self.segments(utt)
+                if keep_silence or PHONES[int(i)] != "SIL"]
+
+    def __call__(self, utt) -> np.ndarray:
+        seq = self.segments(utt)
+        items = [(PHONES[int(i)], s, e) for i, s, e in seq] if self.durations else \
+            [PHONES[int(i)] for i, _, _ in seq]
+        return one_hot(items, durations=self.durations, silence=self.silence, utt_id=utt.id)
+
+    def corpus(self, manifest, *, progress: bool = True) -> dict:
+        """utterance id -> feature matrix for every utterance; empty ones are reported once."""
+        features, empty = {}, []
+        for utt in tqdm(list(manifest), desc=f"phones ({self.source})", disable=not progress, leave=False):
+            matrix = self(utt)
+            if matrix.shape[0] == 0:
+                empty.append(utt.id)
+            features[utt.id] = matrix
+        if empty:
+            warnings.warn(f"{len(empty)} utterances have no phones (e.g. {empty[:3]}); they are dropped "
+                          f"from training and scored as empty input", stacklevel=2)
+        return features

@@ -1,0 +1,26 @@
+"""The phone inventory: the 39 CMU dictionary phones without stress, plus silence.
+
+Index order is fixed (alphabetical CMU phones, then ``SIL`` at 39), so a one-hot column means
+the same phone in every feature file, model and run.
+"""
+
+from __future__ import annotations
+
+CMU_PHONES = (
+    "AA", "AE", "AH", "AO", "AW", "AY", "B", "CH", "D", "DH", "EH", "ER", "EY", "F", "G", "HH",
+    "IH", "IY", "JH", "K", "L", "M", "N", "NG", "OW", "OY", "P", "R", "S", "SH", "T", "TH",
+    "UH", "UW", "V", "W", "Y", "Z", "ZH",
+)
+SILENCE = "SIL"
+PHONES = CMU_PHONES + (SILENCE,)
+PHONE_INDEX = {p: i for i, p in enumerate(PHONES)}
+assert len(CMU_PHONES) == 39
+
+
+def strip_stress(phone: str) -> str:
+    """``AH0`` -> ``AH``; anything else unchanged (upper-cased)."""
+    return phone.rstrip("012").upper()
+
+
+def is_phone(symbol: str) -> bool:
+    return symbol in PHONE_INDEX

@@ -1,0 +1,142 @@
+"""Vectorised bootstrap: equal to a plain per-resample loop, seeded, chunk-independent."""
+
+import numpy as np
+import pytest
+
+from sparc_eval.errors import DataError
+from sparc_eval.metrics import bootstrap as B
+from sparc_eval.metrics import core
+from sparc_eval.metrics.core import MetricSettings
+
+
+def make(n=300, seed=0, ties=False):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.2
+    y[:2] = [True, False]
+    s = rng.normal(size=n) + 1.2 * y
+    if ties:
+        s = np.clip(np.round(s + 3), 1, 5)
+    return s, y
+
+
+def flat(result_samples, i):
+    return {
+        "eer": result_samples["eer"][i], "auc": result_samples["auc"][i], "min_dcf": result_samples["min_dcf"][i],
+        **{f"tpr{k}": v[i] for k, v in result_samples["tpr_at_fpr"].items()},
+    }
+
+
+def loop_metrics(s, y, w=None, settings=MetricSettings()):
+    pm = core.compute_metrics(s, y, w, settings=settings)
+    return {"eer": pm.eer, "auc": pm.auc, "min_dcf": pm.min_dcf, **{f"tpr{k}": v for k, v in pm.tpr_at_fpr.items()}}
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("stratify", [True, False])
+def test_trial_bootstrap_equals_loop_over_resamples(ties, stratify):
+    s, y = make(ties=ties)
+    res = B.bootstrap_metrics(s, y, n_boot=25, seed=7, stratify=stratify)
+    plan = B._Plan(y, "trial", stratify, None, 7)
+    draws = plan.trial_draws(range(25))
+    for i, d in enumerate(draws):  # the plain way: materialise each resample and recompute
+        if stratify:
+            assert y[d].sum() == y.sum()  # class counts kept
+        expected = loop_metrics(s[d], y[d])
+        got = flat(res.samples, i)
+        for k in expected:
+            assert got[k] == pytest.approx(expected[k], abs=1e-12), (i, k)
+
+
+def test_speaker_bootstrap_equals_weighted_loop():
+    s, y = make(400, seed=1)
+    groups = np.random.default_rng(1).integers(0, 12, s.size).astype(str)
+    res = B.bootstrap_metrics(s, y, n_boot=20, seed=3, unit="speaker", groups=groups)
+    plan = B._Plan(y, "speaker", True, groups, 3)
+    mult = plan.speaker_multiplicities(range(20))
+    for i in range(20):
+        w = mult[i][plan.group_index].astype(float)
+        if w[y].sum() == 0 or w[~y].sum() == 0:
+            assert np.isnan(res.samples["eer"][i])
+            continue
+        expected = loop_metrics(s, y, w)
+        got = flat(res.samples, i)
+        for k in expected:
+            assert got[k] == pytest.approx(expected[k], abs=1e-12), (i, k)
+
+
+def test_seeded_and_chunk_independent():
+    s, y = make(500, seed=2)
+    a = B.bootstrap_metrics(s, y, n_boot=40, seed=11, chunk_elements=500)  # one resample per chunk
+    b = B.bootstrap_metrics(s, y, n_boot=40, seed=11, chunk_elements=10**7)  # all at once
+    c = B.bootstrap_metrics(s, y, n_boot=40, seed=12)
+    np.testing.assert_array_equal(a.samples["eer"], b.samples["eer"])
+    np.testing.assert_array_equal(a.samples["tpr_at_fpr"][0.01], b.samples["tpr_at_fpr"][0.01])
+    assert not np.array_equal(a.samples["eer"], c.samples["eer"])
+    assert a.ci() == b.ci()
+
+
+def test_ci_brackets_point_estimate_and_schema():
+    s, y = make(2000, seed=4)
+    res = B.bootstrap_metrics(s, y, n_boot=300, seed=0)
+    ci = res.ci()
+    pm = core.compute_metrics(s, y)
+    assert ci["eer"][0] <= pm.eer <= ci["eer"][1]
+    assert ci["auc"][0] <= pm.auc <= ci["auc"][1]
+    assert set(ci) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
+    assert set(ci["tpr_at_fpr"]) == {0.01, 0.001}
+    assert res.n_valid == 300
+
+
+def test_rocch_bootstrap_runs_batched():
+    s, y = make(300, seed=5, ties=True)
+    settings = MetricSettings(eer_method="rocch")
+    res = B.bootstrap_metrics(s, y, n_boot=10, seed=0, settings=settings)
+    draws = B._Plan(y, "trial", True, None, 0).trial_draws(range(10))
+    for i, d in enumerate(draws):
+        assert res.samples["eer"][i] == pytest.approx(core.eer(s[d], y[d], method="rocch").eer, abs=1e-9)
+
+
+def test_one_class_resamples_are_dropped():
+    # 3 speakers, only one of them with target trials: a third of the draws miss it entirely
+    s = np.array([3.0, 2.5, 1.0, 0.5, 0.2, 0.1, 1.5, 0.7])
+    y = np.array([1, 1, 0, 0, 0, 0, 0, 0], bool)
+    g = np.array(["a", "a", "a", "b", "b", "c", "c", "c"])
+    res = B.bootstrap_metrics(s, y, n_boot=200, seed=0, unit="speaker", groups=g)
+    assert 0 < res.n_valid < 200
+    assert np.isnan(res.samples["eer"]).sum() == 200 - res.n_valid
+    assert all(v is not None for v in res.ci()["eer"])
+
+
+def test_speaker_unit_needs_groups():
+    s, y = make(50)
+    with pytest.raises(DataError, match="speaker"):
+        B.bootstrap_metrics(s, y, n_boot=5, unit="speaker")
+    with pytest.raises(ValueError):
+        B.bootstrap_metrics(s, y, n_boot=5, unit="episode")
+
+
+def test_percentile_ci():
+    assert B.percentile_ci(np.arange(101.0)) == pytest.approx([2.5, 97.5])
+    assert B.percentile_ci([np.nan, np.nan]) == [None, None]
+    assert B.percentile_ci([1.0, np.nan, 1.0]) == [1.0, 1.0]
+
+
+def test_paired_bootstrap():
+    s, y = make(1500, seed=6)
+    same = B.paired_bootstrap(s, s.copy(), y, n_boot=100, seed=0)
+    assert same.diff["eer"] == 0 and same.ci95["eer"] == [0.0, 0.0]
+    assert same.ci95["tpr_at_fpr"][0.01] == [0.0, 0.0]
+    rng = np.random.default_rng(0)
+    worse = s + rng.normal(0, 1.5, s.size)  # noisier system: higher EER, lower AUC
+    r = B.paired_bootstrap(s, worse, y, n_boot=200, seed=0)
+    assert r.diff["eer"] > 0 and r.ci95["eer"][0] > 0 and r.p_value["eer"] < 0.05
+    assert r.diff["auc"] < 0 and r.ci95["auc"][1] < 0
+    assert r.a["eer"] == pytest.approx(core.eer(s, y).eer)
+    assert r.b["eer"] == pytest.approx(core.eer(worse, y).eer)
+    assert set(r.as_dict()) >= {"a", "b", "diff", "ci95", "p_value"}
+    # the paired CI of the difference is narrower than the two unpaired CIs side by side
+    ua = B.bootstrap_metrics(s, y, n_boot=200, seed=0).ci()["eer"]
+    ub = B.bootstrap_metrics(worse, y, n_boot=200, seed=1).ci()["eer"]
+    assert (r.ci95["eer"][1] - r.ci95["eer"][0]) < (ua[1] - ua[0]) + (ub[1] - ub[0])
+    with pytest.raises(DataError):
+        B.paired_bootstrap(s, s[:-1], y, n_boot=5)
