@@ -308,10 +308,23 @@ def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
     return load({**extractor_sizes, "n_train_speakers": n_speakers})
 
 
-def _merge_overrides(overrides, extra: dict) -> dict:
+def parse_overrides(overrides) -> dict:
+    """``--key=value`` overrides (SpeechBrain's YAML string, or a dict) as a dict; a key given
+    twice keeps its last value, as on any command line."""
     import yaml
 
-    base = overrides or {}
-    if isinstance(base, str):
-        base = yaml.safe_load(base) or {}
-    return {**base, **extra}
+    if not overrides:
+        return {}
+    if isinstance(overrides, dict):
+        return dict(overrides)
+    try:
+        parsed = yaml.safe_load(overrides)
+    except yaml.YAMLError as err:
+        raise DataError(f"malformed --key=value override ({err})") from None
+    if not isinstance(parsed, dict):
+        raise DataError(f"overrides must be --key=value pairs, got {overrides!r}")
+    return parsed
+
+
+def _merge_overrides(overrides, extra: dict) -> dict:
+    return {**parse_overrides(overrides), **extra}

@@ -43,10 +43,21 @@ class PhoneFeatures:
     def settings(self) -> dict:
         settings = {"source": self.source, "version": 1}
         if self.source == "audio":
-            settings.update(recognizer=self.recognizer_name, options=self.recognizer_options)
+            settings.update(recognizer=self.recognizer_name, options=self.recognizer_options,
+                            backend=self._recognizer_settings())
         else:
             settings.update(text=self.text)
         return settings
+
+    def _recognizer_settings(self) -> dict:
+        """The backend's own settings (decoder parameters...), so a change of defaults
+        invalidates cached phones; loading the recognizer is cheap next to recognising."""
+        if self._recognizer is None:
+            from .recognizer import make_recognizer
+
+            self._recognizer = make_recognizer(self.recognizer_name, **self.recognizer_options)
+        settings = getattr(self._recognizer, "settings", None)
+        return settings() if callable(settings) else {}
 
     # phone sequences -----------------------------------------------------------------------
     def _text_of(self, utt) -> str:

@@ -1,0 +1,119 @@
+"""recipes/train_attacker.py end to end on the demo corpus, with a tiny model."""
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sparc_eval.errors import DataError
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["--channels=[32,32,32,32,96]", "--emb_dim=32", "--number_of_epochs=2", "--batch_size=16",
+        "--n_boot=50", "--progress=False"]
+
+
+def _recipe():
+    spec = importlib.util.spec_from_file_location("train_attacker", REPO / "recipes/train_attacker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(capsys, hparams, *args):
+    code = _recipe().main([str(REPO / "hparams" / hparams), *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out.strip().splitlines(), out.err
+
+
+@pytest.fixture(scope="module")
+def demo_dir(demo_reading_corpus):
+    return Path(demo_reading_corpus.name).parent
+
+
+@pytest.fixture(scope="module")
+def phones_run(demo_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("phones")
+    return out, [f"--data_folder={demo_dir}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}", *TINY]
+
+
+def test_phone_attacker_end_to_end(phones_run, capsys):
+    out, args = phones_run
+    code, lines, err = _run(capsys, "phones.yaml", *args)
+    assert code == 0, err
+    assert lines[-1] == str(out / "results.json")
+    results = json.loads((out / "results.json").read_text())
+    assert set(results) >= {"run", "overall", "per_speaker", "segments", "not_applicable"}
+    run = results["run"]
+    assert run["features"] == "phones" and run["scenario"] == "original" and run["n_train_speakers"] == 24
+    assert run["n_enroll_speakers"] == 24 and set(run["timings_s"]) >= {"training", "embeddings", "scoring"}
+    overall = results["overall"]
+    # 24 evaluation speakers x 20 utterances, split 10/10: every trial against every enrollment model
+    assert overall["n_target"] == 240 and overall["n_nontarget"] == 240 * 23
+    assert 0.0 <= overall["eer"] <= 1.0 and overall["ci95"]["eer"][0] <= overall["eer"] <= overall["ci95"]["eer"][1]
+    assert len(results["per_speaker"]) == 24 and "sex" in results["segments"]
+    scores = (out / "scores.txt").read_text().splitlines()
+    assert len(scores) == 240 * 24 and scores[0].split()[3] in ("target", "nontarget")
+    for name in ("report.md", "roc.png", "det.png", "per_speaker_eer.png", "train_log.txt"):
+        assert (out / name).stat().st_size > 0
+    assert any((out / "save").glob("CKPT*"))
+
+
+def test_resume_reuses_checkpoints_and_rejects_changed_hparams(phones_run, capsys):
+    out, args = phones_run
+    before = json.loads((out / "results.json").read_text())["overall"]
+    code, lines, err = _run(capsys, "phones.yaml", *args)
+    assert code == 0, err
+    after = json.loads((out / "results.json").read_text())
+    assert after["overall"] == before  # same checkpoint, same seed: same numbers
+    assert after["run"]["timings_s"]["training"] < 5  # nothing left to train
+    # evaluation settings may change on a trained attacker; model settings may not
+    code, lines, err = _run(capsys, "phones.yaml", *args, "--emb_dim=48")
+    assert code == 2 and "emb_dim: 32 -> 48" in err
+
+
+def test_unknown_hparams_key_is_named(phones_run, capsys):
+    out, args = phones_run
+    code, lines, err = _run(capsys, "phones.yaml", *args, "--no_such_key=3")
+    assert code == 2 and "no_such_key" in err
+
+
+def test_audio_features_on_a_text_only_corpus_are_refused(data_dir, tmp_path, capsys):
+    code, lines, err = _run(capsys, "mel.yaml", f"--data_folder={data_dir / 'edacc/spane_lists/edacc-test.txt'}",
+                            f"--output_folder={tmp_path}", *TINY)
+    assert code == 2 and "mel features need audio" in err and "text-only" in err
+
+
+def test_mel_attacker_runs_on_demo_audio(demo_dir, tmp_path, capsys):
+    code, lines, err = _run(capsys, "mel.yaml", f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
+                            f"--cache_folder={tmp_path / 'cache'}", *TINY, "--number_of_epochs=1",
+                            "--chunk_seconds=1.5", "--plots=False")
+    assert code == 0, err
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["run"]["features"] == "mel" and results["overall"]["n_target"] == 240
+
+
+def test_short_inputs_do_not_crash_ecapa():
+    import torch
+    from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
+
+    from attackers.ecapa import pad_to_min_length
+
+    model = ECAPA_TDNN(39, channels=[16, 16, 16, 16, 48], lin_neurons=8).eval()
+    feats, lens = torch.zeros(2, 3, 39), torch.tensor([1.0, 2 / 3])
+    with pytest.raises(RuntimeError):
+        model(feats, lens)  # the failure the padding rule exists for
+    padded, new_lens = pad_to_min_length(feats, lens, 8)
+    assert padded.shape == (2, 8, 39) and torch.allclose(new_lens, torch.tensor([3 / 8, 2 / 8]))
+    assert model(padded, new_lens).shape == (2, 1, 8)
+
+
+def test_semi_informed_needs_the_anonymized_corpus(demo_dir, tmp_path, capsys):
+    code, lines, err = _run(capsys, "phones.yaml", f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
+                            "--scenario=semi-informed", *TINY)
+    assert code == 2 and "anon_eval_folder" in err
+    with pytest.raises(DataError):
+        from attackers.run import plan_data
+
+        plan_data({"scenario": "bogus", "cache_folder": str(tmp_path), "data_folder": str(demo_dir)})
