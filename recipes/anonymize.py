@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Anonymize a corpus with the anonymizer that an hparams file builds.
+
+    python recipes/anonymize.py hparams/anon/mcadams.yaml \
+        --input_folder=../shared/data/librispeech_samples --output_folder=results/anon/mcadams
+    python recipes/anonymize.py hparams/anon/stt_tts.yaml --input_folder=... --shard=2/8
+    python recipes/anonymize.py hparams/anon/mcadams.yaml --input_folder=... --compute_wer=True
+
+Writes ``<output_folder>/manifest.jsonl``, 16 kHz wav files, ``anonymization.json``,
+``failures.jsonl``, a copy of the hparams as ``hyperparams.yaml`` and, with ``compute_wer``,
+``wer.json``; prints the manifest path last. Overrides are ``--key=value`` (or ``--key value``)
+for top-level keys of the YAML file; values are YAML.
+
+``anonymizer`` is an object (``!new:anonymizers.mcadams.McAdams``) or a registered name / dotted
+path (``anonymizer: mcadams``) built with the keyword arguments under ``anonymizer_options``.
+"""
+
+import sys
+from pathlib import Path
+
+from hyperpyyaml import load_hyperpyyaml
+
+from sparc_eval.anonymize import anonymize_corpus
+from sparc_eval.atomic import write_json, write_text
+from sparc_eval.corpora import load_corpus
+from sparc_eval.errors import DataError
+from sparc_eval.wer import anonymized_corpus_wer, summary
+
+
+def parse_arguments(argv):
+    """``(hparams file, overrides as a YAML string)`` from ``file.yaml --key=value ...``."""
+    if not argv or argv[0].startswith("-"):
+        raise DataError("usage: python recipes/anonymize.py HPARAMS.yaml [--key=value ...]")
+    overrides, rest = [], list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        if not arg.startswith("--"):
+            raise DataError(f"unexpected argument {arg!r}; overrides are --key=value")
+        key, sep, value = arg[2:].partition("=")
+        if not sep:
+            if not rest:
+                raise DataError(f"--{key} needs a value")
+            value = rest.pop(0)
+        overrides.append(f"{key}: {value}")
+    return argv[0], "\n".join(overrides)
+
+
+def main(argv=None) -> int:
+    hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
+    try:
+        with open(hparams_file, encoding="utf-8") as fin:
+            hparams = load_hyperpyyaml(fin, overrides)
+    except OSError as err:
+        raise DataError(f"cannot read {hparams_file}: {err.strerror}") from None
+    except ValueError as err:  # hyperpyyaml: !PLACEHOLDER left unset, unknown override key
+        raise DataError(f"{hparams_file}: {err}", hint="set required keys with --key=value") from None
+
+    out = Path(hparams["output_folder"])
+    manifest = anonymize_corpus(
+        load_corpus(hparams["input_folder"], skip_missing=hparams.get("skip_missing", False)),
+        hparams["anonymizer"], out, anonymizer_options=hparams.get("anonymizer_options"), shard=str(hparams.get("shard", "0/1")), runner=hparams.get("runner", "local"),
+        batch_size=hparams.get("batch_size", 1), num_workers=hparams.get("num_workers"),
+        num_gpus=hparams.get("num_gpus", 0.0), progress=hparams.get("progress", True))
+    with open(hparams_file, encoding="utf-8") as fin:
+        text = fin.read()
+    write_text(out / "hyperparams.yaml", text + ("\n# overrides\n# " + overrides.replace("\n", "\n# ") if overrides else ""))
+    report = manifest.report
+    print(f"finished {report['finished']} of {report['utterances']} utterances "
+          f"({report['processed']} now, {report['cached']} cached, {report['failed']} failed); rtf {report['rtf']}")
+    complete_manifest = out / "manifest.jsonl"
+    if hparams.get("compute_wer", False):
+        if report["shard"][1] > 1 and not complete_manifest.is_file():
+            print("wer: skipped until every shard has finished")
+        else:
+            from sparc_eval.corpora import load_manifest
+
+            result = anonymized_corpus_wer(load_manifest(out), hparams["wer_asr"], progress=hparams.get("progress", True))
+            write_json(out / "wer.json", result)
+            print(f"wer: {summary(result['anonymized'])}")
+    print(complete_manifest if report["shard"][1] == 1 or complete_manifest.is_file() else manifest.name)
+    return 0 if not report["failed"] else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except DataError as err:
+        print(f"anonymize.py: error: {err}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,650 @@
+"""Anonymize a whole corpus: 16 kHz wav files plus a manifest, resumable, shardable.
+
+``anonymize_corpus(manifest, anonymizer, out_dir)`` writes::
+
+    out_dir/wav/<speaker>/<id>.wav      16 kHz PCM_16 mono, each written atomically
+    out_dir/manifest.jsonl              same ids, speakers, attributes and reference text;
+                                        audio -> the new files (relative paths), duration of the
+                                        new audio, extra.anonymizer, and what the anonymizer
+                                        recorded (extra.asr_text for STT-TTS)
+    out_dir/failures.jsonl              one line per utterance that failed: id, error, reason
+    out_dir/anonymization.json          counts, timings and real-time factors
+    out_dir/.done.jsonl                 the ledger: one line per finished utterance with its key
+
+The cache key of an utterance hashes its input audio's content, its segment, and the
+anonymizer's ``settings()``; an utterance whose key is in the ledger and whose wav file is there
+is not redone, so a re-run, or the run after an interruption, does only what is missing, and
+changing a setting redoes everything it affects. One bad utterance (unreadable audio, an empty
+transcript, text the TTS cannot speak, a failing backend) is listed in ``failures.jsonl`` and the
+run goes on; a full disk stops the run with :class:`~sparc_eval.backends.DiskFull` and keeps
+everything finished.
+
+With ``shard=(i, n)`` (0-based) the run does every n-th utterance starting at i and writes
+``manifest.shard-i-of-n.jsonl``, ``failures.shard-i-of-n.jsonl`` and
+``anonymization.shard-i-of-n.json``; when all n shards are there (same input, same settings),
+``manifest.jsonl`` is merged automatically in input order (or later with :func:`merge_shards`).
+
+``runner="ray"`` spreads utterances over Ray actors (one anonymizer each; ``num_gpus`` per
+actor), on the cluster that ``ray.init`` joined (or a local one); workers write the wav files,
+so ``out_dir`` must be on storage they share.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import hashlib
+import io
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from .atomic import atomic_open, write_json
+from .audio import read_utterance, resample
+from .backends import AnonymizerOutputError, DiskFull
+from .errors import DataError
+from .manifest import AudioRef, Manifest
+
+SAMPLE_RATE = 16000
+SUBTYPE = "PCM_16"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+# ------------------------------------------------------------------------------------------------
+# small pieces
+
+def parse_shard(value) -> tuple:
+    """``"i/n"`` or ``(i, n)`` -> ``(i, n)`` with 0 <= i < n."""
+    if value is None:
+        return 0, 1
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", value)
+        if not match:
+            raise DataError(f"shard {value!r} is not of the form i/n (0-based, e.g. 0/4)")
+        value = (int(match.group(1)), int(match.group(2)))
+    i, n = (int(v) for v in value)
+    if n < 1 or not 0 <= i < n:
+        raise DataError(f"shard {i}/{n}: need 0 <= i < n (shards are 0-based)")
+    return i, n
+
+
+def _suffix(shard) -> str:
+    i, n = shard
+    return "" if n == 1 else f".shard-{i}-of-{n}"
+
+
+def safe_name(value: str) -> str:
+    """A file-name-safe form of an id or speaker (unchanged when already safe)."""
+    value = str(value)
+    cleaned = _SAFE.sub("_", value).lstrip(".") or "_"
+    if cleaned != value:
+        cleaned += "-" + hashlib.sha1(value.encode("utf-8")).hexdigest()[:8]
+    return cleaned
+
+
+def output_relpath(utt) -> str:
+    return f"wav/{safe_name(utt.speaker)}/{safe_name(utt.id)}.wav"
+
+
+def settings_of(anonymizer) -> dict:
+    settings = getattr(anonymizer, "settings", None)
+    if callable(settings):
+        return settings()
+    cls = type(anonymizer)
+    return {"class": f"{cls.__module__}.{cls.__qualname__}"}
+
+
+def name_of(anonymizer) -> str:
+    name = getattr(anonymizer, "display_name", None) or getattr(anonymizer, "name", None)
+    return str(name or type(anonymizer).__name__.lower())
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
+
+
+class _Fingerprints:
+    """Content hashes of input files, remembered in ``out_dir/.fingerprints.jsonl`` by
+    (path, size, mtime) so a re-run does not read every file again."""
+
+    def __init__(self, out_dir: Path):
+        self.path = out_dir / ".fingerprints.jsonl"
+        self.memo = {}
+        for record in _read_jsonl_lenient(self.path):
+            try:
+                self.memo[(record["path"], record["size"], record["mtime_ns"])] = record["sha256"]
+            except (KeyError, TypeError):
+                continue
+
+    def __call__(self, path: str) -> str:
+        st = os.stat(path)
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in self.memo:
+            digest = hashlib.sha256()
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            self.memo[key] = digest.hexdigest()
+            try:
+                with open(self.path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"path": key[0], "size": key[1], "mtime_ns": key[2],
+                                             "sha256": self.memo[key]}) + "\n")
+            except OSError:
+                pass  # a memo only
+        return self.memo[key]
+
+
+def _read_jsonl_lenient(path: Path) -> list:
+    """Records of a JSON-lines file, skipping lines that do not parse (an interrupted append)."""
+    if not path.is_file():
+        return []
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
+
+
+def utterance_key(utt, settings_hash: str, fingerprint) -> str:
+    audio = utt.audio
+    return _hash({"audio": fingerprint(audio.path), "start": audio.start, "stop": audio.stop,
+                  "settings": settings_hash, "rate": SAMPLE_RATE, "subtype": SUBTYPE})
+
+
+def read_ledger(out_dir: Path) -> dict:
+    """id -> the latest ledger entry, over ``.done*.jsonl`` (all shards)."""
+    done = {}
+    for path in sorted(Path(out_dir).glob(".done*.jsonl")):
+        for record in _read_jsonl_lenient(path):
+            if isinstance(record, dict) and "id" in record and "key" in record:
+                done[record["id"]] = record
+    return done
+
+
+def _finished(entry, key: str, out_dir: Path) -> bool:
+    if entry is None or entry.get("key") != key:
+        return False
+    path = out_dir / entry["audio"]
+    try:
+        return path.stat().st_size == entry.get("bytes", path.stat().st_size)
+    except OSError:
+        return False
+
+
+def _wav_bytes(wav: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    sf.write(buffer, wav, SAMPLE_RATE, format="WAV", subtype=SUBTYPE)
+    return buffer.getvalue()
+
+
+def _check_output(result, utt) -> np.ndarray:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise AnonymizerOutputError(f"utterance {utt.id!r}: anonymize() must return (wav, sr), got {type(result).__name__}")
+    wav, sr = result
+    wav = np.asarray(wav, dtype=np.float32)
+    if wav.ndim == 2:
+        wav = wav.mean(axis=1) if wav.shape[1] <= 8 else wav.mean(axis=0)
+    if wav.ndim != 1 or wav.size == 0:
+        raise AnonymizerOutputError(f"utterance {utt.id!r}: the anonymizer returned no audio (shape {wav.shape})")
+    if not np.all(np.isfinite(wav)):
+        raise AnonymizerOutputError(f"utterance {utt.id!r}: the anonymizer returned NaN or infinite samples")
+    try:
+        sr = int(sr)
+    except (TypeError, ValueError):
+        raise AnonymizerOutputError(f"utterance {utt.id!r}: sample rate {sr!r} is not a number") from None
+    if sr <= 0:
+        raise AnonymizerOutputError(f"utterance {utt.id!r}: sample rate {sr} is not positive")
+    return np.clip(resample(wav, sr, SAMPLE_RATE), -1.0, 1.0)
+
+
+def _failure(utt, err) -> dict:
+    return {"ok": False, "id": utt.id, "error": type(err).__name__, "reason": str(err),
+            "input": None if utt.audio is None else utt.audio.path}
+
+
+def _is_disk_full(err) -> bool:
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+# ------------------------------------------------------------------------------------------------
+# the work on one batch (runs in the driver, or in a Ray actor)
+
+def process_batch(anonymizer, batch, out_dir) -> list:
+    """Anonymize ``batch`` (a list of ``(utterance, key)``) and write the wav files; one result
+    dict per utterance: ``ok`` with the ledger entry fields, or a failure."""
+    out_dir = Path(out_dir)
+    rate = getattr(anonymizer, "sample_rate", SAMPLE_RATE)
+    results, ready = [], []
+    for utt, key in batch:
+        try:
+            wav, sr = read_utterance(utt, sample_rate=rate)
+        except Exception as err:  # noqa: BLE001 - every failure is reported, the run goes on
+            results.append(_failure(utt, err))
+            continue
+        ready.append((utt, key, wav, sr, copy.deepcopy(utt)))
+    if not ready:
+        return results
+
+    outputs = None
+    if len(ready) > 1 and callable(getattr(anonymizer, "anonymize_batch", None)):
+        start = time.perf_counter()
+        try:
+            outputs = anonymizer.anonymize_batch([(wav, sr, work) for _, _, wav, sr, work in ready])
+            if len(outputs) != len(ready):
+                raise AnonymizerOutputError(f"anonymize_batch returned {len(outputs)} results for {len(ready)} inputs")
+            per_item = (time.perf_counter() - start) / len(ready)
+            outputs = [(out, per_item, None) for out in outputs]
+        except Exception:  # noqa: BLE001 - find the bad one by running them one at a time
+            outputs = None
+            for _, _, _, _, work in ready:  # fresh copies: a failed batch may have written extras
+                work.extra.clear()
+    if outputs is None:
+        outputs = []
+        for utt, _, wav, sr, work in ready:
+            work.extra.clear()
+            work.extra.update(copy.deepcopy(utt.extra))
+            start = time.perf_counter()
+            try:
+                out = anonymizer.anonymize(wav, sr, work)
+                outputs.append((out, time.perf_counter() - start, None))
+            except Exception as err:  # noqa: BLE001
+                outputs.append((None, time.perf_counter() - start, err))
+
+    for (utt, key, wav, sr, work), (out, compute_s, err) in zip(ready, outputs):
+        if err is not None:
+            results.append(_failure(utt, err))
+            continue
+        try:
+            audio = _check_output(out, utt)
+            data = _wav_bytes(audio)
+            rel = output_relpath(utt)
+            try:
+                with atomic_open(out_dir / rel, "wb") as handle:
+                    handle.write(data)
+            except OSError as os_err:
+                if _is_disk_full(os_err):
+                    raise DiskFull(f"no space left writing {out_dir / rel}",
+                                   hint="free space and run again: finished files are kept") from None
+                raise
+        except Exception as err:  # noqa: BLE001
+            results.append(_failure(utt, err))
+            continue
+        added = {k: v for k, v in work.extra.items() if k not in utt.extra or utt.extra[k] != v}
+        results.append({"ok": True, "id": utt.id, "key": key, "audio": rel, "bytes": len(data),
+                        "duration": round(audio.size / SAMPLE_RATE, 4), "input_s": round(wav.size / sr, 4),
+                        "compute_s": round(compute_s, 6), "extra": added})
+    return results
+
+
+# ------------------------------------------------------------------------------------------------
+# runners
+
+def _batches(todo, size):
+    for start in range(0, len(todo), size):
+        yield todo[start:start + size]
+
+
+def _run_local(anonymizer, todo, out_dir, batch_size, on_result):
+    for batch in _batches(todo, batch_size):
+        if on_result(process_batch(anonymizer, batch, out_dir)):
+            return
+
+
+class _RayWorker:
+    def __init__(self, anonymizer):
+        self.anonymizer = anonymizer
+        setup = getattr(anonymizer, "setup", None)
+        start = time.perf_counter()
+        if callable(setup):
+            setup()
+        self.setup_s = time.perf_counter() - start
+
+    def setup_time(self):
+        return self.setup_s
+
+    def process(self, batch, out_dir):
+        return process_batch(self.anonymizer, batch, out_dir)
+
+
+def _run_ray(anonymizer, todo, out_dir, batch_size, on_result, *, num_workers=None, num_gpus=0.0,
+             num_cpus=1.0, ray_address=None):
+    from collections import deque
+
+    from .backends import require
+
+    ray = require("ray", extra="ray", purpose="the Ray runner")
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, ignore_reinit_error=True)
+    resources = ray.cluster_resources()
+    if num_workers is None:
+        num_workers = max(1, int(resources.get("CPU", 1) // max(num_cpus, 1e-6)))
+        if num_gpus:
+            num_workers = min(num_workers, max(1, int(resources.get("GPU", 0) // num_gpus)))
+    batches = deque(_batches(todo, batch_size))
+    num_workers = max(1, min(int(num_workers), len(batches)))
+    worker_cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus or 0)(_RayWorker)
+    actors = [worker_cls.remote(anonymizer) for _ in range(num_workers)]
+    try:
+        try:
+            setup_s = max(ray.get([a.setup_time.remote() for a in actors]))
+        except ray.exceptions.RayError as err:
+            raise DataError(f"the Ray workers could not set up the anonymizer: {err}") from None
+        out = str(out_dir)
+        idle = deque(actors * 2)  # two batches in flight per actor
+        pending, dead = {}, set()
+        while batches or pending:
+            while idle and batches:
+                actor, batch = idle.popleft(), batches.popleft()
+                pending[actor.process.remote(batch, out)] = (actor, batch)
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            actor, batch = pending.pop(ready[0])
+            try:
+                results = ray.get(ready[0])
+                idle.append(actor)
+            except ray.exceptions.RayError as err:
+                # the call failed outside process_batch (a worker died): fail this batch; a dead
+                # worker gets no more work, and with none left the rest fails too
+                results = [_failure(utt, err) for utt, _ in batch]
+                if isinstance(err, ray.exceptions.RayActorError):
+                    dead.add(id(actor))
+                    idle = deque(a for a in idle if id(a) not in dead)
+                    if len(dead) == len(actors):
+                        results += [_failure(utt, err) for b in batches for utt, _ in b]
+                        batches.clear()
+                else:
+                    idle.append(actor)
+            if on_result(results):
+                break
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+    return setup_s
+
+
+# ------------------------------------------------------------------------------------------------
+# the corpus run
+
+def _manifest_records(items, done, out_dir, name) -> list:
+    records = []
+    for utt in items:
+        entry = done.get(utt.id)
+        if entry is None:
+            continue
+        out = copy.deepcopy(utt)
+        out.audio = AudioRef(entry["audio"])
+        out.duration = entry["duration"]
+        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name}
+        records.append(out.to_dict())
+    return records
+
+
+def _write_jsonl(path, records) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _load_output_manifest(path: Path) -> Manifest:
+    from .corpora import load_manifest
+
+    manifest = load_manifest(path)
+    manifest.name = str(path)
+    return manifest
+
+
+def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: bool = True,
+                     runner: str = "local", batch_size: int = 1, num_workers=None, num_gpus: float = 0.0,
+                     num_cpus: float = 1.0, ray_address=None, merge: bool = True, limit=None,
+                     anonymizer_options=None) -> Manifest:
+    """Anonymize every utterance (of the shard) that is not already done; return the output
+    manifest (absolute audio paths) with ``.report`` holding the counts and timings that
+    ``anonymization.json`` records. ``manifest`` is a Manifest or any path ``load_corpus``
+    reads; ``anonymizer`` is an object or a registered name / dotted path (built with
+    ``anonymizer_options``)."""
+    from .plugins import load_anonymizer
+
+    wall_start = time.perf_counter()
+    if not isinstance(manifest, Manifest):
+        from .corpora import load_corpus
+
+        manifest = load_corpus(manifest)
+    if isinstance(anonymizer, str):
+        anonymizer = load_anonymizer(anonymizer, **dict(anonymizer_options or {}))
+    elif anonymizer_options:
+        raise DataError("anonymizer_options need an anonymizer name, not an object")
+    if runner not in ("local", "ray"):
+        raise DataError(f"runner {runner!r}: one of local, ray")
+    if int(batch_size) < 1:
+        raise DataError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = int(batch_size)
+    shard = parse_shard(shard)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not manifest.has_audio:
+        raise DataError(f"{manifest.name}: the corpus has no audio (text-only); nothing to anonymize")
+    manifest.validate()
+
+    utterances = list(manifest)
+    if limit is not None:
+        utterances = utterances[:int(limit)]
+    all_ids = [u.id for u in utterances]
+    items = [u for k, u in enumerate(utterances) if k % shard[1] == shard[0]]
+    name = name_of(anonymizer)
+    settings = settings_of(anonymizer)
+    settings_hash = _hash(settings)
+    suffix = _suffix(shard)
+
+    # what is done already
+    fingerprint = _Fingerprints(out_dir)
+    done = read_ledger(out_dir)
+    failures, todo, cached = [], [], 0
+    for utt in items:
+        if utt.audio is None:
+            failures.append(_failure(utt, DataError(f"utterance {utt.id!r} has no audio")))
+            continue
+        try:
+            key = utterance_key(utt, settings_hash, fingerprint)
+        except OSError as err:
+            failures.append(_failure(utt, DataError(f"utterance {utt.id!r}: cannot read {utt.audio.path} ({err.strerror})")))
+            continue
+        if _finished(done.get(utt.id), key, out_dir):
+            cached += 1
+        else:
+            done.pop(utt.id, None)
+            todo.append((utt, key))
+
+    # do the rest
+    stats = {"processed": 0, "input_s": 0.0, "output_s": 0.0, "compute_s": 0.0}
+    disk_full = []
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"anonymize[{name}]", unit="utt", dynamic_ncols=True)
+    ledger = open(out_dir / f".done{suffix}.jsonl", "a", encoding="utf-8")
+
+    def on_result(results) -> bool:
+        for result in results:
+            if result.pop("ok"):
+                try:
+                    ledger.write(json.dumps(result, ensure_ascii=False) + "\n")
+                    ledger.flush()
+                except OSError as err:
+                    if _is_disk_full(err):
+                        disk_full.append(result["id"])
+                        return True
+                    raise
+                done[result["id"]] = result
+                stats["processed"] += 1
+                stats["input_s"] += result["input_s"]
+                stats["output_s"] += result["duration"]
+                stats["compute_s"] += result["compute_s"]
+            else:
+                failures.append(result)
+                if result["error"] == "DiskFull":
+                    disk_full.append(result["id"])
+        if bar is not None:
+            bar.update(len(results))
+            bar.set_postfix(failed=len(failures))
+        return bool(disk_full)
+
+    setup_s = 0.0
+    try:
+        if todo:
+            if runner == "ray":
+                setup_s = _run_ray(anonymizer, todo, out_dir, batch_size, on_result, num_workers=num_workers,
+                                   num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address)
+            else:
+                setup = getattr(anonymizer, "setup", None)
+                start = time.perf_counter()
+                if callable(setup):
+                    setup()
+                setup_s = time.perf_counter() - start
+                _run_local(anonymizer, todo, out_dir, batch_size, on_result)
+    finally:
+        if bar is not None:
+            bar.close()
+        try:
+            ledger.flush()
+            os.fsync(ledger.fileno())
+        except OSError:
+            pass
+        ledger.close()
+
+    if disk_full:
+        finished = sum(1 for u in items if u.id in done)
+        raise DiskFull(f"disk full while writing to {out_dir}: {finished} of {len(items)} utterances are "
+                       f"finished and kept, {len(items) - finished} are not",
+                       hint="free space and run the same command again: it resumes")
+
+    # outputs of this run
+    done_all = {u.id: done[u.id] for u in items if u.id in done}
+    records = _manifest_records(items, done_all, out_dir, name)
+    failed_ids = {f["id"] for f in failures}
+    all_compute = sum(e.get("compute_s", 0.0) for e in done_all.values())
+    all_input = sum(e.get("input_s", 0.0) for e in done_all.values())
+    report = {
+        "anonymizer": name,
+        "settings": settings,
+        "settings_hash": settings_hash,
+        "input": manifest.name,
+        "input_ids_hash": _hash(all_ids),
+        "shard": list(shard),
+        "runner": runner,
+        "utterances": len(items),
+        "finished": len(records),
+        "processed": stats["processed"],
+        "cached": cached,
+        "failed": len(failed_ids),
+        "complete": len(records) == len(items),
+        "sample_rate": SAMPLE_RATE,
+        "input_audio_s": round(stats["input_s"], 3),
+        "output_audio_s": round(stats["output_s"], 3),
+        "timings_s": {"setup": round(setup_s, 3), "anonymize": round(stats["compute_s"], 3),
+                      "wall": round(time.perf_counter() - wall_start, 3)},
+        "rtf": round(stats["compute_s"] / stats["input_s"], 5) if stats["input_s"] else None,
+        "rtf_wall": round((time.perf_counter() - wall_start) / stats["input_s"], 5) if stats["input_s"] else None,
+        "rtf_all": round(all_compute / all_input, 5) if all_input else None,
+        "finished_input_s": round(all_input, 3),
+        "finished_compute_s": round(all_compute, 3),
+        "ids": [u.id for u in items],
+    }
+    _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
+    _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
+    write_json(out_dir / f"anonymization{suffix}.json", report)
+
+    path = out_dir / f"manifest{suffix}.jsonl"
+    if shard[1] > 1 and merge and _all_shards_present(out_dir, shard[1], settings_hash, report["input_ids_hash"]):
+        merge_shards(out_dir, shard[1])
+    result = _load_output_manifest(path) if records else Manifest([], name=str(path))
+    result.report = report
+    return result
+
+
+def _shard_reports(out_dir: Path, n: int) -> dict:
+    reports = {}
+    for i in range(n):
+        path = out_dir / f"anonymization.shard-{i}-of-{n}.json"
+        if path.is_file():
+            try:
+                reports[i] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+    return reports
+
+
+def _all_shards_present(out_dir: Path, n: int, settings_hash: str, ids_hash: str) -> bool:
+    reports = _shard_reports(out_dir, n)
+    return len(reports) == n and all(
+        r.get("settings_hash") == settings_hash and r.get("input_ids_hash") == ids_hash for r in reports.values())
+
+
+def merge_shards(out_dir, n=None) -> Manifest:
+    """Merge ``manifest.shard-i-of-n.jsonl`` (all i) into ``manifest.jsonl`` in input order, with
+    ``failures.jsonl`` and a summed ``anonymization.json``. ``n`` is found when there is one
+    shard count in the folder."""
+    out_dir = Path(out_dir)
+    if n is None:
+        counts = {int(m.group(1)) for p in out_dir.glob("anonymization.shard-*-of-*.json")
+                  if (m := re.search(r"-of-(\d+)\.json$", p.name))}
+        if len(counts) != 1:
+            raise DataError(f"{out_dir}: found shard counts {sorted(counts) or 'none'}; give n",
+                            hint="sparc-eval anonymize --merge --out DIR --shard 0/N names n")
+        n = counts.pop()
+    reports = _shard_reports(out_dir, n)
+    missing = [i for i in range(n) if i not in reports]
+    if missing:
+        raise DataError(f"{out_dir}: shards {missing} of {n} have not finished",
+                        hint="run them (--shard i/n) before merging")
+    first = reports[0]
+    for i, r in reports.items():
+        if r.get("settings_hash") != first.get("settings_hash") or r.get("input_ids_hash") != first.get("input_ids_hash"):
+            raise DataError(f"{out_dir}: shard {i} was run with other settings or another input than shard 0",
+                            hint="re-run every shard with the same anonymizer, settings and input")
+    by_id, failures = {}, []
+    for i in range(n):
+        for record in _read_jsonl_lenient(out_dir / f"manifest.shard-{i}-of-{n}.jsonl"):
+            by_id[record["id"]] = record
+        failures.extend(_read_jsonl_lenient(out_dir / f"failures.shard-{i}-of-{n}.jsonl"))
+    # shard i holds input positions i, i + n, ...: interleave back to input order
+    order = []
+    longest = max(len(r["ids"]) for r in reports.values())
+    for k in range(longest):
+        for i in range(n):
+            ids = reports[i]["ids"]
+            if k < len(ids):
+                order.append(ids[k])
+    records = [by_id[i] for i in order if i in by_id]
+    _write_jsonl(out_dir / "failures.jsonl", failures)
+    _write_jsonl(out_dir / "manifest.jsonl", records)
+    total = {key: sum(r.get(key) or 0 for r in reports.values())
+             for key in ("utterances", "finished", "processed", "cached", "failed", "input_audio_s", "output_audio_s")}
+    compute = sum(r["timings_s"]["anonymize"] for r in reports.values())
+    merged = {**{k: first[k] for k in ("anonymizer", "settings", "settings_hash", "input", "input_ids_hash", "runner")},
+              "shards": n, **total, "complete": total["finished"] == total["utterances"],
+              "sample_rate": SAMPLE_RATE,
+              "timings_s": {"anonymize": round(compute, 3),
+                            "wall_max_shard": max(r["timings_s"]["wall"] for r in reports.values())},
+              "rtf": round(compute / total["input_audio_s"], 5) if total["input_audio_s"] else None,
+              "rtf_all": _ratio(sum(r.get("finished_compute_s") or 0 for r in reports.values()),
+                                sum(r.get("finished_input_s") or 0 for r in reports.values())),
+              "ids": order}
+    write_json(out_dir / "anonymization.json", merged)
+    manifest = _load_output_manifest(out_dir / "manifest.jsonl") if records else Manifest([], name=str(out_dir))
+    manifest.report = merged
+    return manifest
+
+
+def _ratio(num, den):
+    return round(num / den, 5) if den else None

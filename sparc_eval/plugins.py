@@ -1,0 +1,98 @@
+"""Finding plug-ins by registered name (entry points) or by dotted path.
+
+The library never imports ``anonymizers/`` itself: built-in anonymizers are registered in the
+``sparc_eval.anonymizers`` entry-point group of this package's metadata, exactly as another
+installed package registers its own::
+
+    [project.entry-points."sparc_eval.anonymizers"]
+    my_voice = "my_package.voice:MyVoiceAnonymizer"
+
+``load_anonymizer("mcadams", alpha=0.7)`` and
+``load_anonymizer("anonymizers.mcadams.McAdams", alpha=0.7)`` build the same object.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+
+from .errors import DataError
+
+ANONYMIZER_GROUP = "sparc_eval.anonymizers"
+
+
+def entry_points(group: str) -> dict:
+    """name -> EntryPoint for one group (the last registration of a name wins)."""
+    try:
+        found = metadata.entry_points(group=group)
+    except TypeError:  # Python < 3.10
+        found = metadata.entry_points().get(group, [])
+    return {ep.name: ep for ep in found}
+
+
+def load_object(dotted: str):
+    """The object at ``package.module.Name`` or ``package.module:Name``."""
+    if ":" in dotted:
+        module_name, _, attr = dotted.partition(":")
+    else:
+        module_name, _, attr = dotted.rpartition(".")
+    if not module_name or not attr:
+        raise DataError(f"{dotted!r} is not a dotted path (package.module.Name)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise DataError(f"cannot import {module_name!r} for {dotted!r}: {err}",
+                        hint="check the spelling, and that the package is installed") from None
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise DataError(f"{module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def available_anonymizers() -> list:
+    """Registered anonymizer names, sorted."""
+    return sorted(entry_points(ANONYMIZER_GROUP))
+
+
+def anonymizer_class(spec: str):
+    """The class for a registered name or a dotted path."""
+    if not isinstance(spec, str) or not spec:
+        raise DataError(f"anonymizer must be a registered name or a dotted path, got {spec!r}")
+    registered = entry_points(ANONYMIZER_GROUP)
+    name = spec.replace("-", "_")
+    if name in registered:
+        try:
+            return registered[name].load()
+        except ImportError as err:
+            raise DataError(f"anonymizer {spec!r} is registered as {registered[name].value} "
+                            f"but cannot be imported: {err}") from None
+    if "." in spec or ":" in spec:
+        return load_object(spec)
+    raise DataError(
+        f"unknown anonymizer {spec!r}; registered: {', '.join(sorted(registered)) or 'none'}",
+        hint="use one of those names, or a dotted path such as anonymizers.mcadams.McAdams",
+    )
+
+
+def load_anonymizer(spec, **kwargs):
+    """An anonymizer object from a registered name or dotted path (``kwargs`` go to the class);
+    an object that is already an anonymizer is returned as it is."""
+    if not isinstance(spec, str):
+        if kwargs:
+            raise DataError("keyword arguments need an anonymizer name, not an object")
+        if not callable(getattr(spec, "anonymize", None)):
+            raise DataError(f"{spec!r} has no anonymize(wav, sr, utterance) method")
+        return spec
+    cls = anonymizer_class(spec)
+    try:
+        obj = cls(**kwargs)
+    except TypeError as err:
+        raise DataError(f"anonymizer {spec!r}: bad parameters {sorted(kwargs)}: {err}") from None
+    if not callable(getattr(obj, "anonymize", None)):
+        raise DataError(f"{spec!r} does not build an anonymizer (no anonymize method)")
+    if getattr(obj, "name", None) in (None, "") and spec in entry_points(ANONYMIZER_GROUP):
+        obj.name = spec
+    return obj
