@@ -34,7 +34,7 @@ SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
 FEATURE_TYPES = ("mel", "phones", "phone_durations")
 # hparams a resumed run may change without invalidating its checkpoints: more epochs, and
 # everything about evaluation (a trained attacker is evaluated on other corpora this way)
-RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers"}
+RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
              "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
              "results_folder", "n_boot", "eval_batch_size", "scenario"}
@@ -197,6 +197,10 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) ->
     from .data import hold_out, make_dataset
     from .ecapa import AttackerBrain
 
+    if hp.get("num_threads"):
+        import torch
+
+        torch.set_num_threads(int(hp["num_threads"]))
     timings = {}
     out = Path(hp.get("results_folder") or hp["output_folder"])
     start = time.perf_counter()

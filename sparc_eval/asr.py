@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .audio import resample
-from .backends import BackendUnavailable, INSTALL, available_cores, require, require_file
+from .backends import INSTALL, BackendUnavailable, LazyModel, available_cores, require, require_file
 from .errors import DataError
 
 SAMPLE_RATE = 16000
@@ -155,32 +155,13 @@ def _mono16k(wav, sr) -> np.ndarray:
     return resample(wav, int(sr), SAMPLE_RATE)
 
 
-class ASR:
+class ASR(LazyModel):
     """Base class: ``transcribe(wav, sr) -> str``; ``settings()`` feeds cache keys."""
 
     name = "asr"
-    _lazy = ("_model",)
 
     def transcribe(self, wav, sr) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def settings(self) -> dict:
-        return {"backend": self.name}
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        for key in self._lazy:
-            state.pop(key, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        for key in self._lazy:
-            self.__dict__[key] = None
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items() if k != "backend")
-        return f"{type(self).__name__}({args})"
 
 
 class FasterWhisperASR(ASR):
@@ -310,17 +291,6 @@ BACKENDS = {
 def make_asr(spec="faster-whisper", **options) -> ASR:
     """An ASR from a backend name (``faster-whisper``, ``openai-whisper``, ``pocketsphinx``), a
     dotted class path, or an object with ``transcribe`` (returned as it is)."""
-    if not isinstance(spec, str):
-        if options:
-            raise DataError("ASR options need a backend name, not an ASR object")
-        if not callable(getattr(spec, "transcribe", None)):
-            raise DataError(f"{spec!r} is not an ASR (no transcribe(wav, sr) method)")
-        return spec
-    key = spec.strip().lower().replace("_", "-")
-    if key in BACKENDS:
-        return BACKENDS[key](**options)
-    if "." in spec or ":" in spec:
-        from .plugins import load_object
+    from .plugins import make_backend
 
-        return load_object(spec)(**options)
-    raise DataError(f"unknown ASR backend {spec!r}; one of {', '.join(BACKENDS)} or a dotted class path")
+    return make_backend(spec, options, kind="ASR", method="transcribe", builtins=BACKENDS)

@@ -36,6 +36,33 @@ class DiskFull(DataError):
     """Writing an output failed for lack of space; what was finished is kept."""
 
 
+class LazyModel:
+    """Base of ASR and TTS backends: a heavy model in ``_model`` (and any attribute named in
+    ``_lazy``) is loaded on first use and never pickled, so a backend travels to a worker
+    process (Ray, multiprocessing) as its settings and loads there."""
+
+    name = "backend"
+    _lazy = ("_model",)
+
+    def settings(self) -> dict:
+        return {"backend": self.name}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for key in self._lazy:
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for key in self._lazy:
+            self.__dict__[key] = None
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items() if k != "backend")
+        return f"{type(self).__name__}({args})"
+
+
 def require(module: str, *, extra: str, purpose: str):
     """Import ``module`` or raise BackendUnavailable naming the extra that installs it."""
     try:

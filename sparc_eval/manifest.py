@@ -25,25 +25,26 @@ from .errors import DataError
 
 FIELDS = ("id", "speaker", "text", "episode", "series", "audio", "duration", "sex", "age", "accent", "extra")
 
-_SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
+SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
+MISSING_WORDS = frozenset({"", "nan", "na", "n/a", "null", "none"})
 
 
 def normalise_sex(value) -> Optional[str]:
     """``F``/``M`` from f, m, Female, Male (any case); anything else (NaN, "Demiboy") is None."""
     if value is None or isinstance(value, float):
         return None
-    return _SEX_WORDS.get(str(value).strip().lower())
+    return SEX_WORDS.get(str(value).strip().lower())
 
 
 def clean_value(value):
-    """Missing-value markers (None, NaN, "", "nan") become None; strings are stripped."""
+    """Missing-value markers (None, NaN, "", "nan", "n/a", "null", ...) become None; strings are stripped."""
     if value is None:
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, str):
         value = value.strip()
-        if value == "" or value.lower() == "nan":
+        if value.lower() in MISSING_WORDS:
             return None
     return value
 
@@ -57,6 +58,19 @@ def clean_age(value) -> Optional[float]:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(age) else age
+
+
+def read_json_lines(path, *, hint: str = "the file may be truncated; regenerate it or delete the line"):
+    """Yield (line number, decoded value) for each non-blank line; DataError names a bad line."""
+    path = Path(path)
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"not valid JSON ({err.msg})", path=path, line=number, hint=hint) from None
 
 
 @dataclass
@@ -208,19 +222,8 @@ class Manifest:
     @classmethod
     def read_jsonl(cls, path, *, validate: bool = True) -> "Manifest":
         path = Path(path)
-        utterances = []
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DataError(
-                        f"not valid JSON ({err.msg})", path=path, line=number,
-                        hint="the file may be truncated; regenerate it or delete the line",
-                    ) from None
-                utterances.append(Utterance.from_dict(record, where=f"{path}, line {number}"))
+        utterances = [Utterance.from_dict(record, where=f"{path}, line {number}")
+                      for number, record in read_json_lines(path)]
         manifest = cls(utterances, name=str(path))
         return manifest.validate() if validate else manifest
 

@@ -52,6 +52,23 @@ def load_object(dotted: str):
     return obj
 
 
+def make_backend(spec, options: dict, *, kind: str, method: str, builtins: dict):
+    """A backend object from a built-in name (``builtins`` keys, case and ``_``/``-`` folded), a
+    dotted class path (``options`` go to the class), or an object that already has ``method``."""
+    if not isinstance(spec, str):
+        if options:
+            raise DataError(f"{kind} options need a backend name, not a {kind} object")
+        if not callable(getattr(spec, method, None)):
+            raise DataError(f"{spec!r} is not a {kind} (no {method}() method)")
+        return spec
+    key = spec.strip().lower().replace("_", "-")
+    if key in builtins:
+        return builtins[key](**options)
+    if "." in spec or ":" in spec:
+        return load_object(spec)(**options)
+    raise DataError(f"unknown {kind} backend {spec!r}; one of {', '.join(builtins)} or a dotted class path")
+
+
 def available_anonymizers() -> list:
     """Registered anonymizer names, sorted."""
     return sorted(entry_points(ANONYMIZER_GROUP))

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .audio import resample
-from .backends import BackendUnavailable, INSTALL, available_cores, UnspeakableText, require, require_file
+from .backends import INSTALL, BackendUnavailable, LazyModel, UnspeakableText, available_cores, require, require_file
 from .errors import DataError
 
 SAMPLE_RATE = 16000
@@ -35,32 +35,13 @@ def _finish(audio, sr: int, text: str) -> tuple:
     return np.clip(audio, -1.0, 1.0).astype(np.float32, copy=False), SAMPLE_RATE
 
 
-class TTS:
+class TTS(LazyModel):
     """Base class: ``synthesize(text) -> (wav, 16000)``; ``settings()`` feeds cache keys."""
 
     name = "tts"
-    _lazy = ("_model",)
 
     def synthesize(self, text: str) -> tuple:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def settings(self) -> dict:
-        return {"backend": self.name}
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        for key in self._lazy:
-            state.pop(key, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        for key in self._lazy:
-            self.__dict__[key] = None
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items() if k != "backend")
-        return f"{type(self).__name__}({args})"
 
 
 def packaged_piper_voice():
@@ -231,17 +212,6 @@ BACKENDS = {"piper": PiperTTS, "espeak": EspeakTTS, "espeak-ng": EspeakTTS, "nem
 def make_tts(spec="piper", **options) -> TTS:
     """A TTS from a backend name (``piper``, ``espeak``, ``nemo``), a dotted class path, or an
     object with ``synthesize`` (returned as it is)."""
-    if not isinstance(spec, str):
-        if options:
-            raise DataError("TTS options need a backend name, not a TTS object")
-        if not callable(getattr(spec, "synthesize", None)):
-            raise DataError(f"{spec!r} is not a TTS (no synthesize(text) method)")
-        return spec
-    key = spec.strip().lower().replace("_", "-")
-    if key in BACKENDS:
-        return BACKENDS[key](**options)
-    if "." in spec or ":" in spec:
-        from .plugins import load_object
+    from .plugins import make_backend
 
-        return load_object(spec)(**options)
-    raise DataError(f"unknown TTS backend {spec!r}; one of {', '.join(BACKENDS)} or a dotted class path")
+    return make_backend(spec, options, kind="TTS", method="synthesize", builtins=BACKENDS)

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 
 from ..errors import DataError
-from ..manifest import AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, resolve_audio
+from ..manifest import (AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, read_json_lines,
+                        resolve_audio)
 from .kaldi import LIBRISPEECH_ID
 
 EDACC_ID = re.compile(r"^(?P<conv>EDACC-C\d+)(?:_P\d+)?-\d+$")
@@ -43,32 +44,26 @@ def is_spane_datafile(path) -> bool:
 def load_spane_datafile(path, *, root=None, skip_missing: bool = False) -> Manifest:
     path = Path(path)
     utterances = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"not valid JSON ({err.msg})", path=path, line=number,
-                                hint="the file may be truncated; restore it from the release") from None
-            missing = {"path", "label"} - set(record)
-            if missing:
-                raise DataError(f"missing field(s) {sorted(missing)}", path=path, line=number)
-            audio_path = str(record["path"])
-            if root is not None:
-                audio_path = audio_path.replace("{root}", str(Path(root).resolve()))
-            utt_id = Path(audio_path).stem
-            speaker = str(record["label"])
-            duration = clean_value(record.get("duration"))
-            extra = {k: clean_value(v) for k, v in record.items() if k not in _CORE}
-            utterances.append(Utterance(
-                id=utt_id, speaker=speaker, text=(record.get("text") or "").strip(),
-                episode=episode_of(utt_id, speaker), audio=AudioRef(audio_path),
-                duration=None if duration is None else float(duration),
-                sex=normalise_sex(record.get("gender")), age=clean_age(record.get("age")),
-                accent=clean_value(record.get("accent")),
-                extra={k: v for k, v in extra.items() if v is not None},
-            ))
+    for number, record in read_json_lines(path, hint="the file may be truncated; restore it from the release"):
+        if not isinstance(record, dict):
+            raise DataError("expected a JSON object", path=path, line=number)
+        missing = {"path", "label"} - set(record)
+        if missing:
+            raise DataError(f"missing field(s) {sorted(missing)}", path=path, line=number)
+        audio_path = str(record["path"])
+        if root is not None:
+            audio_path = audio_path.replace("{root}", str(Path(root).resolve()))
+        utt_id = Path(audio_path).stem
+        speaker = str(record["label"])
+        duration = clean_value(record.get("duration"))
+        extra = {k: clean_value(v) for k, v in record.items() if k not in _CORE}
+        utterances.append(Utterance(
+            id=utt_id, speaker=speaker, text=(record.get("text") or "").strip(),
+            episode=episode_of(utt_id, speaker), audio=AudioRef(audio_path),
+            duration=None if duration is None else float(duration),
+            sex=normalise_sex(record.get("gender")), age=clean_age(record.get("age")),
+            accent=clean_value(record.get("accent")),
+            extra={k: v for k, v in extra.items() if v is not None},
+        ))
     utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
     return Manifest(utterances, name=str(path)).validate()

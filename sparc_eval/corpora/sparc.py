@@ -16,13 +16,13 @@ SPARC probes rely on (utterances in conversation order). Without an id column, i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
 
 from ..errors import DataError
-from ..manifest import AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, resolve_audio
+from ..manifest import (AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, read_json_lines,
+                        resolve_audio)
 
 DEFAULT_COLUMNS = {
     "id": ["id", "utterance_id", "segment_id", "utt_id"],
@@ -81,14 +81,8 @@ def _read_rows(path: Path):
                 raise DataError(f"unreadable parquet ({err})", path=file) from None
             rows.extend((file, i + 1, row) for i, row in enumerate(table.to_pylist()))
         else:
-            with open(file, encoding="utf-8") as handle:
-                for number, line in enumerate(handle, 1):
-                    if line.strip():
-                        try:
-                            rows.append((file, number, json.loads(line)))
-                        except json.JSONDecodeError as err:
-                            raise DataError(f"not valid JSON ({err.msg})", path=file, line=number,
-                                            hint="the export may be truncated") from None
+            rows.extend((file, number, record)
+                        for number, record in read_json_lines(file, hint="the export may be truncated"))
     return rows
 
 

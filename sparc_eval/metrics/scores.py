@@ -37,10 +37,9 @@ import numpy as np
 
 from ..atomic import write_text
 from ..errors import DataError
+from ..manifest import SEX_WORDS, clean_value
 
 LABEL_WORDS = {"target": True, "nontarget": False}
-_MISSING = {"", "nan", "na", "n/a", "null", "none"}
-_SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
 
 
 @dataclass
@@ -169,18 +168,6 @@ def read_utt2spk(path) -> dict:
     return out
 
 
-def _clean(value):
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, str):
-        value = value.strip()
-        if value.lower() in _MISSING:
-            return None
-    return value
-
-
 def _number(value):
     """A CSV cell that reads as a finite number becomes one (as in JSON lines)."""
     if isinstance(value, str):
@@ -193,13 +180,13 @@ def _number(value):
 
 
 def _normalise_row(row: dict, *, csv_cells: bool = False) -> dict:
-    row = {str(k).strip(): _clean(v) for k, v in row.items() if k is not None}
+    row = {str(k).strip(): clean_value(v) for k, v in row.items() if k is not None}
     if csv_cells:
         row = {k: (v if k == "speaker" else _number(v)) for k, v in row.items()}
     if "sex" not in row and "gender" in row:
         row["sex"] = row.pop("gender")
     if row.get("sex") is not None:
-        row["sex"] = _SEX_WORDS.get(str(row["sex"]).strip().lower(), str(row["sex"]).strip())
+        row["sex"] = SEX_WORDS.get(str(row["sex"]).strip().lower(), str(row["sex"]).strip())
     return row
 
 

@@ -33,7 +33,6 @@ the contract.
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from abc import ABC, abstractmethod
 from typing import Iterable, Optional, Sequence
@@ -41,6 +40,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..errors import DataError
+from ..plugins import entry_points, load_object
 from .phoneset import PHONE_INDEX, SILENCE
 
 PhoneSegment = tuple  # (phone: str, start_s: float, end_s: float)
@@ -186,47 +186,27 @@ def phones_of(segments: Iterable[tuple], *, keep_silence: bool = False) -> list:
 
 
 def _load_object(spec: str):
-    if ":" in spec:
-        module_name, attr = spec.split(":", 1)
-    else:
-        module_name, _, attr = spec.rpartition(".")
-    if not module_name or not attr:
-        raise DataError(f"phone recognizer {spec!r}: expected a name ({', '.join(sorted(BUILTIN))}) "
-                        f"or a dotted path 'package.module.Class'")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise DataError(f"phone recognizer {spec!r}: cannot import {module_name} ({err})",
-                        hint="install the package that provides it, or check the spelling") from None
-    try:
-        obj = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        raise DataError(f"phone recognizer {spec!r}: {module_name} has no {attr!r}") from None
-    return obj
+        return load_object(spec)
+    except DataError as err:
+        raise DataError(f"phone recognizer {spec!r}: {err}",
+                        hint=f"use one of {', '.join(sorted(BUILTIN))} or a dotted path 'package.module.Class'") from None
 
 
 def _entry_point(name: str):
     try:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name == name:
-                return ep.load()
+        found = entry_points(ENTRY_POINT_GROUP).get(name)
+        return None if found is None else found.load()
     except Exception:  # a broken third-party entry point must not hide the error below
         return None
-    return None
 
 
 def available_recognizers() -> list:
     """Names accepted by :func:`make_recognizer` besides dotted paths."""
     names = set(BUILTIN)
     try:
-        from importlib.metadata import entry_points
-
-        names.update(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-    except Exception:
+        names.update(entry_points(ENTRY_POINT_GROUP))
+    except Exception:  # a broken installed package must not hide the built-ins
         pass
     return sorted(names)
 
