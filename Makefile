@@ -28,8 +28,11 @@ $(STAMP): pyproject.toml Makefile
 test: $(STAMP)
 	$(PY) -m pytest -q -ra
 
+# The main job on the built-in demo corpus (reading mode): a phone-only ECAPA attacker trained on
+# 24 synthetic speakers and evaluated on 24 others. The last line printed is results.json's path.
 demo: $(STAMP)
-	$(PY) -m sparc_eval.cli demo --out $(DEMO_OUT)
+	$(PY) recipes/train_attacker.py hparams/phones.yaml --data_folder=demo:reading \
+		--output_folder=$(DEMO_OUT)/phones --cache_folder=$(DEMO_OUT)/cache
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
