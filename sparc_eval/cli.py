@@ -17,7 +17,7 @@ from .errors import DataError
 COMMANDS = {
     "corpus": ("sparc_eval.corpora.cli", "inspect a corpus on disk"),
     "metrics": ("sparc_eval.metrics.cli", "verification metrics and plots from a score file"),
-    "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus (and run the demo job)"),
+    "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus and print its summary"),
     "g2p": ("sparc_eval.phones.cli", "phonemize text: ARPAbet without stress, | between words"),
     "phones": ("sparc_eval.phones.analysis_cli", "phone-frequency distinctiveness of a corpus's speakers"),
     "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
