@@ -117,3 +117,30 @@ def test_semi_informed_needs_the_anonymized_corpus(demo_dir, tmp_path, capsys):
         from attackers.run import plan_data
 
         plan_data({"scenario": "bogus", "cache_folder": str(tmp_path), "data_folder": str(demo_dir)})
+
+
+def _manifest_dir(path, speakers, n, *, skip=()):
+    from sparc_eval.manifest import Manifest, Utterance
+
+    utts = [Utterance(f"{s}-{i}", s, f"words of {s} number {i}", f"{s}-ep", duration=3.0)
+            for s in speakers for i in range(n) if f"{s}-{i}" not in skip]
+    path.mkdir(parents=True, exist_ok=True)
+    Manifest(utts).write_jsonl(path / "manifest.jsonl")
+    return path
+
+
+def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
+    from attackers.run import plan_data
+
+    train = _manifest_dir(tmp_path / "train", ["t1", "t2", "t3"], 4)
+    original = _manifest_dir(tmp_path / "eval", ["e1", "e2", "e3"], 30)
+    anonymized = _manifest_dir(tmp_path / "anon", ["e1", "e2", "e3"], 30, skip={"e2-5"})
+    hp = {"cache_folder": str(tmp_path), "data_folder": str(train), "eval_folder": str(original),
+          "anon_eval_folder": str(anonymized), "scenario": "lazy-informed"}
+    with pytest.warns(UserWarning, match="1 evaluation utterances are missing"):
+        plan = plan_data(hp)
+    assert "e2-5" not in plan.split.trial_ids and "e2-5" not in plan.split.enroll["e2"]
+    assert plan.split.dropped["utterance e2-5"].startswith("missing from the anonymized corpus")
+    many = _manifest_dir(tmp_path / "anon2", ["e1", "e2", "e3"], 30, skip={f"e1-{i}" for i in range(10)})
+    with pytest.raises(DataError, match="10 of 90 evaluation utterances are missing"):
+        plan_data({**hp, "anon_eval_folder": str(many)})
