@@ -34,7 +34,7 @@ SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
 FEATURE_TYPES = ("mel", "phones", "phone_durations")
 # hparams a resumed run may change without invalidating its checkpoints: more epochs, and
 # everything about evaluation (a trained attacker is evaluated on other corpora this way)
-RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads"}
+RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
              "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
              "results_folder", "n_boot", "eval_batch_size", "scenario"}
@@ -97,7 +97,7 @@ def plan_data(hp: dict) -> DataPlan:
     if overlap and not hp.get("allow_speaker_overlap", False):
         raise DataError(f"{len(overlap)} speakers are in both training and evaluation data, e.g. {sorted(overlap)[:3]}",
                         hint="attackers are evaluated on unseen speakers; set allow_speaker_overlap: True to override")
-    anonymized, dropped = None, {}
+    anonymized, missing = None, []
     if scenario != "original":
         if not hp.get("anon_eval_folder"):
             raise DataError(f"scenario {scenario} needs anon_eval_folder (the anonymized evaluation corpus)")
@@ -110,14 +110,11 @@ def plan_data(hp: dict) -> DataPlan:
         if missing:  # a few failures of the anonymizer: evaluate without them, and say so
             warnings.warn(f"{len(missing)} evaluation utterances are missing from the anonymized corpus "
                           f"(e.g. {missing[:3]}); they are left out of the evaluation", stacklevel=2)
-            evaluation = evaluation.subset(lambda u: u.id not in set(missing))
-            dropped = {f"utterance {u}": "missing from the anonymized corpus (the anonymizer failed on it)"
-                       for u in missing}
     if scenario == "semi-informed":
         if not hp.get("anon_train_folders"):
             raise DataError("scenario semi-informed needs anon_train_folders (the anonymized training corpus)")
-        train = load_specs(hp["anon_train_folders"], cache_folder=cache).subset(
-            lambda u: u.speaker in set(train.speakers()))
+        keep = set(train.speakers())
+        train = load_specs(hp["anon_train_folders"], cache_folder=cache).subset(lambda u: u.speaker in keep)
     split = make_split(
         evaluation, enrolls_dir=hp.get("enrolls_dir"), trials_dirs=hp.get("trials_dirs"),
         enroll_list=hp.get("enroll_list"), trial_list=hp.get("trial_list"), seed=hp.get("split_seed", 0),
@@ -126,14 +123,33 @@ def plan_data(hp: dict) -> DataPlan:
     )
     enroll = anonymized if scenario in ("lazy-informed", "semi-informed") else evaluation
     trials = anonymized if scenario != "original" else evaluation
-    split.dropped.update(dropped)
+    if missing:  # the split is made on the full corpus (fixed lists name every utterance), then thinned
+        split = without_utterances(split, set(missing))
     return DataPlan(train, enroll, trials, split, evaluation)
+
+
+def without_utterances(split: Split, gone: set) -> Split:
+    """The split without the utterances in ``gone``, each listed in ``dropped``."""
+    enroll = {s: [u for u in ids if u not in gone] for s, ids in split.enroll.items()}
+    empty = [s for s, ids in enroll.items() if not ids]
+    if empty:
+        raise DataError(f"enrollment speakers {empty[:3]} lost every enrollment utterance to anonymizer failures",
+                        hint="re-run the anonymizer on the utterances listed in its failures.jsonl")
+    pairs = None if split.pairs is None else [p for p in split.pairs if p[1] not in gone]
+    dropped = dict(split.dropped)
+    dropped.update({f"utterance {u}": "missing from the anonymized corpus (the anonymizer failed on it)"
+                    for u in sorted(gone)})
+    return Split(enroll, [t for t in split.trial_ids if t not in gone], pairs, dropped, split.source)
 
 
 # --- features ------------------------------------------------------------------------------------
 
-def feature_extractor(hp: dict):
-    """None for mel (computed in the model from audio), else a PhoneFeatures extractor."""
+def feature_extractor(hp: dict, *, anonymized: bool = True):
+    """None for mel (computed in the model from audio), else a PhoneFeatures extractor.
+
+    ``phone_text: asr`` (an STT-TTS anonymizer's own transcript) applies to anonymized corpora;
+    original corpora, which have no such transcript, use their reference text.
+    """
     kind = hp["feature_type"]
     if kind not in FEATURE_TYPES:
         raise DataError(f"feature_type {kind!r} is not one of {', '.join(FEATURE_TYPES)}")
@@ -144,7 +160,8 @@ def feature_extractor(hp: dict):
     durations = kind == "phone_durations"
     source = "audio" if durations else hp.get("phone_source", "transcript")
     return PhoneFeatures(source=source, durations=durations, silence=hp.get("silence", False),
-                         text=hp.get("phone_text", "reference"), recognizer=hp.get("recognizer", "pocketsphinx"),
+                         text=hp.get("phone_text", "reference") if anonymized else "reference",
+                         recognizer=hp.get("recognizer", "pocketsphinx"),
                          cache_dir=Path(hp["cache_folder"]) / "features")
 
 
@@ -186,7 +203,8 @@ def fingerprint_of(hp: dict) -> dict:
     out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
            if not k.startswith("__") and plain(v) and k not in RESUMABLE_CHANGES | EVAL_KEYS}
     semi = hp.get("scenario") == "semi-informed"
-    out["trained_on"] = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
+    trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
+    out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
     if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
         out["held_out_by"] = [hp.get("eval_speaker_fraction", 0.5), hp.get("split_seed", 0)]
     return out
@@ -218,7 +236,8 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) ->
     timings["data"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    extractor = feature_extractor(hp)
+    scenario = hp.get("scenario", "original")
+    extractor = feature_extractor(hp, anonymized=scenario == "semi-informed")
     progress = hp.get("progress", True)
     enroll_ids = {u for ids in plan.split.enroll.values() for u in ids}
     trial_ids = set(plan.split.trial_ids)
@@ -226,8 +245,9 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) ->
     trial_utts = [u for u in plan.trials if u.id in trial_ids]
     if extractor is not None:
         train_feats = extractor.corpus(plan.train, progress=progress)
-        enroll_feats = extractor.corpus(enroll_utts, progress=progress)
-        trial_feats = extractor.corpus(trial_utts, progress=progress)
+        enroll_anonymized = scenario in ("lazy-informed", "semi-informed")
+        enroll_feats = feature_extractor(hp, anonymized=enroll_anonymized).corpus(enroll_utts, progress=progress)
+        trial_feats = feature_extractor(hp, anonymized=scenario != "original").corpus(trial_utts, progress=progress)
         trainable = [u for u in plan.train if train_feats[u.id].shape[0] > 0]
     else:
         train_feats = enroll_feats = trial_feats = None

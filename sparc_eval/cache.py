@@ -46,6 +46,8 @@ def content_key(utt, *, source: str, text: str | None = None) -> str:
     if source == "audio":
         audio = utt.audio
         payload = f"audio:{file_digest(audio.path)}:{audio.start}:{audio.stop}"
+        if text is not None:  # recognizers that align to the transcript
+            payload += ":text:" + text
     else:
         payload = "text:" + (utt.text if text is None else text)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

@@ -45,18 +45,29 @@ class PhoneFeatures:
         if self.source == "audio":
             settings.update(recognizer=self.recognizer_name, options=self.recognizer_options,
                             backend=self._recognizer_settings())
-        else:
-            settings.update(text=self.text)
+        else:  # the G2P's versions and tagger, so an upgrade invalidates cached phones
+            g2p = self._load_g2p()
+            settings.update(text=self.text, g2p=g2p.settings(), tagger=g2p.tagger_id())
         return settings
 
-    def _recognizer_settings(self) -> dict:
-        """The backend's own settings (decoder parameters...), so a change of defaults
-        invalidates cached phones; loading the recognizer is cheap next to recognising."""
+    def _load_recognizer(self):
         if self._recognizer is None:
             from .recognizer import make_recognizer
 
             self._recognizer = make_recognizer(self.recognizer_name, **self.recognizer_options)
-        settings = getattr(self._recognizer, "settings", None)
+        return self._recognizer
+
+    def _load_g2p(self):
+        if self._g2p is None:
+            from .g2p import G2P
+
+            self._g2p = G2P()
+        return self._g2p
+
+    def _recognizer_settings(self) -> dict:
+        """The backend's own settings (decoder parameters...), so a change of defaults
+        invalidates cached phones; loading the recognizer is cheap next to recognising."""
+        settings = getattr(self._load_recognizer(), "settings", None)
         return settings() if callable(settings) else {}
 
     # phone sequences -----------------------------------------------------------------------
@@ -70,28 +81,25 @@ class PhoneFeatures:
 
     def segments(self, utt) -> np.ndarray:
         """(N, 3) float array: phone index, start, end (transcript phones get start=end=0)."""
-        key = content_key(utt, source=self.source, text=self._text_of(utt) if self.source == "transcript" else None)
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            return cached
         if self.source == "transcript":
-            if self._g2p is None:
-                from .g2p import G2P
-
-                self._g2p = G2P()
-            phones = [p for word in self._g2p.words(self._text_of(utt)) for p in word]
-            array = np.array([[PHONE_INDEX[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+            text = self._text_of(utt)
         else:
             if utt.audio is None:
                 raise DataError(f"utterance {utt.id!r} has no audio; source: audio needs it",
                                 hint="use source: transcript for text-only corpora")
-            if self._recognizer is None:
-                from .recognizer import make_recognizer
-
-                self._recognizer = make_recognizer(self.recognizer_name, **self.recognizer_options)
+            # an aligner's output depends on the transcript as well as the audio
+            text = utt.text if getattr(self._load_recognizer(), "needs_text", False) else None
+        key = content_key(utt, source=self.source, text=text)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.source == "transcript":
+            phones = [p for word in self._load_g2p().words(text) for p in word]
+            array = np.array([[PHONE_INDEX[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+        else:
             from .recognizer import recognize_utterance
 
-            segments = recognize_utterance(self._recognizer, utt)
+            segments = recognize_utterance(self._load_recognizer(), utt)
             array = np.array([[PHONE_INDEX[p], s, e] for p, s, e in segments], dtype=np.float64).reshape(-1, 3)
         if self.cache is not None:
             self.cache.put(key, array)
