@@ -194,6 +194,20 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
     write_json(path, fingerprint)
 
 
+def model_signature(hp: dict) -> str:
+    """Digest of what the hparams build but plain keys miss: the modules' architecture (kernel
+    sizes, attention channels...), the loss's scalar settings (AAM margin and scale) and the
+    optimizer's keyword arguments."""
+    import hashlib
+
+    loss = getattr(hp.get("compute_cost"), "loss_fn", hp.get("compute_cost"))
+    loss_settings = {k: v for k, v in vars(loss).items() if isinstance(v, (int, float, bool, str))} if loss else {}
+    optimizer = getattr(hp.get("opt_class"), "keywords", {})
+    text = repr(hp.get("modules")) + json.dumps([type(loss).__name__, loss_settings, optimizer],
+                                                sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def fingerprint_of(hp: dict) -> dict:
     """The plain (str/number/bool/list) hparams that define the trained model."""
     def plain(v):
@@ -203,6 +217,7 @@ def fingerprint_of(hp: dict) -> dict:
     out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
            if not k.startswith("__") and plain(v) and k not in RESUMABLE_CHANGES | EVAL_KEYS}
     semi = hp.get("scenario") == "semi-informed"
+    out["model"] = model_signature(hp)
     trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
     out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
     if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
@@ -323,6 +338,10 @@ def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
     """Load hparams twice: once to read the data keys, then with the data-derived sizes
     (``n_train_speakers``, ``input_size``) that the model definitions reference."""
     from hyperpyyaml import load_hyperpyyaml
+
+    from sparc_eval.speechbrain_compat import ensure_torchaudio
+
+    ensure_torchaudio()  # the hparams name SpeechBrain classes, which import torchaudio
 
     def load(extra):
         merged = _merge_overrides(overrides, extra)

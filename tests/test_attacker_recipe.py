@@ -144,3 +144,14 @@ def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
     many = _manifest_dir(tmp_path / "anon2", ["e1", "e2", "e3"], 30, skip={f"e1-{i}" for i in range(10)})
     with pytest.raises(DataError, match="10 of 90 evaluation utterances are missing"):
         plan_data({**hp, "anon_eval_folder": str(many)})
+
+
+def test_model_signature_sees_nested_model_settings(demo_dir, tmp_path):
+    from attackers.run import load_hparams, model_signature
+
+    overrides = {"data_folder": str(demo_dir), "output_folder": str(tmp_path), "cache_folder": str(tmp_path)}
+    base = model_signature(load_hparams(REPO / "hparams/phones.yaml", overrides))
+    assert model_signature(load_hparams(REPO / "hparams/phones.yaml", overrides)) == base
+    edited = tmp_path / "phones.yaml"
+    edited.write_text((REPO / "hparams/phones.yaml").read_text().replace("margin: 0.2", "margin: 0.3"))
+    assert model_signature(load_hparams(edited, overrides)) != base
