@@ -227,8 +227,10 @@ def fingerprint_of(hp: dict) -> dict:
 
 # --- the run -------------------------------------------------------------------------------------
 
-def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) -> Path:
-    """Train (or resume) the attacker and evaluate it; returns the path of results.json."""
+def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, plan: DataPlan | None = None) -> Path:
+    """Train (or resume) the attacker and evaluate it; returns the path of results.json.
+
+    ``plan`` is the data plan :func:`prepare` made while sizing the model (built here if None)."""
     from sparc_eval.speechbrain_compat import import_speechbrain
 
     sb = import_speechbrain()
@@ -244,7 +246,7 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) ->
     timings = {}
     out = Path(hp.get("results_folder") or hp["output_folder"])
     start = time.perf_counter()
-    plan = plan_data(hp)
+    plan = plan if plan is not None else plan_data(hp)
     require_audio(plan.train, "training", hp)
     require_audio(plan.trials, "trial", hp)
     require_audio(plan.enroll, "enrollment", hp)
@@ -335,8 +337,14 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None) ->
 
 
 def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
-    """Load hparams twice: once to read the data keys, then with the data-derived sizes
-    (``n_train_speakers``, ``input_size``) that the model definitions reference."""
+    """The hparams with the data-derived model sizes set (see :func:`prepare`)."""
+    return prepare(hparams_file, overrides)[0]
+
+
+def prepare(hparams_file, overrides: str | dict | None = None) -> tuple:
+    """(hparams, data plan). Hparams are loaded twice: once to read the data keys, then with the
+    data-derived sizes (``n_train_speakers``, ``input_size``) that the model definitions
+    reference; the plan is returned so that :func:`run_attack` does not load the corpora again."""
     from hyperpyyaml import load_hyperpyyaml
 
     from sparc_eval.speechbrain_compat import ensure_torchaudio
@@ -356,7 +364,7 @@ def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
     plan = plan_data(first)
     extractor_sizes = {"input_size": input_size(first)}
     n_speakers = len(plan.train.speakers())
-    return load({**extractor_sizes, "n_train_speakers": n_speakers})
+    return load({**extractor_sizes, "n_train_speakers": n_speakers}), plan
 
 
 def parse_overrides(overrides) -> dict:

@@ -16,15 +16,15 @@ from sparc_eval.speechbrain_compat import import_speechbrain
 
 def main(argv=None):
     sb = import_speechbrain()
-    from attackers.run import load_hparams, parse_overrides, run_attack
+    from attackers.run import parse_overrides, prepare, run_attack
 
     hparams_file, run_opts, overrides = sb.parse_arguments(sys.argv[1:] if argv is None else argv)
     try:
         overrides = parse_overrides(overrides)
-        hparams = load_hparams(hparams_file, overrides)
+        hparams, plan = prepare(hparams_file, overrides)
         sb.create_experiment_directory(experiment_directory=hparams["output_folder"],
                                        hyperparams_to_save=hparams_file, overrides=overrides)
-        results = run_attack(hparams, run_opts, hparams_file=hparams_file, overrides=overrides)
+        results = run_attack(hparams, run_opts, hparams_file=hparams_file, overrides=overrides, plan=plan)
     except DataError as err:
         print(f"train_attacker: error: {err}", file=sys.stderr)
         return 2

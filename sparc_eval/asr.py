@@ -160,7 +160,17 @@ class ASR(LazyModel):
 
     name = "asr"
 
-    def transcribe(self, wav, sr) -> str:  # pragma: no cover - abstract
+    def transcribe(self, wav, sr) -> str:
+        """The transcript of mono audio at any rate ("" for empty audio)."""
+        model = self.load()
+        audio = _mono16k(wav, sr)
+        return "" if audio.size == 0 else self._decode(model, audio)
+
+    def load(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decode(self, model, audio) -> str:  # pragma: no cover - abstract
+        """Transcribe non-empty 16 kHz float32 mono audio with the loaded model."""
         raise NotImplementedError
 
 
@@ -194,11 +204,7 @@ class FasterWhisperASR(ASR):
                                           local_files_only=True)
         return self._model
 
-    def transcribe(self, wav, sr) -> str:
-        model = self.load()
-        audio = _mono16k(wav, sr)
-        if audio.size == 0:
-            return ""
+    def _decode(self, model, audio) -> str:
         segments, _ = model.transcribe(audio, language=self.language, beam_size=self.beam_size,
                                        temperature=self.temperature, vad_filter=self.vad_filter,
                                        condition_on_previous_text=False)
@@ -230,11 +236,7 @@ class OpenAIWhisperASR(ASR):
             self._model = whisper.load_model(self.checkpoint, device=self.device)
         return self._model
 
-    def transcribe(self, wav, sr) -> str:
-        model = self.load()
-        audio = _mono16k(wav, sr)
-        if audio.size == 0:
-            return ""
+    def _decode(self, model, audio) -> str:
         options = {"language": self.language, "fp16": self.fp16, "temperature": 0.0}
         if self.beam_size:
             options["beam_size"] = int(self.beam_size)
@@ -269,9 +271,7 @@ class PocketsphinxASR(ASR):
             self._model = ps.Decoder(**config)
         return self._model
 
-    def transcribe(self, wav, sr) -> str:
-        decoder = self.load()
-        audio = _mono16k(wav, sr)
+    def _decode(self, decoder, audio) -> str:
         pcm = (np.clip(audio, -1.0, 1.0) * 32767).astype("<i2").tobytes()
         decoder.start_utt()
         decoder.process_raw(pcm, full_utt=True)
