@@ -171,10 +171,13 @@ def input_size(hp: dict) -> int:
     return 39 + (1 if hp.get("silence", False) else 0)
 
 
+def needs_audio(hp: dict) -> bool:
+    """Whether the attacker's features come from audio (mel, durations, a phone recognizer)."""
+    return hp["feature_type"] in ("mel", "phone_durations") or hp.get("phone_source", "transcript") == "audio"
+
+
 def require_audio(manifest: Manifest, role: str, hp: dict) -> None:
-    needs_audio = hp["feature_type"] != "mel" and hp.get("phone_source", "transcript") == "audio"
-    needs_audio = needs_audio or hp["feature_type"] in ("mel", "phone_durations")
-    if needs_audio and not manifest.has_audio:
+    if needs_audio(hp) and not manifest.has_audio:
         raise DataError(f"{hp['feature_type']} features need audio, but the {role} corpus ({manifest.name}) is text-only",
                         hint="use feature_type: phones with phone_source: transcript for text-only corpora")
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "phones": ("sparc_eval.phones.analysis_cli", "phone-frequency distinctiveness of a corpus's speakers"),
     "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
     "anonymize": ("sparc_eval.anonymize_cli", "anonymize a corpus into 16 kHz wav files and a manifest"),
+    "leakage": ("sparc_eval.leakage.cli", "compare content leakage across corpora and attackers"),
 }
 
 

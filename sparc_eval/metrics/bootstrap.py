@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from .core import (Counts, MetricSettings, check_trials, compact, group_counts, metrics_from_counts, point_metrics,
+from .core import (Counts, MetricSettings, check_trials, compact, compute_metrics, group_counts, metrics_from_counts, point_metrics,
                    sort_trials)
 
 BOOTSTRAP_UNITS = ("trial", "speaker")
@@ -244,20 +244,44 @@ def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: in
         _store(sam_a, lo, hi, metrics_from_counts(ta, na, settings))
         _store(sam_b, lo, hi, metrics_from_counts(tb, nb, settings))
 
-    def diff_stats(a_val, b_val, a_s, b_s):
+    diff, ci, pv = _differences(pa, pb, sam_a, sam_b, settings, level)
+    valid = np.isfinite(sam_a["auc"]) & np.isfinite(sam_b["auc"])
+    return PairedResult(pa, pb, diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed))
+
+
+def unpaired_bootstrap(scores_a, labels_a, scores_b, labels_b, *, n_boot: int = 1000, seed: int = 0,
+                       unit: str = "trial", groups_a=None, groups_b=None, stratify: bool = True,
+                       level: float = 0.95, settings: MetricSettings = MetricSettings()) -> PairedResult:
+    """Compare system b with system a when they were evaluated on different trials (two corpora,
+    or attackers whose trial lists differ): each system is resampled on its own, with independent
+    draws, and the difference b - a is taken per resample. Same report as :func:`paired_bootstrap`;
+    the interval is wider, as it must be, since nothing cancels between the two."""
+    boots, points = [], []
+    for k, (s, y, g) in enumerate(((scores_a, labels_a, groups_a), (scores_b, labels_b, groups_b))):
+        boots.append(bootstrap_metrics(s, y, n_boot=n_boot, seed=int(seed) + k, unit=unit, groups=g,
+                                       stratify=stratify, level=level, settings=settings))
+        pm = compute_metrics(s, y, settings=settings)
+        points.append({"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf})
+    diff, ci, pv = _differences(points[0], points[1], boots[0].samples, boots[1].samples, settings, level)
+    valid = np.isfinite(boots[0].samples["auc"]) & np.isfinite(boots[1].samples["auc"])
+    return PairedResult(points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed))
+
+
+def _differences(pa: dict, pb: dict, sam_a: dict, sam_b: dict, settings: MetricSettings, level: float):
+    """Point difference b - a of every metric, its percentile CI and the bootstrap p-value."""
+    def stats(a_val, b_val, a_s, b_s):
         d = b_s - a_s
         d = d[np.isfinite(d)]
-        if d.size == 0:
-            return b_val - a_val, [None, None], None
+        if d.size == 0 or a_val is None or b_val is None:
+            return None if a_val is None or b_val is None else b_val - a_val, [None, None], None
         p = min(1.0, 2.0 * min(np.mean(d <= 0), np.mean(d >= 0)))
         return b_val - a_val, percentile_ci(d, level), float(p)
 
     diff, ci, pv = {}, {}, {}
     for name in ("eer", "auc", "min_dcf"):
-        diff[name], ci[name], pv[name] = diff_stats(pa[name], pb[name], sam_a[name], sam_b[name])
+        diff[name], ci[name], pv[name] = stats(pa[name], pb[name], sam_a[name], sam_b[name])
     diff["tpr_at_fpr"], ci["tpr_at_fpr"], pv["tpr_at_fpr"] = {}, {}, {}
     for x in settings.fpr_targets:
-        diff["tpr_at_fpr"][x], ci["tpr_at_fpr"][x], pv["tpr_at_fpr"][x] = diff_stats(
+        diff["tpr_at_fpr"][x], ci["tpr_at_fpr"][x], pv["tpr_at_fpr"][x] = stats(
             pa["tpr_at_fpr"][x], pb["tpr_at_fpr"][x], sam_a["tpr_at_fpr"][x], sam_b["tpr_at_fpr"][x])
-    valid = np.isfinite(sam_a["auc"]) & np.isfinite(sam_b["auc"])
-    return PairedResult(pa, pb, diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed))
+    return diff, ci, pv

@@ -1,0 +1,65 @@
+""""A leaks more than B", with its uncertainty.
+
+Two cells are compared by the difference of their EERs (b - a) and its bootstrap CI:
+
+- paired, when both scored the same trials (two ECAPA attackers on one split, two text scorers
+  on one trial list): every resample draws the same trials for both, so shared difficulty
+  cancels;
+- unpaired otherwise (two corpora, or a text and an ECAPA attacker, whose trials differ): each
+  cell is resampled on its own.
+
+The resampling unit is the test speaker by default: trials of one speaker are not independent,
+and corpora differ above all in their speakers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..metrics import paired_bootstrap, unpaired_bootstrap
+
+
+def _keys(trials: dict) -> np.ndarray:
+    return np.char.add(np.char.add(trials["enroll"].astype(str), "\t"), trials["test"].astype(str))
+
+
+def _finite(trials: dict) -> dict:
+    keep = np.isfinite(trials["scores"])
+    return {k: v[keep] for k, v in trials.items()}
+
+
+def compare_cells(a: dict, b: dict, *, n_boot: int, seed: int, unit: str = "speaker") -> dict:
+    """``a`` and ``b``: trials of two cells (:func:`.cells.cell_trials`). Returns the EERs, the
+    difference b - a with its 95% CI and p-value, and how it was computed."""
+    a, b = _finite(a), _finite(b)
+    ka, kb = _keys(a), _keys(b)
+    paired = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
+    if paired:
+        order_a, order_b = np.argsort(ka), np.argsort(kb)
+        paired = bool(np.array_equal(a["labels"][order_a], b["labels"][order_b]))
+    if paired:
+        result = paired_bootstrap(a["scores"][order_a], b["scores"][order_b], a["labels"][order_a], n_boot=n_boot,
+                                  seed=seed, unit=unit,
+                                  groups=a["test_speaker"][order_a] if unit == "speaker" else None)
+    else:
+        result = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=n_boot, seed=seed,
+                                    unit=unit, groups_a=a["test_speaker"] if unit == "speaker" else None,
+                                    groups_b=b["test_speaker"] if unit == "speaker" else None)
+    d = result.as_dict()
+    return {"paired": paired, "unit": unit, "n_boot": n_boot, "n_valid": d["n_valid"],
+            "eer_a": d["a"]["eer"], "eer_b": d["b"]["eer"], "eer_diff": d["diff"]["eer"],
+            "eer_diff_ci95": d["ci95"]["eer"], "eer_p_value": d["p_value"]["eer"],
+            "auc_diff": d["diff"]["auc"], "auc_diff_ci95": d["ci95"]["auc"],
+            "n_trials_a": int(a["scores"].size), "n_trials_b": int(b["scores"].size)}
+
+
+def verdict(comparison: dict, name_a: str, name_b: str) -> str:
+    """A sentence a reader can quote: which leaks more, or that the data cannot tell."""
+    lo, hi = comparison["eer_diff_ci95"]
+    if lo is None or hi is None or comparison["eer_diff"] is None:
+        return "no interval (too few valid resamples)"
+    if hi < 0:
+        return f"{name_b} leaks more (lower EER)"
+    if lo > 0:
+        return f"{name_a} leaks more (lower EER)"
+    return "no significant difference (the 95% CI contains 0)"

@@ -1,0 +1,304 @@
+"""report.md and figures of a leakage comparison (see :mod:`.run` for results.json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import atomic_open
+from ..metrics.plots import _pyplot, _save
+from .evaluation_set import CONDITION_TITLES
+
+
+def _pct(x, d=1) -> str:
+    return "n/a" if x is None else f"{100 * x:.{d}f}"
+
+
+def _ci(pair) -> str:
+    if not pair or pair[0] is None:
+        return ""
+    return f" [{100 * pair[0]:.1f}, {100 * pair[1]:.1f}]"
+
+
+def _r(corr) -> str:
+    if not corr or corr.get("pearson_r") is None:
+        return "n/a"
+    return f"{corr['pearson_r']:+.2f} (p={corr['pearson_p']:.2g}, n={corr['n']})"
+
+
+def _cells(doc):
+    for corpus, by_attacker in doc["cells"].items():
+        for attacker, by_cond in by_attacker.items():
+            for cond, cell in by_cond.items():
+                yield corpus, attacker, cond, cell
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+def plot_eer_grid(path, doc) -> Path:
+    """EER per corpus (groups) and attacker (bars) with 95% CIs, one panel per condition."""
+    plt = _pyplot()
+    conditions = doc["run"]["conditions"]
+    corpora = list(doc["cells"])
+    attackers = doc["run"]["features"]
+    fig, axes = plt.subplots(1, len(conditions), figsize=(max(5, 1.6 * len(corpora) * len(conditions) + 2), 4),
+                             squeeze=False, sharey=True)
+    width = 0.8 / max(1, len(attackers))
+    for ax, cond in zip(axes[0], conditions):
+        for k, attacker in enumerate(attackers):
+            vals, lo, hi = [], [], []
+            for corpus in corpora:
+                cell = doc["cells"][corpus][attacker][cond]
+                ov = cell.get("overall") if cell["status"] == "ok" else None
+                e = None if not ov else ov["eer"]
+                ci = (ov or {}).get("ci95") or {}
+                pair = ci.get("eer") or [None, None]
+                vals.append(np.nan if e is None else 100 * e)
+                lo.append(0 if e is None or pair[0] is None else 100 * (e - pair[0]))
+                hi.append(0 if e is None or pair[1] is None else 100 * (pair[1] - e))
+            x = np.arange(len(corpora)) + (k - (len(attackers) - 1) / 2) * width
+            ax.bar(x, vals, width, yerr=[lo, hi], capsize=2, label=attacker)
+        ax.axhline(50, ls=":", c="grey", lw=1)
+        ax.set_xticks(np.arange(len(corpora)), corpora, fontsize=8, rotation=15)
+        ax.set_title(CONDITION_TITLES.get(cond, cond), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].set_ylabel("EER (%)  (lower = more leakage)")
+    axes[0, -1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    try:
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def plot_distinctiveness(path, doc, cond) -> Path | None:
+    """Per-speaker EER against phone-frequency distinctiveness, a panel per corpus, one colour
+    per attacker, Pearson r in the legend."""
+    corpora = [c for c in doc["cells"] if doc["correlations"].get(c, {}).get(cond)]
+    if not corpora:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 3.8), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora):
+        distinct = doc["corpora"][corpus]["conditions"][cond]["distinctiveness"]["speakers"]
+        for k, (attacker, corr) in enumerate(doc["correlations"][corpus][cond].items()):
+            per = doc["cells"][corpus][attacker][cond]["per_speaker"]
+            pts = [(distinct[s]["distinctiveness"], v["eer"]) for s, v in per.items()
+                   if v["eer"] is not None and s in distinct]
+            if not pts:
+                continue
+            x, y = np.array(pts).T
+            r = corr["distinctiveness"].get("pearson_r")
+            ax.scatter(x, 100 * y, s=14, color=f"C{k}", alpha=0.8,
+                       label=f"{attacker} (r={'n/a' if r is None else f'{r:+.2f}'})")
+            if r is not None and len(x) > 2 and np.ptp(x) > 0:
+                slope, icpt = np.polyfit(x, 100 * y, 1)
+                xs = np.linspace(x.min(), x.max(), 2)
+                ax.plot(xs, slope * xs + icpt, color=f"C{k}", lw=1)
+        ax.set_title(corpus, fontsize=10)
+        ax.set_xlabel("phone-frequency distinctiveness")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("per-speaker EER (%)")
+    fig.tight_layout()
+    try:
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def plot_segments(path, doc, cond) -> Path | None:
+    """Intra- against inter-segment EER, one point per (attacker, segment value), a panel per
+    corpus. Above the diagonal, the segment's speakers are harder to tell apart among themselves
+    than from everybody: what they say is alike."""
+    rows = {}
+    for corpus, attacker, c, cell in _cells(doc):
+        if c != cond or cell["status"] != "ok":
+            continue
+        for attr, values in (cell.get("segments") or {}).items():
+            for value, seg in values.items():
+                if seg["intra_eer"] is not None and seg["inter_eer"] is not None:
+                    rows.setdefault(corpus, []).append((attacker, f"{value}", seg["inter_eer"], seg["intra_eer"]))
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(rows), figsize=(4.4 * len(rows), 4.2), squeeze=False)
+    attackers = doc["run"]["features"]
+    for ax, (corpus, pts) in zip(axes[0], rows.items()):
+        for attacker in attackers:
+            mine = [p for p in pts if p[0] == attacker]
+            if not mine:
+                continue
+            k = attackers.index(attacker)
+            ax.scatter([100 * p[2] for p in mine], [100 * p[3] for p in mine], s=16, color=f"C{k}", label=attacker)
+            for p in mine:
+                ax.annotate(p[1], (100 * p[2], 100 * p[3]), fontsize=6, alpha=0.7)
+        lims = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
+        ax.plot(lims, lims, ls=":", c="grey", lw=1)
+        ax.set_xlabel("inter-segment EER (%)")
+        ax.set_ylabel("intra-segment EER (%)")
+        ax.set_title(corpus, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    try:
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+# --- report.md ------------------------------------------------------------------------------------
+
+def render_leakage_report(doc: dict, plots: dict) -> str:
+    run, conditions = doc["run"], doc["run"]["conditions"]
+    attackers = run["features"]
+    lines = ["# Content leakage comparison", ""]
+    lines += [f"Corpora: {', '.join(doc['cells'])}. Attackers: {', '.join(attackers)}. "
+              f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}, "
+              f"{run['n_boot']} bootstrap resamples. Lower EER = the attacker recognises speakers better "
+              "= more leakage.", ""]
+    f = doc["fairness"]
+    lines += ["## How the comparison is made fair", ""]
+    spk = ", ".join(f"{n} {k} of {f['speakers_available'][n]}" for n, k in f["speakers_per_corpus"].items())
+    lines += [f"- Speakers evaluated per corpus: {spk} (balance_speakers: {f['balance_speakers']}).",
+              f"- Trial utterances per speaker (ECAPA): "
+              f"{'all' if f['balance_trial_utterances'] is None else 'at most ' + str(f['balance_trial_utterances'])}; "
+              f"text attackers: {f['text_attackers']}.",
+              f"- Differences are bootstrapped over {f['bootstrap_unit']}s; paired when two cells share their trials.",
+              ""]
+    for cond in conditions:
+        lines += [f"## EER per corpus and attacker: {CONDITION_TITLES[cond]}", "",
+                  "| corpus | " + " | ".join(attackers) + " |", "|---|" + "---|" * len(attackers)]
+        for corpus in doc["cells"]:
+            row = []
+            for attacker in attackers:
+                cell = doc["cells"][corpus][attacker][cond]
+                if cell["status"] != "ok":
+                    row.append("n/a")
+                else:
+                    ov = cell["overall"]
+                    row.append(f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}")
+            lines.append(f"| {corpus} | " + " | ".join(row) + " |")
+        lines.append("")
+    if plots.get("eer"):
+        lines += [f"![EER per corpus and attacker]({plots['eer'].name})", ""]
+
+    for kind, title in (("corpora", "Which corpus leaks more"), ("attackers", "Which attacker finds more")):
+        rows = doc["comparisons"].get(kind) or []
+        if not rows:
+            continue
+        lines += [f"## {title}", "", "EER difference b - a in points, 95% CI, bootstrap p.", "",
+                  "| condition | " + ("attacker" if kind == "corpora" else "corpus") +
+                  " | a | b | EER a | EER b | b - a [95% CI] | p | paired | verdict |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            who = r["attacker"] if kind == "corpora" else r["corpus"]
+            ci = r["eer_diff_ci95"]
+            diff = "n/a" if r["eer_diff"] is None else f"{100 * r['eer_diff']:+.1f}"
+            ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+            p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
+            lines.append(f"| {r['condition']} | {who} | {r['a']} | {r['b']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} "
+                         f"| {diff}{ci_s} | {p} | {'yes' if r['paired'] else 'no'} | {r['verdict']} |")
+        lines.append("")
+
+    lines += ["## Vocabulary", "",
+              "Type/token ratio of the corpus and per speaker on equal-length samples; the share of a speaker's "
+              "tokens (and word types) that no other speaker of the corpus uses.", "",
+              "| corpus | condition | speakers | utterances | tokens | types | TTR | speaker TTR (first N tokens) "
+              "| unique-token share | unique-type share |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for corpus, block in doc["corpora"].items():
+        for cond, c in block["conditions"].items():
+            v = c["vocabulary"]
+            st = v["speaker_ttr"]
+            sttr = "n/a" if st["mean"] is None else (f"{st['mean']:.3f} (N={st['sample_tokens']}, "
+                                                     f"{st['n_speakers']} spk)")
+            lines.append(f"| {corpus} | {cond} | {v['n_speakers']} | {v['n_utterances']} | {v['n_tokens']} | "
+                         f"{v['n_types']} | {v['type_token_ratio']:.3f} | {sttr} | "
+                         f"{_pct(v['unique_token_share']['mean'])}% | {_pct(v['unique_type_share']['mean'])}% |")
+    lines.append("")
+
+    lines += ["## Shared (scripted) text", ""]
+    for corpus, block in doc["corpora"].items():
+        s = block["shared_text"]
+        line = (f"- {corpus}: {s['n_removed']} of {s['n_utterances']} utterances ({_pct(s.get('fraction_removed'))}%) "
+                f"are shared text ({s['n_words_removed']} of {s['n_words']} words)")
+        flags = s.get("scripted_flags")
+        if flags:
+            line += (f"; against the corpus's own scripted flags: recall {_pct(flags['recall'])}%, "
+                     f"precision {_pct(flags['precision'])}% ({flags['n_scripted']} flagged)")
+        lines.append(line + ".")
+    lines.append("")
+
+    lines += ["## Distinctiveness and per-speaker EER", "",
+              "Signed Pearson r between a speaker's phone-frequency distinctiveness (or unique-token share) "
+              "and their per-speaker EER; negative = distinctive speakers are easier to recognise "
+              "(content-leakage paper section 4.1: |r| = 0.59 on LibriSpeech).", "",
+              "| corpus | condition | attacker | r (distinctiveness) | r (unique-token share) |", "|---|---|---|---|---|"]
+    for corpus, by_cond in doc["correlations"].items():
+        for cond, by_attacker in by_cond.items():
+            for attacker, corr in by_attacker.items():
+                lines.append(f"| {corpus} | {cond} | {attacker} | {_r(corr['distinctiveness'])} | "
+                             f"{_r(corr['unique_token_share'])} |")
+    lines.append("")
+    for corpus, block in doc["corpora"].items():
+        d = block["conditions"][conditions[0]]["distinctiveness"]
+        lines.append(f"- {corpus}: most distinctive {', '.join(d['most'])}; least {', '.join(d['least'])}.")
+    lines.append("")
+    for cond in conditions:
+        if plots.get(f"distinct_{cond}"):
+            lines += [f"![per-speaker EER vs distinctiveness, {cond}]({plots[f'distinct_{cond}'].name})", ""]
+
+    lines += ["## Population segments (intra / inter EER, %)", "",
+              "Intra: only the segment's speakers, as enrollment and trial speakers; inter: the segment's "
+              "speakers as trial speakers against every enrollment speaker. Only values with at least 3 trial "
+              "speakers; accents are grouped by the table in sparc_eval/attributes.py.", ""]
+    for corpus in doc["cells"]:
+        for cond in conditions:
+            rows = {}
+            left = {}
+            for attacker in attackers:
+                cell = doc["cells"][corpus][attacker][cond]
+                if cell["status"] != "ok":
+                    continue
+                for attr, values in (cell.get("segments") or {}).items():
+                    for value, seg in values.items():
+                        rows.setdefault((attr, value, seg["n_speakers"]), {})[attacker] = seg
+                left.update(cell.get("segments_left_out") or {})
+            if not rows:
+                continue
+            shown = [a for a in attackers if any(a in r for r in rows.values())]
+            lines += [f"### {corpus}, {CONDITION_TITLES[cond]}", "",
+                      "| segment | speakers | " + " | ".join(shown) + " |", "|---|---|" + "---|" * len(shown)]
+            for (attr, value, n), by_attacker in sorted(rows.items()):
+                cells_s = [f"{_pct(by_attacker[a]['intra_eer'])} / {_pct(by_attacker[a]['inter_eer'])}"
+                           if a in by_attacker else "" for a in shown]
+                lines.append(f"| {attr}={value} | {n} | " + " | ".join(cells_s) + " |")
+            if left:
+                lines += ["", "Left out (fewer than 3 trial speakers): " +
+                          ", ".join(f"{k.replace('.', '=', 1)} ({v.split(' ')[0]})" for k, v in sorted(left.items())) + "."]
+            lines.append("")
+    for cond in conditions:
+        if plots.get(f"segments_{cond}"):
+            lines += [f"![intra vs inter segment EER, {cond}]({plots[f'segments_{cond}'].name})", ""]
+
+    na = {k: v for k, v in doc["not_applicable"].items() if k.startswith("cells.")}
+    if na:
+        lines += ["## Not applicable", ""] + [f"- `{k[6:]}`: {v}" for k, v in na.items()] + [""]
+    lines += ["Each cell's own results.json, report.md, scores and plots are under "
+              "`cells/<corpus>/<attacker>/<condition>/`.", ""]
+    return "\n".join(lines)
+
+
+def write_leakage_report(out_dir, doc: dict, *, plots: bool = True) -> Path:
+    out_dir = Path(out_dir)
+    files = {}
+    if plots:
+        files["eer"] = plot_eer_grid(out_dir / "eer_by_corpus.png", doc)
+        for cond in doc["run"]["conditions"]:
+            files[f"distinct_{cond}"] = plot_distinctiveness(out_dir / f"distinctiveness_{cond}.png", doc, cond)
+            files[f"segments_{cond}"] = plot_segments(out_dir / f"segments_{cond}.png", doc, cond)
+    path = out_dir / "report.md"
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(render_leakage_report(doc, files))
+    return path

@@ -1,0 +1,364 @@
+"""Compare content leakage across corpora: the engine behind ``recipes/compare_leakage.py``.
+
+    corpora ──> evaluation sets (held-out speakers, balanced, shared text marked)
+       │             │
+       │             ├─> vocabulary statistics, phone-frequency distinctiveness
+       │             │
+    attackers ──> cells: attacker x corpus x condition (all text / shared text removed)
+                     │      EER [CI], per-speaker EERs, intra/inter segment EERs
+                     │
+                     ├─> correlations: per-speaker EER vs distinctiveness (and unique words)
+                     ├─> comparisons: corpora and attackers, bootstrap CIs of the EER difference
+                     └─> results.json, report.md, figures
+
+One cell failing (a text-only corpus given a mel attacker, too few speakers) is reported as
+not applicable with its reason; the others run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import write_json
+from ..errors import DataError
+from .cells import ATTACKER_KINDS, AttackerSpec, CorpusSpec, cell_trials, not_applicable, run_ecapa_cell, run_text_cell
+from .compare import compare_cells, verdict
+from .evaluation_set import CONDITIONS, EvaluationSet, balanced_count, choose_speakers, with_asr_text
+from .vocabulary import vocabulary_stats
+
+CORPUS_SETTINGS = {"enroll_list", "trial_list", "enrolls_dir", "trials_dirs", "split_seed", "eval_speaker_fraction",
+                   "n_enroll", "max_per_speaker", "min_duration", "max_duration", "scenario", "anon_eval_folder",
+                   "anon_train_folders", "anonymizer_name", "phone_text"}
+TEXT_TRIAL_KEYS = {"tolerance", "strict", "max_probes", "partners", "match_negatives", "overlap_min_words",
+                   "name_screen", "topic_control", "topic_max_similarity"}
+ECAPA_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
+
+
+# --- specs ---------------------------------------------------------------------------------------
+
+def _enabled(names, wanted, what):
+    if wanted in (None, "all"):
+        return list(names)
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise DataError(f"{what}_enabled names {unknown}, which are not in {what}: {list(names)}")
+    return wanted
+
+
+def corpus_specs(hp: dict) -> list:
+    corpora = hp.get("corpora") or {}
+    if not isinstance(corpora, dict) or not corpora:
+        raise DataError("hparams: corpora must map names to {data_folder: ...}")
+    out = []
+    for name in _enabled(corpora, hp.get("corpora_enabled"), "corpora"):
+        spec = dict(corpora[name] or {})
+        if not spec.get("data_folder"):
+            raise DataError(f"corpora.{name}: data_folder is required")
+        unknown = set(spec) - CORPUS_SETTINGS - {"data_folder", "train_folders"}
+        if unknown:
+            raise DataError(f"corpora.{name}: unknown keys {sorted(unknown)}",
+                            hint=f"allowed: data_folder, train_folders, {', '.join(sorted(CORPUS_SETTINGS))}")
+        train = spec.pop("train_folders", None)
+        out.append(CorpusSpec(name, str(spec.pop("data_folder")),
+                              [str(x) for x in ([train] if isinstance(train, str) else train or [])] or None, spec))
+    return out
+
+
+def attacker_specs(hp: dict) -> list:
+    attackers = hp.get("attackers") or {}
+    if not isinstance(attackers, dict) or not attackers:
+        raise DataError("hparams: attackers must map names to {kind: text|ecapa, ...}")
+    out = []
+    for name in _enabled(attackers, hp.get("attackers_enabled"), "attackers"):
+        spec = dict(attackers[name] or {})
+        kind = spec.get("kind")
+        if kind not in ATTACKER_KINDS:
+            raise DataError(f"attackers.{name}: kind must be one of {', '.join(ATTACKER_KINDS)}, not {kind!r}")
+        if kind == "text":
+            if spec.get("scorer") is None:
+                raise DataError(f"attackers.{name}: a text attacker needs a scorer (!new:attackers.text...)")
+            unknown = set(spec) - {"kind", "scorer", "P", "L"} - TEXT_TRIAL_KEYS
+            if unknown:
+                raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
+            out.append(AttackerSpec(name, kind, scorer=spec["scorer"], P=int(spec.get("P", 200)),
+                                    L=int(spec.get("L", 20)),
+                                    trial_settings={k: spec[k] for k in TEXT_TRIAL_KEYS if k in spec}))
+        else:
+            if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
+                raise DataError(f"attackers.{name}: hparams {spec.get('hparams')!r} is not a file",
+                                hint="e.g. hparams/phones.yaml (paths are relative to where you run the recipe)")
+            unknown = set(spec) - {"kind", "hparams", "overrides", "model_folder"}
+            if unknown:
+                raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
+            out.append(AttackerSpec(name, kind, hparams=str(spec["hparams"]), overrides=dict(spec.get("overrides") or {}),
+                                    model_folder=spec.get("model_folder")))
+    return out
+
+
+def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
+    """Where an ECAPA attacker's model lives: one per attacker and training data, so corpora
+    evaluated by an attacker trained elsewhere share it (trained once, resumed after)."""
+    if attacker.model_folder:
+        return str(attacker.model_folder)
+    if corpus.train_folders:
+        digest = hashlib.sha256("\n".join(corpus.train_folders).encode()).hexdigest()[:8]
+        where = f"trained_{digest}"
+    else:
+        where = f"held_out_{corpus.name}"
+    return str(Path(hp["output_folder"]) / "models" / attacker.name / where)
+
+
+# --- evaluation sets -----------------------------------------------------------------------------
+
+def load_evaluation_corpus(hp: dict, corpus: CorpusSpec):
+    """The corpus's evaluation speakers, as the ECAPA recipe sees them."""
+    from attackers.run import load_spec, load_specs, speaker_halves
+
+    cache = hp["cache_folder"]
+    if corpus.train_folders:
+        return load_spec(corpus.data_folder, cache_folder=cache)
+    whole = load_specs(corpus.data_folder, cache_folder=cache)
+    return speaker_halves(whole, eval_fraction=corpus.settings.get("eval_speaker_fraction", 0.5),
+                          seed=corpus.settings.get("split_seed", 0))[1]
+
+
+def shared_config(hp: dict):
+    from ..text.shared_text import SharedTextConfig
+
+    return SharedTextConfig(enabled=True, n=int(hp.get("shared_text_n", 4)),
+                            min_speakers=int(hp.get("shared_text_min_speakers", 5)),
+                            min_fraction=float(hp.get("shared_text_min_fraction", 0.30)))
+
+
+def scripted_agreement(manifest, removed: set):
+    """How the shared-text detector agrees with a corpus's own ``scripted`` flags, when it has them."""
+    flagged = {u.id for u in manifest if u.extra.get("scripted") is True}
+    if not any("scripted" in u.extra for u in manifest):
+        return None
+    hit = len(flagged & removed)
+    return {"n_scripted": len(flagged), "n_detected": len(removed), "n_both": hit,
+            "recall": hit / len(flagged) if flagged else None, "precision": hit / len(removed) if removed else None}
+
+
+def build_evaluation_sets(hp: dict, corpora: list, log=print) -> dict:
+    from ..text.shared_text import detect_shared_text
+
+    loaded = {c.name: load_evaluation_corpus(hp, c) for c in corpora}
+    sizes = {name: len(m.speakers()) for name, m in loaded.items()}
+    n_speakers = balanced_count(hp.get("balance_speakers"), sizes, "balance_speakers")
+    sets = OrderedDict()
+    for c in corpora:
+        m = loaded[c.name]
+        keep = set(choose_speakers(m.speakers(), n_speakers, int(hp.get("seed", 0))))
+        manifest = m.subset(lambda u: u.speaker in keep)
+        detected = detect_shared_text(manifest, shared_config(hp))
+        ev = EvaluationSet(c.name, manifest, frozenset(detected.removed_ids), detected.stats(), sizes[c.name])
+        agreement = scripted_agreement(manifest, set(detected.removed_ids))
+        if agreement:
+            ev.shared_stats["scripted_flags"] = agreement
+        sets[c.name] = ev
+        log(f"[leakage] {c.name}: {len(manifest)} utterances, {len(keep)} of {sizes[c.name]} evaluation speakers, "
+            f"{len(ev.shared_ids)} shared-text utterances")
+    return sets
+
+
+def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: int) -> dict:
+    """Vocabulary and phone-frequency distinctiveness under each condition."""
+    from ..phones.distinct import speaker_distinctiveness
+    from ..phones.features import PhoneFeatures
+
+    features = PhoneFeatures(source="transcript", cache_dir=Path(hp["cache_folder"]) / "features")
+    out = OrderedDict()
+    for cond in conditions:
+        view = evalset.view(cond)
+        table = speaker_distinctiveness(view, features)
+        ranked = sorted(table, key=lambda s: -table[s]["distinctiveness"])
+        out[cond] = {"vocabulary": vocabulary_stats(view, sample_tokens=n_tokens),
+                     "distinctiveness": {"speakers": table, "most": ranked[:5], "least": ranked[::-1][:5]}}
+    return out
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -> Path:
+    """Run every cell, correlate, compare, write results.json / report.md / figures; returns
+    the path of results.json."""
+    from ..metrics.results import json_safe
+    from ..phones.frequencies import correlate
+    from .report import write_leakage_report
+
+    start = time.perf_counter()
+    if hp.get("num_threads"):
+        import torch
+
+        torch.set_num_threads(int(hp["num_threads"]))
+    out = Path(hp["output_folder"])
+    conditions = [c for c in (hp.get("conditions") or CONDITIONS)]
+    bad = [c for c in conditions if c not in CONDITIONS]
+    if bad:
+        raise DataError(f"conditions {bad} are not among {list(CONDITIONS)}")
+    corpora, attackers = corpus_specs(hp), attacker_specs(hp)
+    seed, n_boot = int(hp.get("seed", 0)), int(hp.get("n_boot", 1000))
+    min_seg = int(hp.get("min_segment_speakers", 3))
+    trials_cap = hp.get("balance_trial_utterances")
+    trials_cap = None if trials_cap in (None, "null") else int(trials_cap)
+    evalsets = build_evaluation_sets(hp, corpora, log=log)
+    shared_settings = {k: hp[k] for k in ("shared_text_n", "shared_text_min_speakers", "shared_text_min_fraction")
+                       if k in hp}
+    common = {k: hp[k] for k in ECAPA_COMMON if hp.get(k) is not None}
+
+    results_corpora, cells, na = OrderedDict(), OrderedDict(), OrderedDict()
+    n_tokens = sample_tokens(hp, evalsets, conditions)
+    for c in corpora:
+        ev = evalsets[c.name]
+        analysis = corpus_analysis(hp, ev, conditions, n_tokens=n_tokens)
+        results_corpora[c.name] = {
+            "data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
+            "has_audio": ev.manifest.has_audio, "n_speakers_available": ev.n_speakers_before_balance,
+            "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
+            "conditions": analysis}
+        text_manifest = None
+        if c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
+            from attackers.run import load_spec
+
+            anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
+            ids = {u.id for u in ev.manifest}
+            text_manifest = with_asr_text(anon.subset(lambda u: u.id in ids))
+        cells[c.name] = OrderedDict()
+        for a in attackers:
+            cells[c.name][a.name] = OrderedDict()
+            for cond in conditions:
+                if cond == "no_shared" and not ev.shared_ids:
+                    cell = not_applicable(a, c.name, cond, "no shared text detected: the same as condition all")
+                else:
+                    cell = _run_cell(hp, a, c, ev, cond, out, common=common, shared_settings=shared_settings,
+                                     n_boot=n_boot, seed=seed, min_seg=min_seg, trials_cap=trials_cap,
+                                     text_manifest=text_manifest, log=log)
+                cells[c.name][a.name][cond] = cell = only_segments(cell, hp.get("segment_attributes"))
+                if cell["status"] != "ok":
+                    na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
+                else:
+                    log(f"[leakage] {c.name} / {a.name} / {cond}: EER {100 * cell['overall']['eer']:.1f}%")
+
+    correlations = OrderedDict()
+    for c in corpora:
+        correlations[c.name] = OrderedDict()
+        for cond in conditions:
+            block = results_corpora[c.name]["conditions"][cond]
+            distinct = {s: v["distinctiveness"] for s, v in block["distinctiveness"]["speakers"].items()}
+            unique = {s: v["unique_token_share"] for s, v in block["vocabulary"]["speakers"].items()
+                      if v["unique_token_share"] is not None}
+            for a in attackers:
+                cell = cells[c.name][a.name][cond]
+                if cell["status"] != "ok" or not cell.get("per_speaker"):
+                    continue
+                eers = {s: v["eer"] for s, v in cell["per_speaker"].items()}
+                correlations[c.name].setdefault(cond, OrderedDict())[a.name] = {
+                    "distinctiveness": correlate(distinct, eers), "unique_token_share": correlate(unique, eers)}
+
+    comparisons = _comparisons(hp, corpora, attackers, conditions, cells, out, n_boot=n_boot, seed=seed, log=log)
+    fairness = {
+        "balance_speakers": hp.get("balance_speakers"), "balance_trial_utterances": trials_cap,
+        "speakers_per_corpus": {n: len(e.speakers) for n, e in evalsets.items()},
+        "speakers_available": {n: e.n_speakers_before_balance for n, e in evalsets.items()},
+        "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
+        "text_attackers": "same speakers as the ECAPA attackers; trials per speaker are set by max_probes",
+    }
+    na["overall"] = "a comparison of several attackers and corpora: see cells.<corpus>.<attacker>.<condition>"
+    na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
+    doc = OrderedDict(
+        run={"dataset": [c.name for c in corpora], "features": [a.name for a in attackers], "anonymizer": None,
+             "scenario": sorted({c.settings.get("scenario", "original") for c in corpora}),
+             "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None, "seed": seed,
+             "conditions": conditions, "n_boot": n_boot,
+             "attackers": {a.name: a.describe() for a in attackers},
+             "timings_s": {"total": round(time.perf_counter() - start, 3)}},
+        overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,
+        correlations=correlations, comparisons=comparisons, not_applicable=na)
+    doc = json_safe(doc)
+    write_json(out / "results.json", doc)
+    write_leakage_report(out, doc, plots=bool(hp.get("plots", True)))
+    return out / "results.json"
+
+
+def only_segments(cell: dict, attributes) -> dict:
+    """The cell with segments (and left-out segment values) of ``attributes`` only (None: all)."""
+    if attributes is None or cell["status"] != "ok":
+        return cell
+    keep = set(attributes)
+    return {**cell, "segments": {a: v for a, v in (cell.get("segments") or {}).items() if a in keep},
+            "segments_left_out": {k: v for k, v in (cell.get("segments_left_out") or {}).items()
+                                  if k.split(".", 1)[0] in keep}}
+
+
+def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
+    """The per-speaker TTR sample length: a number, or ``auto``: the smallest median of tokens per
+    speaker over corpora and conditions (at least 50), so every corpus is measured alike."""
+    from .vocabulary import speaker_tokens
+
+    value = hp.get("vocabulary_sample_tokens", "auto")
+    if value != "auto":
+        return int(value)
+    medians = [np.median([len(t) for t in speaker_tokens(ev.view(cond)).values()])
+               for ev in evalsets.values() for cond in conditions]
+    return max(50, int(min(medians)))
+
+
+def _run_cell(hp, a, c, ev, cond, out, *, common, shared_settings, n_boot, seed, min_seg, trials_cap,
+              text_manifest, log) -> dict:
+    cell_dir = out / "cells" / c.name / a.name / cond
+    try:
+        if a.kind == "text":
+            return run_text_cell(a, ev, cond, cell_dir, shared_settings=shared_settings, n_boot=n_boot, seed=seed,
+                                 plots=bool(hp.get("plots", True)), min_segment_speakers=min_seg,
+                                 text_manifest=text_manifest, log=log)
+        spec = AttackerSpec(**{**vars(a), "model_folder": model_folder(hp, a, c)})
+        return run_ecapa_cell(spec, c, ev, cond, cell_dir, common=common, trials_per_speaker=trials_cap, seed=seed,
+                              min_segment_speakers=min_seg, log=log)
+    except DataError as err:  # this cell cannot run; the others can
+        log(f"[leakage] {c.name} / {a.name} / {cond}: not applicable: {err}")
+        return not_applicable(a, c.name, cond, str(err))
+
+
+def _comparisons(hp, corpora, attackers, conditions, cells, out, *, n_boot, seed, log) -> dict:
+    unit = hp.get("bootstrap_unit", "speaker")
+    if unit not in ("trial", "speaker"):
+        raise DataError(f"bootstrap_unit must be trial or speaker, not {unit!r}")
+    trials_cache = {}
+
+    def trials(corpus, attacker, cond):
+        key = (corpus, attacker, cond)
+        if key not in trials_cache:
+            trials_cache[key] = cell_trials(cells[corpus][attacker][cond], out / "cells" / corpus / attacker / cond)
+        return trials_cache[key]
+
+    def ok(corpus, attacker, cond):
+        return cells[corpus][attacker][cond]["status"] == "ok"
+
+    result = {"corpora": [], "attackers": []}
+    if n_boot <= 0:
+        return result
+    for cond in conditions:
+        for a in attackers:
+            for c1, c2 in combinations([c.name for c in corpora], 2):
+                if ok(c1, a.name, cond) and ok(c2, a.name, cond):
+                    cmp = compare_cells(trials(c1, a.name, cond), trials(c2, a.name, cond), n_boot=n_boot, seed=seed,
+                                        unit=unit)
+                    result["corpora"].append({"attacker": a.name, "condition": cond, "a": c1, "b": c2, **cmp,
+                                              "verdict": verdict(cmp, c1, c2)})
+        for c in corpora:
+            for a1, a2 in combinations([a.name for a in attackers], 2):
+                if ok(c.name, a1, cond) and ok(c.name, a2, cond):
+                    cmp = compare_cells(trials(c.name, a1, cond), trials(c.name, a2, cond), n_boot=n_boot, seed=seed,
+                                        unit=unit)
+                    result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
+                                                "verdict": verdict(cmp, a1, a2)})
+    log(f"[leakage] {len(result['corpora'])} corpus and {len(result['attackers'])} attacker comparisons")
+    return result

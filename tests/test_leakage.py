@@ -1,0 +1,309 @@
+"""recipes/compare_leakage.py: real LibriSpeech test-clean vs EdAcc test transcripts, the demo
+corpus in both modes, and the parts (vocabulary, fair splits, bootstrap comparisons)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparc_eval.errors import DataError
+from sparc_eval.leakage.compare import compare_cells, verdict
+from sparc_eval.leakage.evaluation_set import balanced_count, choose_speakers, restrict_split
+from sparc_eval.leakage.vocabulary import tokens, vocabulary_stats
+from sparc_eval.manifest import Manifest, Utterance
+from sparc_eval.metrics import paired_bootstrap, unpaired_bootstrap
+from sparc_eval.splits import Split
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = "{channels: [32, 32, 32, 32, 96], emb_dim: 32, number_of_epochs: 2, batch_size: 16}"
+
+
+def recipe():
+    spec = importlib.util.spec_from_file_location("compare_leakage", REPO / "recipes" / "compare_leakage.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(capsys, hparams, *args):
+    code = recipe().main([str(hparams), *map(str, args)])
+    cap = capsys.readouterr()
+    return code, cap.out.strip().splitlines(), cap.err
+
+
+def write_hparams(path, *, out, cache, corpora: str, attackers: str, extra: str = "") -> Path:
+    path.write_text(f"""seed: 0
+output_folder: {out}
+cache_folder: {cache}
+progress: False
+plots: True
+num_threads: 1
+n_boot: 100
+bootstrap_unit: speaker
+conditions: [all, no_shared]
+balance_speakers: auto
+balance_trial_utterances: null
+min_segment_speakers: 3
+vocabulary_sample_tokens: auto
+segment_attributes: [sex, age_group, accent_group]
+corpora_enabled: null
+attackers_enabled: null
+corpora:
+{corpora}
+attackers:
+{attackers}
+{extra}
+""")
+    return path
+
+
+# --- parts ---------------------------------------------------------------------------------------
+
+def _manifest(rows):
+    return Manifest([Utterance(id=f"u{i}", speaker=s, text=t, episode=f"{s}-e") for i, (s, t) in enumerate(rows)])
+
+
+def test_vocabulary_stats_by_hand():
+    m = _manifest([("a", "the cat sat"), ("a", "the cat's hat"), ("b", "the dog sat"), ("b", "Dog, dog!")])
+    assert tokens("The cat's HAT, isn't it?") == ["the", "cat's", "hat", "isn't", "it"]
+    v = vocabulary_stats(m, sample_tokens=3)
+    assert (v["n_tokens"], v["n_types"]) == (11, 6)  # types: the cat sat cat's hat dog
+    # a: the cat sat the cat's hat -> cat, cat's, hat are a's alone: 3 of 6 tokens, 3 of 5 types
+    assert v["speakers"]["a"]["unique_token_share"] == pytest.approx(3 / 6)
+    assert v["speakers"]["a"]["unique_type_share"] == pytest.approx(3 / 5)
+    # b: the dog sat dog dog -> dog x3 of 5 tokens, 1 of 3 types
+    assert v["speakers"]["b"]["unique_token_share"] == pytest.approx(3 / 5)
+    assert v["speakers"]["b"]["ttr_sample"] == pytest.approx(3 / 3)
+    assert v["unique_token_share"]["mean"] == pytest.approx((0.5 + 0.6) / 2)
+    assert vocabulary_stats(m, sample_tokens=6)["speaker_ttr"]["n_speakers_too_short"] == 1
+
+
+def test_restrict_split_keeps_speakers_drops_ids_and_caps_trials():
+    utt2spk = {f"{s}{i}": s for s in "abc" for i in range(6)}
+    split = Split({s: [f"{s}0", f"{s}1"] for s in "abc"}, [f"{s}{i}" for s in "abc" for i in range(2, 6)])
+    out = restrict_split(split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0)
+    assert out.enroll == {"a": ["a1"], "b": ["b0", "b1"]}
+    assert all(utt2spk[t] in "ab" and t != "b2" for t in out.trial_ids)
+    assert sorted(utt2spk[t] for t in out.trial_ids) == ["a", "a", "b", "b"]
+    again = restrict_split(split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0)
+    assert again.trial_ids == out.trial_ids  # same seed, same draw
+    # fixed pairs are filtered on both sides; a speaker whose enrollment is all shared text is listed
+    pairs = [(s, t, utt2spk[t] == s) for s in "abc" for t in split.trial_ids]
+    out = restrict_split(Split(split.enroll, split.trial_ids, pairs), utt2spk, speakers={"a", "b", "c"},
+                         drop_ids={"c0", "c1"})
+    assert "c" not in out.enroll and "c" in out.dropped
+    assert {p[0] for p in out.pairs} == {"a", "b"}
+    with pytest.raises(DataError, match="no trial utterances"):
+        restrict_split(split, utt2spk, speakers={"a"}, drop_ids={f"a{i}" for i in range(2, 6)})
+
+
+def test_balancing_counts_and_seeded_choice():
+    assert balanced_count("auto", {"x": 40, "y": 60}, "balance_speakers") == 40
+    assert balanced_count(None, {"x": 40}, "balance_speakers") is None
+    with pytest.raises(DataError, match="balance_speakers"):
+        balanced_count("most", {"x": 40}, "balance_speakers")
+    speakers = [f"s{i:02d}" for i in range(60)]
+    pick = choose_speakers(speakers, 40, seed=3)
+    assert len(pick) == 40 and pick == choose_speakers(list(reversed(speakers)), 40, seed=3)
+    assert choose_speakers(speakers, 80, seed=3) == speakers
+
+
+def _trials(n_spk, n_utt, shift, rng, prefix="t"):
+    enroll, test, spk, labels = [], [], [], []
+    for s in range(n_spk):
+        for u in range(n_utt):
+            for e in range(n_spk):
+                enroll.append(f"e{e}")
+                test.append(f"{prefix}{s}_{u}")
+                spk.append(f"s{s}")
+                labels.append(e == s)
+    labels = np.array(labels)
+    return {"enroll": np.array(enroll), "test": np.array(test), "test_speaker": np.array(spk),
+            "labels": labels, "scores": rng.normal(size=labels.size) + shift * labels}
+
+
+def test_comparisons_pair_when_trials_are_shared():
+    rng = np.random.default_rng(0)
+    a = _trials(12, 6, 1.0, rng)
+    b = {**a, "scores": a["scores"] + 0.8 * a["labels"] + 0.1 * rng.normal(size=a["labels"].size)}
+    shuffled = {k: v[::-1] for k, v in b.items()}  # order does not matter
+    paired = compare_cells(a, shuffled, n_boot=200, seed=0)
+    assert paired["paired"] and paired["eer_diff"] < 0
+    assert paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
+    other = _trials(12, 6, 1.8, rng, prefix="x")  # another corpus: different trials
+    unpaired = compare_cells(a, other, n_boot=200, seed=0)
+    assert not unpaired["paired"]
+    # sharing trials cancels the common noise: the paired interval is the narrower one
+    p = paired_bootstrap(a["scores"], b["scores"], a["labels"], n_boot=300, seed=1).ci95["eer"]
+    u = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=300, seed=1).ci95["eer"]
+    assert p[1] - p[0] < u[1] - u[0]
+    same = compare_cells(a, {**a}, n_boot=100, seed=0)
+    assert same["eer_diff"] == 0 and "no significant" in verdict(same, "A", "B")
+
+
+# --- real data: LibriSpeech test-clean vs EdAcc test ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def real_run(data_dir, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("leakage_real")
+    d = data_dir
+    train = f"[{d}/librispeech/spane_lists/ls-train-clean-5.txt]"
+    corpora = f"""    librispeech:
+        data_folder: {d}/librispeech/derived/LibriSpeech/test-clean
+        train_folders: {train}
+        enroll_list: {d}/librispeech/spane_lists/privacy_eval/ls-test-clean_enrolls.txt
+        trial_list: {d}/librispeech/spane_lists/privacy_eval/ls-test-clean_trials.txt
+    edacc:
+        data_folder: {d}/edacc/spane_lists/edacc-test.txt
+        train_folders: {train}"""
+    attackers = f"""    tfidf:
+        kind: text
+        P: 100
+        L: 10
+        scorer: !new:attackers.text.tfidf.TfidfScorer
+    phones:
+        kind: ecapa
+        hparams: {REPO}/hparams/phones.yaml
+        overrides: {TINY}
+    mel:
+        kind: ecapa
+        hparams: {REPO}/hparams/mel.yaml
+        overrides: {TINY}"""
+    hp = write_hparams(tmp / "leakage.yaml", out=tmp / "out", cache=tmp / "cache", corpora=corpora,
+                       attackers=attackers)
+    return hp, tmp / "out"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_librispeech_and_edacc_side_by_side(real_run, capsys):
+    hp, out = real_run
+    code, lines, err = run(capsys, hp)
+    assert code == 0, err
+    assert lines[-1] == str(out / "results.json")
+    doc = json.loads((out / "results.json").read_text())
+    cells = doc["cells"]
+    # fair: LibriSpeech's 40 trial speakers, and 40 of EdAcc's 60, drawn with the seed
+    assert doc["fairness"]["speakers_per_corpus"] == {"librispeech": 40, "edacc": 40}
+    assert doc["fairness"]["speakers_available"] == {"librispeech": 40, "edacc": 60}
+    for corpus in ("librispeech", "edacc"):
+        mel = cells[corpus]["mel"]["all"]
+        assert mel["status"] == "not_applicable" and "text-only" in mel["reason"]
+        assert f"cells.{corpus}.mel.all" in doc["not_applicable"]
+        for attacker in ("tfidf", "phones"):
+            cell = cells[corpus][attacker]["all"]
+            assert cell["status"] == "ok", cell.get("reason")
+            assert 0 < cell["overall"]["eer"] <= 0.55
+            assert cell["n_trial_speakers"] == 40
+            assert sum(v["eer"] is not None for v in cell["per_speaker"].values()) >= 20
+    # read books leak more words than conversations (SPARC; content-leakage paper Table 1)
+    assert cells["librispeech"]["tfidf"]["all"]["overall"]["eer"] < cells["edacc"]["tfidf"]["all"]["overall"]["eer"]
+    ls_vocab = doc["corpora"]["librispeech"]["conditions"]["all"]["vocabulary"]
+    ed_vocab = doc["corpora"]["edacc"]["conditions"]["all"]["vocabulary"]
+    assert ls_vocab["unique_token_share"]["mean"] > ed_vocab["unique_token_share"]["mean"]
+    # EdAcc's read passage is shared text; LibriSpeech has none, so its second condition is not run
+    assert doc["corpora"]["edacc"]["shared_text"]["n_removed"] > 50
+    assert doc["corpora"]["librispeech"]["shared_text"]["n_removed"] == 0
+    assert cells["librispeech"]["tfidf"]["no_shared"]["status"] == "not_applicable"
+    assert cells["edacc"]["tfidf"]["no_shared"]["status"] == "ok"
+    assert cells["edacc"]["phones"]["no_shared"]["status"] == "ok"
+    # segments: EdAcc accent groups below 3 speakers are listed, not reported
+    left = cells["edacc"]["phones"]["all"]["segments_left_out"]
+    assert any(k.startswith("accent_group.") for k in left)
+    segs = cells["edacc"]["phones"]["all"]["segments"]
+    assert set(segs) <= {"sex", "age_group", "accent_group"}
+    assert all(v["n_speakers"] >= 3 for values in segs.values() for v in values.values())
+    # distinctiveness correlations are signed, with n
+    corr = doc["correlations"]["librispeech"]["all"]["phones"]["distinctiveness"]
+    assert corr["n"] >= 20 and -1 <= corr["pearson_r"] <= 1
+    # corpus comparisons are unpaired (different trials); tfidf vs phones too
+    rows = [r for r in doc["comparisons"]["corpora"] if r["attacker"] == "tfidf" and r["condition"] == "all"]
+    assert len(rows) == 1 and rows[0]["paired"] is False and rows[0]["unit"] == "speaker"
+    lo, hi = rows[0]["eer_diff_ci95"]
+    assert lo <= rows[0]["eer_diff"] <= hi
+    report = (out / "report.md").read_text()
+    assert "## Which corpus leaks more" in report and "| librispeech |" in report and "Left out" in report
+    for name in ("eer_by_corpus.png", "distinctiveness_all.png", "segments_all.png"):
+        assert (out / name).stat().st_size > 1000
+    assert (out / "cells/edacc/phones/all/results.json").is_file()
+    # one model, trained once, shared by both corpora
+    assert len(list((out / "models" / "phones").iterdir())) == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_rerun_reuses_finished_cells(real_run, capsys):
+    hp, out = real_run
+    before = json.loads((out / "results.json").read_text())
+    code, lines, err = run(capsys, hp)
+    assert code == 0, err
+    assert err.count("reused") >= 6
+    after = json.loads((out / "results.json").read_text())
+    assert after["cells"] == before["cells"] and after["comparisons"] == before["comparisons"]
+
+
+# --- the demo corpus in both modes ---------------------------------------------------------------
+
+def test_demo_reading_leaks_more_than_conversation(demo_reading_corpus, demo_conversation_corpus, tmp_path, capsys):
+    corpora = f"""    reading:
+        data_folder: {Path(demo_reading_corpus.name).parent}
+    conversation:
+        data_folder: {Path(demo_conversation_corpus.name).parent}"""
+    attackers = f"""    tfidf:
+        kind: text
+        P: 50
+        L: 5
+        scorer: !new:attackers.text.tfidf.TfidfScorer
+    phones:
+        kind: ecapa
+        hparams: {REPO}/hparams/phones.yaml
+        overrides: {TINY}"""
+    hp = write_hparams(tmp_path / "demo.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
+                       attackers=attackers)
+    code, lines, err = run(capsys, hp)
+    assert code == 0, err
+    doc = json.loads(Path(lines[-1]).read_text())
+    cells = doc["cells"]
+    assert doc["fairness"]["speakers_per_corpus"] == {"reading": 24, "conversation": 24}
+    # each corpus trains its own phone attacker on the other half of its speakers
+    assert len(list((tmp_path / "out" / "models" / "phones").iterdir())) == 2
+    assert cells["reading"]["tfidf"]["all"]["overall"]["eer"] < cells["conversation"]["tfidf"]["all"]["overall"]["eer"]
+    flags = doc["corpora"]["conversation"]["shared_text"]["scripted_flags"]
+    assert flags["n_scripted"] > 0 and flags["recall"] > 0.9
+    for corpus in ("reading", "conversation"):
+        assert cells[corpus]["phones"]["no_shared"]["status"] == "ok"
+        assert cells[corpus]["phones"]["no_shared"]["n_utterances"] < cells[corpus]["phones"]["all"]["n_utterances"]
+    # the phone attacker's comparison between the two conditions of one corpus is not made;
+    # attackers on one corpus are compared within each condition
+    assert {(r["a"], r["b"]) for r in doc["comparisons"]["attackers"]} == {("tfidf", "phones")}
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+def test_bad_specs_are_named(tmp_path, capsys):
+    tfidf = """    tfidf:
+        kind: text
+        scorer: !new:attackers.text.tfidf.TfidfScorer"""
+    hp = write_hparams(tmp_path / "a.yaml", out=tmp_path / "o", cache=tmp_path / "c",
+                       corpora="    x:\n        data_folder: demo:reading\n        trial_lists: nope", attackers=tfidf)
+    code, _, err = run(capsys, hp)
+    assert code == 2 and "corpora.x: unknown keys ['trial_lists']" in err
+    hp = write_hparams(tmp_path / "b.yaml", out=tmp_path / "o", cache=tmp_path / "c",
+                       corpora="    x:\n        data_folder: demo:reading", attackers=tfidf)
+    code, _, err = run(capsys, hp, "--attackers_enabled=[tfidf, bert]")
+    assert code == 2 and "bert" in err
+    code, _, err = run(capsys, hp, "--balance_speakers=most")
+    assert code == 2 and "balance_speakers" in err
+    bad = "    y:\n        kind: ecapa\n        hparams: hparams/nope.yaml"
+    hp = write_hparams(tmp_path / "c.yaml", out=tmp_path / "o", cache=tmp_path / "c",
+                       corpora="    x:\n        data_folder: demo:reading", attackers=bad)
+    code, _, err = run(capsys, hp)
+    assert code == 2 and "attackers.y: hparams 'hparams/nope.yaml' is not a file" in err
+
+
+def test_cli_lists_the_leakage_command():
+    from sparc_eval.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["leakage", "--help"])
+    assert exit_info.value.code == 0
