@@ -8,37 +8,23 @@ results.json (report.md and the figures are beside it).
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-from ..errors import DataError
+from ..recipe_cli import register_recipe, run_recipe
 
 
 def main(argv=None, *, prog: str = "compare_leakage") -> int:
-    from ..text.cli import load_hparams, parse_arguments
     from .run import compare_leakage
 
-    try:
-        hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
-        hparams = load_hparams(hparams_file, overrides)
-        path = compare_leakage(hparams, hparams_file=hparams_file, overrides=overrides,
-                               log=lambda msg: print(msg, file=sys.stderr, flush=True))
-    except DataError as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
+    return run_recipe(argv, lambda hparams, hparams_file, overrides, log: compare_leakage(
+        hparams, hparams_file=hparams_file, overrides=overrides, log=log), prog=prog)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "leakage", help="compare content leakage across corpora and attackers",
+    register_recipe(
+        subparsers, "leakage", run, help="compare content leakage across corpora and attackers",
         description="Every attacker (text scorers, ECAPA on phones / phone durations / mel) on every corpus, "
                     "with and without shared text: EERs with CIs, per-speaker and segment EERs, distinctiveness "
-                    "and vocabulary statistics, bootstrap comparisons, report.md and figures.")
-    p.add_argument("hparams", help="hparams file, e.g. hparams/leakage.yaml")
-    p.add_argument("overrides", nargs=argparse.REMAINDER, help="--key=value overrides")
-    p.set_defaults(func=run)
+                    "and vocabulary statistics, bootstrap comparisons, report.md and figures.",
+        example="hparams/leakage.yaml")
 
 
 def run(args) -> int:
