@@ -307,3 +307,43 @@ def test_cli_lists_the_leakage_command():
     with pytest.raises(SystemExit) as exit_info:
         main(["leakage", "--help"])
     assert exit_info.value.code == 0
+
+
+def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_corpus, tmp_path, capsys):
+    """An STT-TTS anonymizer's transcript (extra.asr_text) is what a text attacker reads; here it
+    is random common words, the same draw for every speaker, so neither the text nor the phone
+    attacker can tell speakers apart, while the same corpus without the anonymizer leaks (the
+    demo test above)."""
+    anon_dir = tmp_path / "anon"
+    anon_dir.mkdir()
+    words = ("the a of to and in that it was for on are with as his they be at one have this from or had by "
+             "word but what some we can out other were all there when up use your how said an each she").split()
+    rng = np.random.default_rng(0)
+    anonymized = Manifest([Utterance(**{**vars(u), "extra": {**u.extra, "asr_text": " ".join(rng.choice(words, 12))}})
+                           for u in demo_reading_corpus])
+    anonymized.write_jsonl(anon_dir / "manifest.jsonl")
+    corpora = f"""    reading_anon:
+        data_folder: {Path(demo_reading_corpus.name).parent}
+        scenario: lazy-informed
+        anon_eval_folder: {anon_dir}
+        anonymizer_name: same-words
+        phone_text: asr"""
+    attackers = f"""    tfidf:
+        kind: text
+        P: 50
+        L: 5
+        scorer: !new:attackers.text.tfidf.TfidfScorer
+    phones:
+        kind: ecapa
+        hparams: {REPO}/hparams/phones.yaml
+        overrides: {TINY}"""
+    hp = write_hparams(tmp_path / "anon.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
+                       attackers=attackers)
+    code, lines, err = run(capsys, hp, "--conditions=[all]")
+    assert code == 0, err
+    doc = json.loads(Path(lines[-1]).read_text())
+    assert doc["run"]["scenario"] == ["lazy-informed"]
+    text_cell = doc["cells"]["reading_anon"]["tfidf"]["all"]
+    assert text_cell["overall"]["eer"] >= 0.4  # words drawn alike for everybody: near chance
+    phones = json.loads((tmp_path / "out/cells/reading_anon/phones/all/results.json").read_text())
+    assert phones["run"]["scenario"] == "lazy-informed" and phones["overall"]["eer"] >= 0.4

@@ -107,11 +107,14 @@ def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
     evaluated by an attacker trained elsewhere share it (trained once, resumed after)."""
     if attacker.model_folder:
         return str(attacker.model_folder)
+    trained_on = list(corpus.train_folders or [])
+    if corpus.settings.get("scenario") == "semi-informed":  # trained on anonymized speech
+        anon = corpus.settings.get("anon_train_folders") or []
+        trained_on += ["anonymized:"] + ([anon] if isinstance(anon, str) else list(anon))
     if corpus.train_folders:
-        digest = hashlib.sha256("\n".join(corpus.train_folders).encode()).hexdigest()[:8]
-        where = f"trained_{digest}"
+        where = "trained_" + hashlib.sha256("\n".join(map(str, trained_on)).encode()).hexdigest()[:8]
     else:
-        where = f"held_out_{corpus.name}"
+        where = f"held_out_{corpus.name}" + ("_semi_informed" if len(trained_on) else "")
     return str(Path(hp["output_folder"]) / "models" / attacker.name / where)
 
 
