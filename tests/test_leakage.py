@@ -339,7 +339,7 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
         overrides: {TINY}"""
     hp = write_hparams(tmp_path / "anon.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
                        attackers=attackers)
-    code, lines, err = run(capsys, hp, "--conditions=[all]")
+    code, lines, err = run(capsys, hp, "--conditions=all")
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
     assert doc["run"]["scenario"] == ["lazy-informed"]

@@ -71,6 +71,24 @@ def cell_key(*parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def manifest_digest(manifest) -> str:
+    """What a cell reads of its corpus: ids, speakers and words (new transcripts = a new cell)."""
+    h = hashlib.sha256()
+    for u in manifest:
+        h.update(f"{u.id}\t{u.speaker}\t{u.text}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def file_digest(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def newest_checkpoint(model_folder) -> str | None:
+    """The name of the model's newest checkpoint: more training means new scores."""
+    ckpts = sorted(p.name for p in (Path(model_folder) / "save").glob("CKPT*")) if model_folder else []
+    return ckpts[-1] if ckpts else None
+
+
 def _finished(cell_dir: Path, key: str):
     path = cell_dir / "cell.json"
     if path.is_file():
@@ -80,70 +98,94 @@ def _finished(cell_dir: Path, key: str):
             return None
         if cell.get("key") == key:
             return cell
+        path.unlink()  # stale: its scores are about to be rewritten
     return None
 
 
-def not_applicable(attacker: AttackerSpec, corpus: str, condition: str, why: str) -> dict:
+def not_applicable(attacker: AttackerSpec, corpus: str, condition: str, why: str, *,
+                   status: str = "not_applicable") -> dict:
+    """A cell that cannot run: ``not_applicable`` (the data do not allow it) or ``failed`` (an
+    error to fix, e.g. a model folder holding another attacker)."""
     return {"attacker": attacker.name, "kind": attacker.kind, "corpus": corpus, "condition": condition,
-            "status": "not_applicable", "reason": why}
+            "status": status, "reason": why}
 
 
-def breakdown(enroll_speakers, test_ids, test_speakers, scores, labels, speakers_table, *, min_segment_speakers):
-    """Per-speaker and segment EERs of a cell's trials (no bootstrap: the cell has its CIs)."""
+@dataclass
+class CellSettings:
+    """How every cell's metrics are computed, so that cells and comparisons agree."""
+    n_boot: int = 1000
+    seed: int = 0
+    unit: str = "speaker"             # bootstrap unit of the cells' CIs and of the comparisons
+    min_segment_speakers: int = 3
+
+
+def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> dict | None:
+    """Overall (CI over ``settings.unit``), per-speaker and segment EERs of a cell's trials;
+    None when the trials have one class only."""
     from ..metrics import evaluate_trials
 
-    keep = np.isfinite(scores)
-    utt2spk = dict(zip(np.asarray(test_ids)[keep].tolist(), np.asarray(test_speakers)[keep].tolist()))
-    ev = evaluate_trials(np.asarray(enroll_speakers)[keep], np.asarray(test_ids)[keep], scores[keep], labels[keep],
-                         utt2spk=utt2spk, speakers=speakers_table, n_boot=0,
-                         min_segment_speakers=min_segment_speakers)
+    keep = np.isfinite(trials["scores"])
+    test, spk = trials["test"][keep], trials["test_speaker"][keep]
+    utt2spk = dict(zip(test.tolist(), spk.tolist()))
+    ev = evaluate_trials(trials["enroll_speaker"][keep], test, trials["scores"][keep], trials["labels"][keep],
+                         utt2spk=utt2spk, speakers=speakers_table, n_boot=settings.n_boot, seed=settings.seed,
+                         bootstrap_unit=settings.unit, min_segment_speakers=settings.min_segment_speakers)
+    if ev["overall"]["eer"] is None:
+        return None
     left_out = {k.split(".", 1)[1]: v for k, v in ev["not_applicable"].items()
                 if k.startswith("segments.") and v.endswith("skipped")}
-    return ev["per_speaker"], ev["segments"], left_out
+    return {"overall": ev["overall"], "per_speaker": ev["per_speaker"], "segments": ev["segments"],
+            "segments_left_out": left_out, "n_trial_speakers": len(set(spk.tolist())),
+            "n_missing_scores": int((~keep).sum())}
+
+
+def _complete(base: dict, trials: dict, speakers_table: dict, settings: CellSettings, key: str,
+              cell_dir: Path) -> dict:
+    metrics = cell_metrics(trials, speakers_table, settings)
+    if metrics is None:
+        cell = {**base, "status": "not_applicable", "reason": "the trials have one class only: no EER"}
+    else:
+        cell = {**base, "status": "ok", **metrics}
+    cell["key"] = key
+    write_json(cell_dir / "cell.json", cell)
+    return cell
 
 
 # --- text attackers ------------------------------------------------------------------------------
 
 def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str, cell_dir: Path, *,
-                  shared_settings: dict, n_boot: int, seed: int, plots: bool, min_segment_speakers: int,
-                  text_manifest=None, log=print) -> dict:
+                  shared_settings: dict, metrics: CellSettings, plots: bool, text_manifest=None,
+                  log=print) -> dict:
     """``text_manifest``: what the attacker reads when it is not the evaluation set's own text
     (an anonymized corpus's transcripts, :func:`.evaluation_set.with_asr_text`)."""
     from ..text.evaluate import evaluate_text, setting_key, trial_config_from_hparams
 
-    key = cell_key("text", attacker.describe(), evalset.name, sorted(evalset.speakers), condition,
-                   shared_settings, n_boot, seed, text_manifest is not None)
+    manifest = evalset.manifest if text_manifest is None else text_manifest
+    key = cell_key("text", attacker.describe(), manifest_digest(manifest), condition,
+                   shared_settings if condition == "no_shared" else None, vars(metrics))
     done = _finished(cell_dir, key)
     if done:
         log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: reused {cell_dir}")
         return done
-    manifest = evalset.manifest if text_manifest is None else text_manifest
-    config = trial_config_from_hparams({**attacker.trial_settings, **shared_settings, "seed": seed,
+    config = trial_config_from_hparams({**attacker.trial_settings, **shared_settings, "seed": metrics.seed,
                                         "shared_text": condition == "no_shared"})
     setting = setting_key(attacker.P, attacker.L)
     doc = evaluate_text(manifest, attacker.scorer, tasks=["speaker"], settings=[(attacker.P, attacker.L)],
-                        config=config, output_folder=cell_dir, n_boot=n_boot, seed=seed,
+                        config=config, output_folder=cell_dir, n_boot=metrics.n_boot, seed=metrics.seed,
                         dataset=evalset.name, plots=plots, log=lambda msg: None)
     block = doc["tasks"]["speaker"].get(setting)
-    overall = block and block["conditions"].get("combined")
-    if not overall:
+    if not (block and block["conditions"].get("combined")):
         why = doc["not_applicable"].get(f"tasks.speaker.{setting}.conditions.combined") or \
             doc["not_applicable"].get(f"tasks.speaker.{setting}") or "no trials with both classes"
-        cell = not_applicable(attacker, evalset.name, condition, why)
-    else:
-        trials = text_trials(cell_dir, setting)
-        per, segments, left_out = breakdown(trials["enroll_speaker"], trials["test"], trials["test_speaker"],
-                                            trials["scores"], trials["labels"], evalset.manifest.speaker_attributes(),
-                                            min_segment_speakers=min_segment_speakers)
-        cell = {"attacker": attacker.name, "kind": "text", "corpus": evalset.name, "condition": condition,
-                "status": "ok", "overall": overall, "per_speaker": per, "segments": segments,
-                "segments_left_out": left_out, "results": "results.json",
-                "n_trial_speakers": len(set(trials["test_speaker"].tolist())),
-                "n_utterances": doc["shared_text"]["n_utterances"] - doc["shared_text"]["n_removed"],
-                "trials": {"scores": f"scores/speaker_{setting}.txt", "trials": f"trials/speaker_{setting}.jsonl"}}
-    cell["key"] = key
-    write_json(cell_dir / "cell.json", cell)
-    return cell
+        cell = {**not_applicable(attacker, evalset.name, condition, why), "key": key}
+        write_json(cell_dir / "cell.json", cell)
+        return cell
+    base = {"attacker": attacker.name, "kind": "text", "corpus": evalset.name, "condition": condition,
+            "results": "results.json",
+            "n_utterances": doc["shared_text"]["n_utterances"] - doc["shared_text"]["n_removed"],
+            "trials": {"scores": f"scores/speaker_{setting}.txt", "trials": f"trials/speaker_{setting}.jsonl"}}
+    return _complete(base, text_trials(cell_dir, setting), evalset.manifest.speaker_attributes(), metrics, key,
+                     cell_dir)
 
 
 def text_trials(cell_dir: Path, setting: str) -> dict:
@@ -168,15 +210,20 @@ def text_trials(cell_dir: Path, setting: str) -> dict:
 # --- ECAPA attackers -----------------------------------------------------------------------------
 
 def run_ecapa_cell(attacker: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str,
-                   cell_dir: Path, *, common: dict, trials_per_speaker, seed: int, min_segment_speakers: int,
+                   cell_dir: Path, *, common: dict, trials_per_speaker, metrics: CellSettings,
                    log=print) -> dict:
     from attackers.run import needs_audio, prepare, run_attack
 
     overrides = {**attacker.overrides, **corpus.ecapa_overrides(), **common,
                  "output_folder": attacker.model_folder, "results_folder": str(cell_dir)}
-    key = cell_key("ecapa", attacker.describe(), corpus.ecapa_overrides(), sorted(evalset.speakers), condition,
-                   trials_per_speaker, seed, common.get("n_boot"))
-    done = _finished(cell_dir, key)
+    drop = evalset.shared_ids if condition == "no_shared" else frozenset()
+
+    def key_now():
+        return cell_key("ecapa", attacker.describe(), file_digest(attacker.hparams), corpus.ecapa_overrides(),
+                        manifest_digest(evalset.manifest), sorted(drop), condition, trials_per_speaker,
+                        vars(metrics), newest_checkpoint(attacker.model_folder))
+
+    done = _finished(cell_dir, key_now())
     if done:
         log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: reused {cell_dir}")
         return done
@@ -186,31 +233,24 @@ def run_ecapa_cell(attacker: AttackerSpec, corpus: CorpusSpec, evalset: Evaluati
             if not manifest.has_audio:
                 return not_applicable(attacker, evalset.name, condition,
                                       f"{hp['feature_type']} features need audio; the {role} corpus is text-only")
-    drop = evalset.shared_ids if condition == "no_shared" else frozenset()
     missing = evalset.speakers - set(plan.eval_original.speakers())
     if missing:
         raise DataError(f"the attacker's evaluation speakers differ from the corpus's ({sorted(missing)[:3]} "
                         f"are missing)", hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)")
     plan.split = restrict_split(plan.split, plan.eval_original.utt2spk(), speakers=evalset.speakers, drop_ids=drop,
-                                trials_per_speaker=trials_per_speaker, seed=seed)
+                                trials_per_speaker=trials_per_speaker, seed=metrics.seed)
     log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: training or resuming {attacker.model_folder}")
-    results_path = run_attack(hp, None, hparams_file=attacker.hparams, overrides=overrides, plan=plan)
-    results = json.loads(Path(results_path).read_text())
-    trials = ecapa_trials(cell_dir, plan.eval_original.utt2spk())
-    _, _, left_out = breakdown(trials["enroll_speaker"], trials["test"], trials["test_speaker"], trials["scores"],
-                               trials["labels"], plan.eval_original.speaker_attributes(),
-                               min_segment_speakers=min_segment_speakers)
-    cell = {"attacker": attacker.name, "kind": "ecapa", "corpus": evalset.name, "condition": condition,
-            "status": "ok", "overall": results["overall"], "per_speaker": results["per_speaker"],
-            "segments": results["segments"], "segments_left_out": left_out, "results": "results.json",
-            "n_trial_speakers": len(set(trials["test_speaker"].tolist())),
-            "n_utterances": len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
-            "features": hp["feature_type"], "model_folder": attacker.model_folder,
-            "trials": {"scores": "scores.txt"}, "key": key}
+    run_attack(hp, None, hparams_file=attacker.hparams, overrides=overrides, plan=plan)
+    utt2spk = plan.eval_original.utt2spk()
+    trials = ecapa_trials(cell_dir, utt2spk)
     with atomic_open(cell_dir / "utt2spk", "w", encoding="utf-8") as handle:  # for ecapa_trials on a reused cell
-        handle.writelines(f"{u} {plan.eval_original.utt2spk()[u]}\n" for u in sorted(set(trials["test"].tolist())))
-    write_json(cell_dir / "cell.json", cell)
-    return cell
+        handle.writelines(f"{u} {utt2spk[u]}\n" for u in sorted(set(trials["test"].tolist())))
+    base = {"attacker": attacker.name, "kind": "ecapa", "corpus": evalset.name, "condition": condition,
+            "results": "results.json", "features": hp["feature_type"], "model_folder": attacker.model_folder,
+            "n_train_speakers": len(plan.train.speakers()),
+            "n_utterances": len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
+            "trials": {"scores": "scores.txt"}}
+    return _complete(base, trials, plan.eval_original.speaker_attributes(), metrics, key_now(), cell_dir)
 
 
 def ecapa_trials(cell_dir: Path, utt2spk: dict | None = None) -> dict:

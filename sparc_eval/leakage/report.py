@@ -55,8 +55,8 @@ def plot_eer_grid(path, doc) -> Path:
                 ci = (ov or {}).get("ci95") or {}
                 pair = ci.get("eer") or [None, None]
                 vals.append(np.nan if e is None else 100 * e)
-                lo.append(0 if e is None or pair[0] is None else 100 * (e - pair[0]))
-                hi.append(0 if e is None or pair[1] is None else 100 * (pair[1] - e))
+                lo.append(0 if e is None or pair[0] is None else max(0.0, 100 * (e - pair[0])))
+                hi.append(0 if e is None or pair[1] is None else max(0.0, 100 * (pair[1] - e)))
             x = np.arange(len(corpora)) + (k - (len(attackers) - 1) / 2) * width
             ax.bar(x, vals, width, yerr=[lo, hi], capsize=2, label=attacker)
         ax.axhline(50, ls=":", c="grey", lw=1)
@@ -155,9 +155,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     attackers = run["features"]
     lines = ["# Content leakage comparison", ""]
     lines += [f"Corpora: {', '.join(doc['cells'])}. Attackers: {', '.join(attackers)}. "
-              f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}, "
-              f"{run['n_boot']} bootstrap resamples. Lower EER = the attacker recognises speakers better "
-              "= more leakage.", ""]
+              f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}; "
+              f"95% CIs from {run['n_boot']} bootstrap resamples of {run['bootstrap_unit']}s. Lower EER = the "
+              "attacker recognises speakers better = more leakage.", ""]
     f = doc["fairness"]
     lines += ["## How the comparison is made fair", ""]
     spk = ", ".join(f"{n} {k} of {f['speakers_available'][n]}" for n, k in f["speakers_per_corpus"].items())
@@ -165,8 +165,15 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
               f"- Trial utterances per speaker (ECAPA): "
               f"{'all' if f['balance_trial_utterances'] is None else 'at most ' + str(f['balance_trial_utterances'])}; "
               f"text attackers: {f['text_attackers']}.",
-              f"- Differences are bootstrapped over {f['bootstrap_unit']}s; paired when two cells share their trials.",
-              ""]
+              f"- Differences are bootstrapped over {f['bootstrap_unit']}s; paired when two cells share their trials, "
+              "independent otherwise (different corpora, or text vs ECAPA trials).",
+              "- ECAPA attackers trained on: " + "; ".join(f"{c}: {t}" for c, t in f["ecapa_training"].items()) + "."]
+    counts = sorted({n for by_a in f["trial_speakers_per_cell"].values() for by_c in by_a.values()
+                     for n in by_c.values() if n is not None})
+    if counts:
+        lines.append(f"- Trial speakers per cell: {counts[0]}" + (f" to {counts[-1]} (splits and probes can leave "
+                                                                 "some speakers without trials)" if len(counts) > 1 else "") + ".")
+    lines.append("")
     for cond in conditions:
         lines += [f"## EER per corpus and attacker: {CONDITION_TITLES[cond]}", "",
                   "| corpus | " + " | ".join(attackers) + " |", "|---|" + "---|" * len(attackers)]
@@ -175,7 +182,7 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
             for attacker in attackers:
                 cell = doc["cells"][corpus][attacker][cond]
                 if cell["status"] != "ok":
-                    row.append("n/a")
+                    row.append("failed" if cell["status"] == "failed" else "n/a")
                 else:
                     ov = cell["overall"]
                     row.append(f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}")
@@ -213,8 +220,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
             st = v["speaker_ttr"]
             sttr = "n/a" if st["mean"] is None else (f"{st['mean']:.3f} (N={st['sample_tokens']}, "
                                                      f"{st['n_speakers']} spk)")
+            ttr = "n/a" if v["type_token_ratio"] is None else f"{v['type_token_ratio']:.3f}"
             lines.append(f"| {corpus} | {cond} | {v['n_speakers']} | {v['n_utterances']} | {v['n_tokens']} | "
-                         f"{v['n_types']} | {v['type_token_ratio']:.3f} | {sttr} | "
+                         f"{v['n_types']} | {ttr} | {sttr} | "
                          f"{_pct(v['unique_token_share']['mean'])}% | {_pct(v['unique_type_share']['mean'])}% |")
     lines.append("")
 
@@ -243,7 +251,10 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     lines.append("")
     for corpus, block in doc["corpora"].items():
         d = block["conditions"][conditions[0]]["distinctiveness"]
-        lines.append(f"- {corpus}: most distinctive {', '.join(d['most'])}; least {', '.join(d['least'])}.")
+        if d.get("not_applicable"):
+            lines.append(f"- {corpus}: no distinctiveness ({d['not_applicable']}).")
+        else:
+            lines.append(f"- {corpus}: most distinctive {', '.join(d['most'])}; least {', '.join(d['least'])}.")
     lines.append("")
     for cond in conditions:
         if plots.get(f"distinct_{cond}"):
@@ -251,8 +262,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
 
     lines += ["## Population segments (intra / inter EER, %)", "",
               "Intra: only the segment's speakers, as enrollment and trial speakers; inter: the segment's "
-              "speakers as trial speakers against every enrollment speaker. Only values with at least 3 trial "
-              "speakers; accents are grouped by the table in sparc_eval/attributes.py.", ""]
+              f"speakers as trial speakers against every enrollment speaker. Only values with at least "
+              f"{run['min_segment_speakers']} trial speakers; accents are grouped by the table in "
+              "sparc_eval/attributes.py.", ""]
     for corpus in doc["cells"]:
         for cond in conditions:
             rows = {}
@@ -275,7 +287,7 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                            if a in by_attacker else "" for a in shown]
                 lines.append(f"| {attr}={value} | {n} | " + " | ".join(cells_s) + " |")
             if left:
-                lines += ["", "Left out (fewer than 3 trial speakers): " +
+                lines += ["", f"Left out (fewer than {run['min_segment_speakers']} trial speakers): " +
                           ", ".join(f"{k.replace('.', '=', 1)} ({v.split(' ')[0]})" for k, v in sorted(left.items())) + "."]
             lines.append("")
     for cond in conditions:

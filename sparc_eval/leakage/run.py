@@ -27,7 +27,8 @@ import numpy as np
 
 from ..atomic import write_json
 from ..errors import DataError
-from .cells import ATTACKER_KINDS, AttackerSpec, CorpusSpec, cell_trials, not_applicable, run_ecapa_cell, run_text_cell
+from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
+                    run_ecapa_cell, run_text_cell)
 from .compare import compare_cells, verdict
 from .evaluation_set import CONDITIONS, EvaluationSet, balanced_count, choose_speakers, with_asr_text
 from .vocabulary import vocabulary_stats
@@ -35,8 +36,6 @@ from .vocabulary import vocabulary_stats
 CORPUS_SETTINGS = {"enroll_list", "trial_list", "enrolls_dir", "trials_dirs", "split_seed", "eval_speaker_fraction",
                    "n_enroll", "max_per_speaker", "min_duration", "max_duration", "scenario", "anon_eval_folder",
                    "anon_train_folders", "anonymizer_name", "phone_text"}
-TEXT_TRIAL_KEYS = {"tolerance", "strict", "max_probes", "partners", "match_negatives", "overlap_min_words",
-                   "name_screen", "topic_control", "topic_max_similarity"}
 ECAPA_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
 
 
@@ -84,12 +83,14 @@ def attacker_specs(hp: dict) -> list:
         if kind == "text":
             if spec.get("scorer") is None:
                 raise DataError(f"attackers.{name}: a text attacker needs a scorer (!new:attackers.text...)")
-            unknown = set(spec) - {"kind", "scorer", "P", "L"} - TEXT_TRIAL_KEYS
+            from ..text.evaluate import TRIAL_KEYS
+
+            unknown = set(spec) - {"kind", "scorer", "P", "L"} - set(TRIAL_KEYS)
             if unknown:
                 raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
             out.append(AttackerSpec(name, kind, scorer=spec["scorer"], P=int(spec.get("P", 200)),
                                     L=int(spec.get("L", 20)),
-                                    trial_settings={k: spec[k] for k in TEXT_TRIAL_KEYS if k in spec}))
+                                    trial_settings={k: spec[k] for k in TRIAL_KEYS if k in spec}))
         else:
             if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
                 raise DataError(f"attackers.{name}: hparams {spec.get('hparams')!r} is not a file",
@@ -133,11 +134,10 @@ def load_evaluation_corpus(hp: dict, corpus: CorpusSpec):
 
 
 def shared_config(hp: dict):
-    from ..text.shared_text import SharedTextConfig
+    """The shared-text detector's settings, read as the text evaluation reads them."""
+    from ..text.evaluate import trial_config_from_hparams
 
-    return SharedTextConfig(enabled=True, n=int(hp.get("shared_text_n", 4)),
-                            min_speakers=int(hp.get("shared_text_min_speakers", 5)),
-                            min_fraction=float(hp.get("shared_text_min_fraction", 0.30)))
+    return trial_config_from_hparams({k: v for k, v in hp.items() if k.startswith("shared_text_")}).shared_text
 
 
 def scripted_agreement(manifest, removed: set):
@@ -181,10 +181,16 @@ def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: i
     out = OrderedDict()
     for cond in conditions:
         view = evalset.view(cond)
-        table = speaker_distinctiveness(view, features)
+        try:
+            table = speaker_distinctiveness(view, features)
+        except DataError as err:  # too few speakers, or speakers without words, in this view
+            table, why = {}, str(err)
+        else:
+            why = None
         ranked = sorted(table, key=lambda s: -table[s]["distinctiveness"])
         out[cond] = {"vocabulary": vocabulary_stats(view, sample_tokens=n_tokens),
-                     "distinctiveness": {"speakers": table, "most": ranked[:5], "least": ranked[::-1][:5]}}
+                     "distinctiveness": {"speakers": table, "most": ranked[:5], "least": ranked[::-1][:5],
+                                         "not_applicable": why}}
     return out
 
 
@@ -203,13 +209,21 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
 
         torch.set_num_threads(int(hp["num_threads"]))
     out = Path(hp["output_folder"])
-    conditions = [c for c in (hp.get("conditions") or CONDITIONS)]
+    conditions = hp.get("conditions") or list(CONDITIONS)
+    conditions = [conditions] if isinstance(conditions, str) else list(conditions)
     bad = [c for c in conditions if c not in CONDITIONS]
     if bad:
         raise DataError(f"conditions {bad} are not among {list(CONDITIONS)}")
     corpora, attackers = corpus_specs(hp), attacker_specs(hp)
-    seed, n_boot = int(hp.get("seed", 0)), int(hp.get("n_boot", 1000))
-    min_seg = int(hp.get("min_segment_speakers", 3))
+    balanced_count(hp.get("balance_speakers"), {"": 2}, "balance_speakers")  # a bad value fails before any work
+    try:
+        settings = CellSettings(n_boot=int(hp.get("n_boot") or 0), seed=int(hp.get("seed") or 0),
+                                unit=str(hp.get("bootstrap_unit", "speaker")),
+                                min_segment_speakers=int(hp.get("min_segment_speakers", 3)))
+    except (TypeError, ValueError) as err:
+        raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
+    if settings.unit not in ("trial", "speaker"):
+        raise DataError(f"bootstrap_unit must be trial or speaker, not {settings.unit!r}")
     trials_cap = hp.get("balance_trial_utterances")
     trials_cap = None if trials_cap in (None, "null") else int(trials_cap)
     evalsets = build_evaluation_sets(hp, corpora, log=log)
@@ -242,8 +256,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
                     cell = not_applicable(a, c.name, cond, "no shared text detected: the same as condition all")
                 else:
                     cell = _run_cell(hp, a, c, ev, cond, out, common=common, shared_settings=shared_settings,
-                                     n_boot=n_boot, seed=seed, min_seg=min_seg, trials_cap=trials_cap,
-                                     text_manifest=text_manifest, log=log)
+                                     settings=settings, trials_cap=trials_cap, text_manifest=text_manifest, log=log)
                 cells[c.name][a.name][cond] = cell = only_segments(cell, hp.get("segment_attributes"))
                 if cell["status"] != "ok":
                     na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
@@ -266,21 +279,28 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
                 correlations[c.name].setdefault(cond, OrderedDict())[a.name] = {
                     "distinctiveness": correlate(distinct, eers), "unique_token_share": correlate(unique, eers)}
 
-    comparisons = _comparisons(hp, corpora, attackers, conditions, cells, out, n_boot=n_boot, seed=seed, log=log)
+    comparisons = _comparisons(corpora, attackers, conditions, cells, out, settings, na, log=log)
     fairness = {
         "balance_speakers": hp.get("balance_speakers"), "balance_trial_utterances": trials_cap,
         "speakers_per_corpus": {n: len(e.speakers) for n, e in evalsets.items()},
         "speakers_available": {n: e.n_speakers_before_balance for n, e in evalsets.items()},
-        "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
-        "text_attackers": "same speakers as the ECAPA attackers; trials per speaker are set by max_probes",
+        "trial_speakers_per_cell": {c: {a: {cond: cell.get("n_trial_speakers") for cond, cell in by_cond.items()}
+                                        for a, by_cond in by_attacker.items()} for c, by_attacker in cells.items()},
+        "ecapa_training": {c.name: ("train_folders: " + ", ".join(c.train_folders)) if c.train_folders else
+                           f"the other {1 - c.settings.get('eval_speaker_fraction', 0.5):.0%} of its own speakers"
+                           for c in corpora},
+        "bootstrap_unit": settings.unit,
+        "text_attackers": "the same evaluation speakers; their trials per speaker are set by max_probes",
     }
     na["overall"] = "a comparison of several attackers and corpora: see cells.<corpus>.<attacker>.<condition>"
     na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
     doc = OrderedDict(
         run={"dataset": [c.name for c in corpora], "features": [a.name for a in attackers], "anonymizer": None,
              "scenario": sorted({c.settings.get("scenario", "original") for c in corpora}),
-             "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None, "seed": seed,
-             "conditions": conditions, "n_boot": n_boot,
+             "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
+             "seed": settings.seed,
+             "conditions": conditions, "n_boot": settings.n_boot, "bootstrap_unit": settings.unit,
+             "min_segment_speakers": settings.min_segment_speakers,
              "attackers": {a.name: a.describe() for a in attackers},
              "timings_s": {"total": round(time.perf_counter() - start, 3)}},
         overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,
@@ -309,31 +329,27 @@ def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
     value = hp.get("vocabulary_sample_tokens", "auto")
     if value != "auto":
         return int(value)
-    medians = [np.median([len(t) for t in speaker_tokens(ev.view(cond)).values()])
-               for ev in evalsets.values() for cond in conditions]
-    return max(50, int(min(medians)))
+    medians = [np.median(counts) for ev in evalsets.values() for cond in conditions
+               if (counts := [len(t) for t in speaker_tokens(ev.view(cond)).values()])]
+    return max(50, int(min(medians))) if medians else 50
 
 
-def _run_cell(hp, a, c, ev, cond, out, *, common, shared_settings, n_boot, seed, min_seg, trials_cap,
-              text_manifest, log) -> dict:
+def _run_cell(hp, a, c, ev, cond, out, *, common, shared_settings, settings, trials_cap, text_manifest, log) -> dict:
     cell_dir = out / "cells" / c.name / a.name / cond
     try:
         if a.kind == "text":
-            return run_text_cell(a, ev, cond, cell_dir, shared_settings=shared_settings, n_boot=n_boot, seed=seed,
-                                 plots=bool(hp.get("plots", True)), min_segment_speakers=min_seg,
-                                 text_manifest=text_manifest, log=log)
+            return run_text_cell(a, ev, cond, cell_dir, shared_settings=shared_settings, metrics=settings,
+                                 plots=bool(hp.get("plots", True)), text_manifest=text_manifest, log=log)
         spec = AttackerSpec(**{**vars(a), "model_folder": model_folder(hp, a, c)})
-        return run_ecapa_cell(spec, c, ev, cond, cell_dir, common=common, trials_per_speaker=trials_cap, seed=seed,
-                              min_segment_speakers=min_seg, log=log)
+        return run_ecapa_cell(spec, c, ev, cond, cell_dir, common=common, trials_per_speaker=trials_cap,
+                              metrics=settings, log=log)
     except DataError as err:  # this cell cannot run; the others can
-        log(f"[leakage] {c.name} / {a.name} / {cond}: not applicable: {err}")
-        return not_applicable(a, c.name, cond, str(err))
+        log(f"[leakage] {c.name} / {a.name} / {cond}: FAILED: {err}")
+        return not_applicable(a, c.name, cond, str(err), status="failed")
 
 
-def _comparisons(hp, corpora, attackers, conditions, cells, out, *, n_boot, seed, log) -> dict:
-    unit = hp.get("bootstrap_unit", "speaker")
-    if unit not in ("trial", "speaker"):
-        raise DataError(f"bootstrap_unit must be trial or speaker, not {unit!r}")
+def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, log) -> dict:
+    """Corpora compared per attacker, attackers per corpus, within each condition."""
     trials_cache = {}
 
     def trials(corpus, attacker, cond):
@@ -342,26 +358,36 @@ def _comparisons(hp, corpora, attackers, conditions, cells, out, *, n_boot, seed
             trials_cache[key] = cell_trials(cells[corpus][attacker][cond], out / "cells" / corpus / attacker / cond)
         return trials_cache[key]
 
+    def compare(x, y, where):
+        """x, y: (corpus, attacker) of two ok cells under ``where``'s condition."""
+        try:
+            return compare_cells(trials(*x, where["condition"]), trials(*y, where["condition"]),
+                                 n_boot=settings.n_boot, seed=settings.seed, unit=settings.unit)
+        except DataError as err:
+            na[f"comparisons.{where['condition']}.{x[0]}.{x[1]}~{y[0]}.{y[1]}"] = str(err)
+            return None
+
     def ok(corpus, attacker, cond):
         return cells[corpus][attacker][cond]["status"] == "ok"
 
     result = {"corpora": [], "attackers": []}
-    if n_boot <= 0:
+    if settings.n_boot <= 0:
+        na["comparisons"] = "bootstrap disabled (n_boot = 0)"
         return result
     for cond in conditions:
         for a in attackers:
             for c1, c2 in combinations([c.name for c in corpora], 2):
                 if ok(c1, a.name, cond) and ok(c2, a.name, cond):
-                    cmp = compare_cells(trials(c1, a.name, cond), trials(c2, a.name, cond), n_boot=n_boot, seed=seed,
-                                        unit=unit)
-                    result["corpora"].append({"attacker": a.name, "condition": cond, "a": c1, "b": c2, **cmp,
-                                              "verdict": verdict(cmp, c1, c2)})
+                    cmp = compare((c1, a.name), (c2, a.name), {"condition": cond})
+                    if cmp:
+                        result["corpora"].append({"attacker": a.name, "condition": cond, "a": c1, "b": c2, **cmp,
+                                                  "verdict": verdict(cmp, c1, c2)})
         for c in corpora:
             for a1, a2 in combinations([a.name for a in attackers], 2):
                 if ok(c.name, a1, cond) and ok(c.name, a2, cond):
-                    cmp = compare_cells(trials(c.name, a1, cond), trials(c.name, a2, cond), n_boot=n_boot, seed=seed,
-                                        unit=unit)
-                    result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
-                                                "verdict": verdict(cmp, a1, a2)})
+                    cmp = compare((c.name, a1), (c.name, a2), {"condition": cond})
+                    if cmp:
+                        result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
+                                                    "verdict": verdict(cmp, a1, a2)})
     log(f"[leakage] {len(result['corpora'])} corpus and {len(result['attackers'])} attacker comparisons")
     return result
