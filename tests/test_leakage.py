@@ -202,10 +202,12 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     ls_vocab = doc["corpora"]["librispeech"]["conditions"]["all"]["vocabulary"]
     ed_vocab = doc["corpora"]["edacc"]["conditions"]["all"]["vocabulary"]
     assert ls_vocab["unique_token_share"]["mean"] > ed_vocab["unique_token_share"]["mean"]
-    # EdAcc's read passage is shared text; LibriSpeech has none, so its second condition is not run
+    # EdAcc's read passage is shared text; LibriSpeech has none, so its second condition is the first
     assert doc["corpora"]["edacc"]["shared_text"]["n_removed"] > 50
     assert doc["corpora"]["librispeech"]["shared_text"]["n_removed"] == 0
-    assert cells["librispeech"]["tfidf"]["no_shared"]["status"] == "not_applicable"
+    ls_no_shared = cells["librispeech"]["tfidf"]["no_shared"]
+    assert ls_no_shared["same_as"] == "all" and ls_no_shared["overall"] == cells["librispeech"]["tfidf"]["all"]["overall"]
+    assert not (out / "cells/librispeech/tfidf/no_shared").exists()
     assert cells["edacc"]["tfidf"]["no_shared"]["status"] == "ok"
     assert cells["edacc"]["phones"]["no_shared"]["status"] == "ok"
     # segments: EdAcc accent groups below 3 speakers are listed, not reported
@@ -220,6 +222,7 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     # corpus comparisons are unpaired (different trials); tfidf vs phones too
     rows = [r for r in doc["comparisons"]["corpora"] if r["attacker"] == "tfidf" and r["condition"] == "all"]
     assert len(rows) == 1 and rows[0]["paired"] is False and rows[0]["unit"] == "speaker"
+    assert len([r for r in doc["comparisons"]["corpora"] if r["condition"] == "no_shared"]) == 2
     lo, hi = rows[0]["eer_diff_ci95"]
     assert lo <= rows[0]["eer_diff"] <= hi
     report = (out / "report.md").read_text()

@@ -53,13 +53,14 @@ def compare_cells(a: dict, b: dict, *, n_boot: int, seed: int, unit: str = "spea
             "n_trials_a": int(a["scores"].size), "n_trials_b": int(b["scores"].size)}
 
 
-def verdict(comparison: dict, name_a: str, name_b: str) -> str:
-    """A sentence a reader can quote: which leaks more, or that the data cannot tell."""
+def verdict(comparison: dict, name_a: str, name_b: str, verb: str = "leaks more") -> str:
+    """A sentence a reader can quote: which leaks more (corpora) or which identifies speakers
+    better (attackers), or that the data cannot tell."""
     lo, hi = comparison["eer_diff_ci95"]
     if lo is None or hi is None or comparison["eer_diff"] is None:
         return "no interval (too few valid resamples)"
     if hi < 0:
-        return f"{name_b} leaks more (lower EER)"
+        return f"{name_b} {verb} (lower EER)"
     if lo > 0:
-        return f"{name_a} leaks more (lower EER)"
+        return f"{name_a} {verb} (lower EER)"
     return "no significant difference (the 95% CI contains 0)"

@@ -185,7 +185,8 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                     row.append("failed" if cell["status"] == "failed" else "n/a")
                 else:
                     ov = cell["overall"]
-                    row.append(f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}")
+                    same = " (no shared text: = all)" if cell.get("same_as") else ""
+                    row.append(f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{same}")
             lines.append(f"| {corpus} | " + " | ".join(row) + " |")
         lines.append("")
     if plots.get("eer"):

@@ -252,8 +252,9 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
         for a in attackers:
             cells[c.name][a.name] = OrderedDict()
             for cond in conditions:
-                if cond == "no_shared" and not ev.shared_ids:
-                    cell = not_applicable(a, c.name, cond, "no shared text detected: the same as condition all")
+                if cond == "no_shared" and not ev.shared_ids and "all" in cells[c.name][a.name]:
+                    # nothing to remove: the same trials and scores as condition all
+                    cell = {**cells[c.name][a.name]["all"], "condition": cond, "same_as": "all"}
                 else:
                     cell = _run_cell(hp, a, c, ev, cond, out, common=common, shared_settings=shared_settings,
                                      settings=settings, trials_cap=trials_cap, text_manifest=text_manifest, log=log)
@@ -355,7 +356,8 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
     def trials(corpus, attacker, cond):
         key = (corpus, attacker, cond)
         if key not in trials_cache:
-            trials_cache[key] = cell_trials(cells[corpus][attacker][cond], out / "cells" / corpus / attacker / cond)
+            cell = cells[corpus][attacker][cond]
+            trials_cache[key] = cell_trials(cell, out / "cells" / corpus / attacker / cell.get("same_as", cond))
         return trials_cache[key]
 
     def compare(x, y, where):
@@ -381,13 +383,15 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
                     cmp = compare((c1, a.name), (c2, a.name), {"condition": cond})
                     if cmp:
                         result["corpora"].append({"attacker": a.name, "condition": cond, "a": c1, "b": c2, **cmp,
-                                                  "verdict": verdict(cmp, c1, c2)})
+                                                  "verdict": verdict(cmp, c1, c2, "leaks more")})
         for c in corpora:
             for a1, a2 in combinations([a.name for a in attackers], 2):
                 if ok(c.name, a1, cond) and ok(c.name, a2, cond):
+                    if cells[c.name][a2][cond].get("same_as"):
+                        continue  # the same comparison as under condition all
                     cmp = compare((c.name, a1), (c.name, a2), {"condition": cond})
                     if cmp:
                         result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
-                                                    "verdict": verdict(cmp, a1, a2)})
+                                                    "verdict": verdict(cmp, a1, a2, "identifies speakers better")})
     log(f"[leakage] {len(result['corpora'])} corpus and {len(result['attackers'])} attacker comparisons")
     return result
