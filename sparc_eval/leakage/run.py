@@ -323,16 +323,17 @@ def only_segments(cell: dict, attributes) -> dict:
 
 
 def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
-    """The per-speaker TTR sample length: a number, or ``auto``: the smallest median of tokens per
-    speaker over corpora and conditions (at least 50), so every corpus is measured alike."""
+    """The per-speaker TTR sample length: a number, or ``auto``: the smallest 10th percentile of
+    tokens per speaker over corpora and conditions (at least 50), so that every corpus is measured
+    on the same length and nine in ten speakers of each have that much text."""
     from .vocabulary import speaker_tokens
 
     value = hp.get("vocabulary_sample_tokens", "auto")
     if value != "auto":
         return int(value)
-    medians = [np.median(counts) for ev in evalsets.values() for cond in conditions
-               if (counts := [len(t) for t in speaker_tokens(ev.view(cond)).values()])]
-    return max(50, int(min(medians))) if medians else 50
+    lows = [np.percentile(counts, 10) for ev in evalsets.values() for cond in conditions
+            if (counts := [len(t) for t in speaker_tokens(ev.view(cond)).values()])]
+    return max(50, int(min(lows))) if lows else 50
 
 
 def _run_cell(hp, a, c, ev, cond, out, *, common, shared_settings, settings, trials_cap, text_manifest, log) -> dict:
