@@ -18,6 +18,15 @@ from sparc_eval.splits import Split
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = "{channels: [32, 32, 32, 32, 96], emb_dim: 32, number_of_epochs: 2, batch_size: 16}"
+DEMO_ATTACKERS = f"""    tfidf:
+        kind: text
+        P: 50
+        L: 5
+        scorer: !new:attackers.text.tfidf.TfidfScorer
+    phones:
+        kind: ecapa
+        hparams: {REPO}/hparams/phones.yaml
+        overrides: {TINY}"""
 
 
 def recipe():
@@ -252,17 +261,8 @@ def test_demo_reading_leaks_more_than_conversation(demo_reading_corpus, demo_con
         data_folder: {Path(demo_reading_corpus.name).parent}
     conversation:
         data_folder: {Path(demo_conversation_corpus.name).parent}"""
-    attackers = f"""    tfidf:
-        kind: text
-        P: 50
-        L: 5
-        scorer: !new:attackers.text.tfidf.TfidfScorer
-    phones:
-        kind: ecapa
-        hparams: {REPO}/hparams/phones.yaml
-        overrides: {TINY}"""
     hp = write_hparams(tmp_path / "demo.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
-                       attackers=attackers)
+                       attackers=DEMO_ATTACKERS)
     code, lines, err = run(capsys, hp)
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
@@ -331,17 +331,8 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
         anon_eval_folder: {anon_dir}
         anonymizer_name: same-words
         phone_text: asr"""
-    attackers = f"""    tfidf:
-        kind: text
-        P: 50
-        L: 5
-        scorer: !new:attackers.text.tfidf.TfidfScorer
-    phones:
-        kind: ecapa
-        hparams: {REPO}/hparams/phones.yaml
-        overrides: {TINY}"""
     hp = write_hparams(tmp_path / "anon.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
-                       attackers=attackers)
+                       attackers=DEMO_ATTACKERS)
     code, lines, err = run(capsys, hp, "--conditions=all")
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
