@@ -148,6 +148,10 @@ def test_comparisons_pair_when_trials_are_shared():
     p = paired_bootstrap(a["scores"], b["scores"], a["labels"], n_boot=300, seed=1).ci95["eer"]
     u = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=300, seed=1).ci95["eer"]
     assert p[1] - p[0] < u[1] - u[0]
+    # a few unscored trials (an LLM judge's failures) keep the comparison paired, on the trials both scored
+    holes = {**b, "scores": np.where(np.arange(b["scores"].size) % 50 == 0, np.nan, b["scores"])}
+    partial = compare_cells(a, holes, n_boot=100, seed=0)
+    assert partial["paired"] and partial["n_trials_a"] == partial["n_trials_b"] < a["scores"].size
     same = compare_cells(a, {**a}, n_boot=100, seed=0)
     assert same["eer_diff"] == 0 and "no significant" in verdict(same, "A", "B")
 

@@ -31,17 +31,19 @@ def _finite(trials: dict) -> dict:
 def compare_cells(a: dict, b: dict, *, n_boot: int, seed: int, unit: str = "speaker") -> dict:
     """``a`` and ``b``: trials of two cells (:func:`.cells.cell_trials`). Returns the EERs, the
     difference b - a with its 95% CI and p-value, and how it was computed."""
-    a, b = _finite(a), _finite(b)
     ka, kb = _keys(a), _keys(b)
     paired = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
     if paired:
-        order_a, order_b = np.argsort(ka), np.argsort(kb)
-        paired = bool(np.array_equal(a["labels"][order_a], b["labels"][order_b]))
-    if paired:
-        result = paired_bootstrap(a["scores"][order_a], b["scores"][order_b], a["labels"][order_a], n_boot=n_boot,
-                                  seed=seed, unit=unit,
-                                  groups=a["test_speaker"][order_a] if unit == "speaker" else None)
+        a = {k: v[np.argsort(ka)] for k, v in a.items()}
+        b = {k: v[np.argsort(kb)] for k, v in b.items()}
+        paired = bool(np.array_equal(a["labels"], b["labels"]))
+    if paired:  # the same trials: keep those both scored (an LLM judge may leave a few unscored)
+        both = np.isfinite(a["scores"]) & np.isfinite(b["scores"])
+        result = paired_bootstrap(a["scores"][both], b["scores"][both], a["labels"][both], n_boot=n_boot, seed=seed,
+                                  unit=unit, groups=a["test_speaker"][both] if unit == "speaker" else None)
+        a, b = ({k: v[both] for k, v in x.items()} for x in (a, b))
     else:
+        a, b = _finite(a), _finite(b)
         result = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=n_boot, seed=seed,
                                     unit=unit, groups_a=a["test_speaker"] if unit == "speaker" else None,
                                     groups_b=b["test_speaker"] if unit == "speaker" else None)
