@@ -155,9 +155,10 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     attackers = run["features"]
     lines = ["# Content leakage comparison", ""]
     lines += [f"Corpora: {', '.join(doc['cells'])}. Attackers: {', '.join(attackers)}. "
-              f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}; "
-              f"95% CIs from {run['n_boot']} bootstrap resamples of {run['bootstrap_unit']}s. Lower EER = the "
-              "attacker recognises speakers better = more leakage.", ""]
+              f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}; " +
+              (f"95% CIs from {run['n_boot']} bootstrap resamples of {run['bootstrap_unit']}s. " if run["n_boot"]
+               else "no CIs and no comparisons (n_boot = 0). ") +
+              "Lower EER = the attacker recognises speakers better = more leakage.", ""]
     f = doc["fairness"]
     lines += ["## How the comparison is made fair", ""]
     spk = ", ".join(f"{n} {k} of {f['speakers_available'][n]}" for n, k in f["speakers_per_corpus"].items())
