@@ -224,6 +224,8 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     assert cells["edacc"]["tfidf"]["no_shared"]["status"] == "ok"
     assert cells["edacc"]["phones"]["no_shared"]["status"] == "ok"
     # segments: EdAcc accent groups below 3 speakers are listed, not reported
+    grouping = doc["corpora"]["edacc"]["accent_grouping"]  # free-text accents -> the groups segmented
+    assert sum(grouping["American"].values()) >= 3 and "accent_grouping" in doc["corpora"]["librispeech"]
     left = cells["edacc"]["phones"]["all"]["segments_left_out"]
     assert any(k.startswith("accent_group.") for k in left)
     segs = cells["edacc"]["phones"]["all"]["segments"]
@@ -240,6 +242,7 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     assert lo <= rows[0]["eer_diff"] <= hi
     report = (out / "report.md").read_text()
     assert "## Which corpus leaks more" in report and "| librispeech |" in report and "Left out" in report
+    assert "Accent groups of edacc" in report
     for name in ("eer_by_corpus.png", "distinctiveness_all.png", "segments_all.png"):
         assert (out / name).stat().st_size > 1000
     assert (out / "cells/edacc/phones/all/results.json").is_file()

@@ -292,6 +292,12 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                 lines += ["", f"Left out (fewer than {run['min_segment_speakers']} trial speakers): " +
                           ", ".join(f"{k.replace('.', '=', 1)} ({v.split(' ')[0]})" for k, v in sorted(left.items())) + "."]
             lines.append("")
+    for corpus, block in doc["corpora"].items():
+        grouping = block.get("accent_grouping") or {}
+        if grouping:
+            lines += [f"Accent groups of {corpus} (self-reported accent: speakers): " + "; ".join(
+                f"**{g}** ← " + ", ".join(f"{raw} ({n})" for raw, n in raws.items()) for g, raws in grouping.items()),
+                ""]
     for cond in conditions:
         if plots.get(f"segments_{cond}"):
             lines += [f"![intra vs inter segment EER, {cond}]({plots[f'segments_{cond}'].name})", ""]

@@ -172,6 +172,21 @@ def build_evaluation_sets(hp: dict, corpora: list, log=print) -> dict:
     return sets
 
 
+def accent_grouping(manifest) -> dict:
+    """group -> {self-reported accent: speakers}: how this corpus's free-text accents were grouped
+    for the segment EERs (sparc_eval.attributes.accent_group)."""
+    from ..attributes import accent_group
+
+    out: dict = {}
+    for spk, attrs in sorted(manifest.speaker_attributes().items()):
+        raw = attrs.get("accent")
+        group = accent_group(raw)
+        if group is not None:
+            by_raw = out.setdefault(group, {})
+            by_raw[str(raw)] = by_raw.get(str(raw), 0) + 1
+    return {g: dict(sorted(v.items())) for g, v in sorted(out.items())}
+
+
 def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: int) -> dict:
     """Vocabulary and phone-frequency distinctiveness under each condition."""
     from ..phones.distinct import speaker_distinctiveness
@@ -240,7 +255,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
             "data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
             "has_audio": ev.manifest.has_audio, "n_speakers_available": ev.n_speakers_before_balance,
             "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
-            "conditions": analysis}
+            "accent_grouping": accent_grouping(ev.manifest), "conditions": analysis}
         text_manifest = None
         if c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
             from attackers.run import load_spec
