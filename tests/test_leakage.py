@@ -238,6 +238,9 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     rows = [r for r in doc["comparisons"]["corpora"] if r["attacker"] == "tfidf" and r["condition"] == "all"]
     assert len(rows) == 1 and rows[0]["paired"] is False and rows[0]["unit"] == "speaker"
     assert len([r for r in doc["comparisons"]["corpora"] if r["condition"] == "no_shared"]) == 2
+    # what removing EdAcc's shared text changes, per attacker (LibriSpeech has none to remove)
+    assert {(r["corpus"], r["attacker"]) for r in doc["comparisons"]["shared_text"]} == {("edacc", "tfidf"),
+                                                                                          ("edacc", "phones")}
     lo, hi = rows[0]["eer_diff_ci95"]
     assert lo <= rows[0]["eer_diff"] <= hi
     report = (out / "report.md").read_text()

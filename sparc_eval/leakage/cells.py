@@ -83,9 +83,35 @@ def file_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def newest_checkpoint(model_folder) -> str | None:
+def attributes_digest(manifest) -> str:
+    """The speakers' metadata: segment EERs change with it."""
+    text = json.dumps(manifest.speaker_attributes(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def inputs_digest(settings: dict) -> dict:
+    """What the corpus settings point at on disk (trial lists, anonymized corpora): a list file by
+    its content, a folder by its files' names, sizes and modification times, so that an
+    anonymizer re-run into the same folder makes new cells."""
+    out = {}
+    for key, value in sorted(settings.items()):
+        for i, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
+            path = Path(str(item)) if isinstance(item, (str, Path)) else None
+            if path is not None and path.is_file():
+                out[f"{key}[{i}]"] = file_digest(path)
+            elif path is not None and path.is_dir():
+                h = hashlib.sha256()
+                for f in sorted(path.rglob("*")):
+                    if f.is_file():
+                        st = f.stat()
+                        h.update(f"{f.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+                out[f"{key}[{i}]"] = h.hexdigest()[:16]
+    return out
+
+
+def newest_checkpoint(save_folder) -> str | None:
     """The name of the model's newest checkpoint: more training means new scores."""
-    ckpts = sorted(p.name for p in (Path(model_folder) / "save").glob("CKPT*")) if model_folder else []
+    ckpts = sorted(p.name for p in Path(save_folder).glob("CKPT*")) if save_folder else []
     return ckpts[-1] if ckpts else None
 
 
@@ -154,21 +180,22 @@ def _complete(base: dict, trials: dict, speakers_table: dict, settings: CellSett
 # --- text attackers ------------------------------------------------------------------------------
 
 def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str, cell_dir: Path, *,
-                  shared_settings: dict, metrics: CellSettings, plots: bool, text_manifest=None,
-                  log=print) -> dict:
+                  metrics: CellSettings, plots: bool, text_manifest=None, log=print) -> dict:
     """``text_manifest``: what the attacker reads when it is not the evaluation set's own text
-    (an anonymized corpus's transcripts, :func:`.evaluation_set.with_asr_text`)."""
+    (an anonymized corpus's transcripts, :func:`.evaluation_set.with_asr_text`). Shared text is
+    the evaluation set's (``shared_ids``), the same utterances for every attacker."""
     from ..text.evaluate import evaluate_text, setting_key, trial_config_from_hparams
 
     manifest = evalset.manifest if text_manifest is None else text_manifest
-    key = cell_key("text", attacker.describe(), manifest_digest(manifest), condition,
-                   shared_settings if condition == "no_shared" else None, vars(metrics))
+    if condition == "no_shared" and evalset.shared_ids:
+        manifest = manifest.subset(lambda u: u.id not in evalset.shared_ids)
+    key = cell_key("text", attacker.describe(), manifest_digest(manifest), attributes_digest(evalset.manifest),
+                   vars(metrics))
     done = _finished(cell_dir, key)
     if done:
         log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: reused {cell_dir}")
         return done
-    config = trial_config_from_hparams({**attacker.trial_settings, **shared_settings, "seed": metrics.seed,
-                                        "shared_text": condition == "no_shared"})
+    config = trial_config_from_hparams({**attacker.trial_settings, "seed": metrics.seed, "shared_text": False})
     setting = setting_key(attacker.P, attacker.L)
     doc = evaluate_text(manifest, attacker.scorer, tasks=["speaker"], settings=[(attacker.P, attacker.L)],
                         config=config, output_folder=cell_dir, n_boot=metrics.n_boot, seed=metrics.seed,
@@ -182,7 +209,7 @@ def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str
         return cell
     base = {"attacker": attacker.name, "kind": "text", "corpus": evalset.name, "condition": condition,
             "results": "results.json",
-            "n_utterances": doc["shared_text"]["n_utterances"] - doc["shared_text"]["n_removed"],
+            "n_utterances": len(manifest),
             "trials": {"scores": f"scores/speaker_{setting}.txt", "trials": f"trials/speaker_{setting}.jsonl"}}
     return _complete(base, text_trials(cell_dir, setting), evalset.manifest.speaker_attributes(), metrics, key,
                      cell_dir)
@@ -218,10 +245,13 @@ def run_ecapa_cell(attacker: AttackerSpec, corpus: CorpusSpec, evalset: Evaluati
                  "output_folder": attacker.model_folder, "results_folder": str(cell_dir)}
     drop = evalset.shared_ids if condition == "no_shared" else frozenset()
 
+    save_folder = attacker.overrides.get("save_folder") or Path(attacker.model_folder) / "save"
+
     def key_now():
         return cell_key("ecapa", attacker.describe(), file_digest(attacker.hparams), corpus.ecapa_overrides(),
-                        manifest_digest(evalset.manifest), sorted(drop), condition, trials_per_speaker,
-                        vars(metrics), newest_checkpoint(attacker.model_folder))
+                        inputs_digest(corpus.settings), manifest_digest(evalset.manifest),
+                        attributes_digest(evalset.manifest), sorted(drop), trials_per_speaker, vars(metrics),
+                        newest_checkpoint(save_folder))
 
     done = _finished(cell_dir, key_now())
     if done:

@@ -211,6 +211,21 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                          f"| {diff}{ci_s} | {p} | {'yes' if r['paired'] else 'no'} | {r['verdict']} |")
         lines.append("")
 
+    rows = doc["comparisons"].get("shared_text") or []
+    if rows:
+        lines += ["## What shared text changes", "",
+                  "EER without shared text minus EER with it, in points (independent speaker resamples: the "
+                  "trial lists differ).", "",
+                  "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | verdict |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            ci = r["eer_diff_ci95"]
+            ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+            p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
+            lines.append(f"| {r['corpus']} | {r['attacker']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} | "
+                         f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['verdict']} |")
+        lines.append("")
+
     lines += ["## Vocabulary", "",
               "Type/token ratio of the corpus and per speaker on equal-length samples; the share of a speaker's "
               "tokens (and word types) that no other speaker of the corpus uses.", "",
@@ -306,7 +321,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     if na:
         lines += ["## Not applicable", ""] + [f"- `{k[6:]}`: {v}" for k, v in na.items()] + [""]
     lines += ["Each cell's own results.json, report.md, scores and plots are under "
-              "`cells/<corpus>/<attacker>/<condition>/`.", ""]
+              "`cells/<corpus>/<attacker>/<condition>/` (a corpus without shared text has none for its second "
+              "condition). Their CIs are bootstrapped over trials, by the text evaluation and the attacker recipe; "
+              "the tables here resample " + f"{run['bootstrap_unit']}s.", ""]
     return "\n".join(lines)
 
 

@@ -232,7 +232,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     corpora, attackers = corpus_specs(hp), attacker_specs(hp)
     balanced_count(hp.get("balance_speakers"), {"": 2}, "balance_speakers")  # a bad value fails before any work
     try:
-        settings = CellSettings(n_boot=int(hp.get("n_boot") or 0), seed=int(hp.get("seed") or 0),
+        settings = CellSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed", 0)),
                                 unit=str(hp.get("bootstrap_unit", "speaker")),
                                 min_segment_speakers=int(hp.get("min_segment_speakers", 3)))
     except (TypeError, ValueError) as err:
@@ -242,8 +242,6 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     trials_cap = hp.get("balance_trial_utterances")
     trials_cap = None if trials_cap in (None, "null") else int(trials_cap)
     evalsets = build_evaluation_sets(hp, corpora, log=log)
-    shared_settings = {k: hp[k] for k in ("shared_text_n", "shared_text_min_speakers", "shared_text_min_fraction")
-                       if k in hp}
     common = {k: hp[k] for k in ECAPA_COMMON if hp.get(k) is not None}
 
     results_corpora, cells, na = OrderedDict(), OrderedDict(), OrderedDict()
@@ -271,8 +269,8 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
                     # nothing to remove: the same trials and scores as condition all
                     cell = {**cells[c.name][a.name]["all"], "condition": cond, "same_as": "all"}
                 else:
-                    cell = _run_cell(hp, a, c, ev, cond, out, common=common, shared_settings=shared_settings,
-                                     settings=settings, trials_cap=trials_cap, text_manifest=text_manifest, log=log)
+                    cell = _run_cell(hp, a, c, ev, cond, out, common=common, settings=settings, trials_cap=trials_cap,
+                                     text_manifest=text_manifest, log=log)
                 cells[c.name][a.name][cond] = cell = only_segments(cell, hp.get("segment_attributes"))
                 if cell["status"] != "ok":
                     na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
@@ -351,12 +349,12 @@ def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
     return max(50, int(min(lows))) if lows else 50
 
 
-def _run_cell(hp, a, c, ev, cond, out, *, common, shared_settings, settings, trials_cap, text_manifest, log) -> dict:
+def _run_cell(hp, a, c, ev, cond, out, *, common, settings, trials_cap, text_manifest, log) -> dict:
     cell_dir = out / "cells" / c.name / a.name / cond
     try:
         if a.kind == "text":
-            return run_text_cell(a, ev, cond, cell_dir, shared_settings=shared_settings, metrics=settings,
-                                 plots=bool(hp.get("plots", True)), text_manifest=text_manifest, log=log)
+            return run_text_cell(a, ev, cond, cell_dir, metrics=settings, plots=bool(hp.get("plots", True)),
+                                 text_manifest=text_manifest, log=log)
         spec = AttackerSpec(**{**vars(a), "model_folder": model_folder(hp, a, c)})
         return run_ecapa_cell(spec, c, ev, cond, cell_dir, common=common, trials_per_speaker=trials_cap,
                               metrics=settings, log=log)
@@ -388,13 +386,15 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
     def ok(corpus, attacker, cond):
         return cells[corpus][attacker][cond]["status"] == "ok"
 
-    result = {"corpora": [], "attackers": []}
+    result = {"corpora": [], "attackers": [], "shared_text": []}
     if settings.n_boot <= 0:
         na["comparisons"] = "bootstrap disabled (n_boot = 0)"
         return result
     for cond in conditions:
         for a in attackers:
             for c1, c2 in combinations([c.name for c in corpora], 2):
+                if cells[c1][a.name][cond].get("same_as") and cells[c2][a.name][cond].get("same_as"):
+                    continue  # neither corpus has shared text: the same comparison as under condition all
                 if ok(c1, a.name, cond) and ok(c2, a.name, cond):
                     cmp = compare((c1, a.name), (c2, a.name), {"condition": cond})
                     if cmp:
@@ -409,5 +409,31 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
                     if cmp:
                         result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
                                                     "verdict": verdict(cmp, a1, a2, "identifies speakers better")})
-    log(f"[leakage] {len(result['corpora'])} corpus and {len(result['attackers'])} attacker comparisons")
+    if set(CONDITIONS) <= set(conditions):  # what removing shared text changes, per corpus and attacker
+        for c in corpora:
+            for a in attackers:
+                cell = cells[c.name][a.name]["no_shared"]
+                if cell.get("same_as") or not (ok(c.name, a.name, "all") and ok(c.name, a.name, "no_shared")):
+                    continue
+                try:
+                    cmp = compare_cells(trials(c.name, a.name, "all"), trials(c.name, a.name, "no_shared"),
+                                        n_boot=settings.n_boot, seed=settings.seed, unit=settings.unit)
+                except DataError as err:
+                    na[f"comparisons.shared_text.{c.name}.{a.name}"] = str(err)
+                    continue
+                result["shared_text"].append({"corpus": c.name, "attacker": a.name, "a": "all", "b": "no_shared",
+                                              **cmp, "verdict": shared_text_verdict(cmp)})
+    log(f"[leakage] {len(result['corpora'])} corpus, {len(result['attackers'])} attacker and "
+        f"{len(result['shared_text'])} shared-text comparisons")
     return result
+
+
+def shared_text_verdict(cmp: dict) -> str:
+    lo, hi = cmp["eer_diff_ci95"]
+    if lo is None or hi is None:
+        return "no interval (too few valid resamples)"
+    if hi < 0:
+        return "lower EER without it: the shared text hid speaker content"
+    if lo > 0:
+        return "higher EER without it: the shared text helped the attacker"
+    return "no significant change (the 95% CI contains 0)"
