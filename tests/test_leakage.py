@@ -13,7 +13,7 @@ from sparc_eval.leakage.compare import compare_cells, verdict
 from sparc_eval.leakage.evaluation_set import balanced_count, choose_speakers, restrict_split
 from sparc_eval.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.metrics import paired_bootstrap, unpaired_bootstrap
+from sparc_eval.metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
 from sparc_eval.splits import Split
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,13 +141,24 @@ def test_comparisons_pair_when_trials_are_shared():
     paired = compare_cells(a, shuffled, n_boot=200, seed=0)
     assert paired["paired"] and paired["eer_diff"] < 0
     assert paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
-    other = _trials(12, 6, 1.8, rng, prefix="x")  # another corpus: different trials
+    other = _trials(12, 6, 1.8, rng, prefix="x")  # other trials of the same speakers: paired on speakers
+    assert compare_cells(a, other, n_boot=200, seed=0)["paired"] == "speakers"
+    other["test_speaker"] = np.char.add("other-", other["test_speaker"])  # another corpus's speakers
     unpaired = compare_cells(a, other, n_boot=200, seed=0)
-    assert not unpaired["paired"]
+    assert unpaired["paired"] is False
     # sharing trials cancels the common noise: the paired interval is the narrower one
     p = paired_bootstrap(a["scores"], b["scores"], a["labels"], n_boot=300, seed=1).ci95["eer"]
     u = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=300, seed=1).ci95["eer"]
     assert p[1] - p[0] < u[1] - u[0]
+    # speakers that are easy or hard for both systems: pairing on speakers narrows the interval too
+    spk = a["test_speaker"]
+    ease = dict(zip(np.unique(spk), rng.normal(scale=1.5, size=12)))
+    lift = np.array([ease[s] for s in spk]) * a["labels"]
+    x_scores, y_scores = a["scores"] + lift, rng.normal(size=spk.size) + (1.4 * a["labels"]) + lift
+    sp = speaker_paired_bootstrap(x_scores, a["labels"], spk, y_scores, a["labels"], spk, n_boot=300, seed=1).ci95["eer"]
+    un = unpaired_bootstrap(x_scores, a["labels"], y_scores, a["labels"], n_boot=300, seed=1, unit="speaker",
+                            groups_a=spk, groups_b=spk).ci95["eer"]
+    assert sp[1] - sp[0] < un[1] - un[0]
     # a few unscored trials (an LLM judge's failures) keep the comparison paired, on the trials both scored
     holes = {**b, "scores": np.where(np.arange(b["scores"].size) % 50 == 0, np.nan, b["scores"])}
     partial = compare_cells(a, holes, n_boot=100, seed=0)
@@ -237,6 +248,8 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     # corpus comparisons are unpaired (different trials); tfidf vs phones too
     rows = [r for r in doc["comparisons"]["corpora"] if r["attacker"] == "tfidf" and r["condition"] == "all"]
     assert len(rows) == 1 and rows[0]["paired"] is False and rows[0]["unit"] == "speaker"
+    mixed = [r for r in doc["comparisons"]["attackers"] if {r["a"], r["b"]} == {"tfidf", "phones"}]
+    assert mixed and all(r["paired"] in ("speakers", False) for r in mixed)
     assert len([r for r in doc["comparisons"]["corpora"] if r["condition"] == "no_shared"]) == 2
     # what removing EdAcc's shared text changes, per attacker (LibriSpeech has none to remove)
     assert {(r["corpus"], r["attacker"]) for r in doc["comparisons"]["shared_text"]} == {("edacc", "tfidf"),

@@ -2,11 +2,14 @@
 
 Two cells are compared by the difference of their EERs (b - a) and its bootstrap CI:
 
-- paired, when both scored the same trials (two ECAPA attackers on one split, two text scorers
-  on one trial list): every resample draws the same trials for both, so shared difficulty
-  cancels;
-- unpaired otherwise (two corpora, or a text and an ECAPA attacker, whose trials differ): each
-  cell is resampled on its own.
+- paired on trials, when both scored the same trials (two ECAPA attackers on one split, two
+  text scorers on one trial list): every resample draws the same trials for both;
+- paired on speakers, when their trials differ but their test speakers are the same (a text
+  and an ECAPA attacker on one corpus; one attacker with and without shared text): every
+  resample draws the same speakers for both;
+- unpaired otherwise (two corpora): each cell is resampled on its own.
+
+Pairing lets what makes a trial or a speaker easy cancel in the difference.
 
 The resampling unit is the test speaker by default: trials of one speaker are not independent,
 and corpora differ above all in their speakers.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import paired_bootstrap, unpaired_bootstrap
+from ..metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
 
 
 def _keys(trials: dict) -> np.ndarray:
@@ -32,16 +35,23 @@ def compare_cells(a: dict, b: dict, *, n_boot: int, seed: int, unit: str = "spea
     """``a`` and ``b``: trials of two cells (:func:`.cells.cell_trials`). Returns the EERs, the
     difference b - a with its 95% CI and p-value, and how it was computed."""
     ka, kb = _keys(a), _keys(b)
-    paired = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
-    if paired:
+    same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
+    if same_trials:
         a = {k: v[np.argsort(ka)] for k, v in a.items()}
         b = {k: v[np.argsort(kb)] for k, v in b.items()}
-        paired = bool(np.array_equal(a["labels"], b["labels"]))
-    if paired:  # the same trials: keep those both scored (an LLM judge may leave a few unscored)
+        same_trials = bool(np.array_equal(a["labels"], b["labels"]))
+    paired = False
+    if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
+        paired = "trials"
         both = np.isfinite(a["scores"]) & np.isfinite(b["scores"])
         result = paired_bootstrap(a["scores"][both], b["scores"][both], a["labels"][both], n_boot=n_boot, seed=seed,
                                   unit=unit, groups=a["test_speaker"][both] if unit == "speaker" else None)
         a, b = ({k: v[both] for k, v in x.items()} for x in (a, b))
+    elif unit == "speaker" and set(_finite(a)["test_speaker"].tolist()) == set(_finite(b)["test_speaker"].tolist()):
+        paired = "speakers"
+        a, b = _finite(a), _finite(b)
+        result = speaker_paired_bootstrap(a["scores"], a["labels"], a["test_speaker"], b["scores"], b["labels"],
+                                          b["test_speaker"], n_boot=n_boot, seed=seed)
     else:
         a, b = _finite(a), _finite(b)
         result = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=n_boot, seed=seed,

@@ -166,8 +166,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
               f"- Trial utterances per speaker (ECAPA): "
               f"{'all' if f['balance_trial_utterances'] is None else 'at most ' + str(f['balance_trial_utterances'])}; "
               f"text attackers: {f['text_attackers']}.",
-              f"- Differences are bootstrapped over {f['bootstrap_unit']}s; paired when two cells share their trials, "
-              "independent otherwise (different corpora, or text vs ECAPA trials).",
+              f"- Differences are bootstrapped over {f['bootstrap_unit']}s: paired on trials when two cells share "
+              "their trials, on speakers when they share only their test speakers (text vs ECAPA, with vs without "
+              "shared text), independent otherwise (different corpora).",
               "- ECAPA attackers trained on: " + "; ".join(f"{c}: {t}" for c, t in f["ecapa_training"].items()) + "."]
     counts = sorted({n for by_a in f["trial_speakers_per_cell"].values() for by_c in by_a.values()
                      for n in by_c.values() if n is not None})
@@ -208,22 +209,22 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
             ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
             p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
             lines.append(f"| {r['condition']} | {who} | {r['a']} | {r['b']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} "
-                         f"| {diff}{ci_s} | {p} | {'yes' if r['paired'] else 'no'} | {r['verdict']} |")
+                         f"| {diff}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |")
         lines.append("")
 
     rows = doc["comparisons"].get("shared_text") or []
     if rows:
         lines += ["## What shared text changes", "",
-                  "EER without shared text minus EER with it, in points (independent speaker resamples: the "
-                  "trial lists differ).", "",
-                  "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | verdict |",
-                  "|---|---|---|---|---|---|---|"]
+                  "EER without shared text minus EER with it, in points (the same test speakers resampled for "
+                  "both, where they are the same).", "",
+                  "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | paired | verdict |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in rows:
             ci = r["eer_diff_ci95"]
             ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
             p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
             lines.append(f"| {r['corpus']} | {r['attacker']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} | "
-                         f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['verdict']} |")
+                         f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |")
         lines.append("")
 
     lines += ["## Vocabulary", "",

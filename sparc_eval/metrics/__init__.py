@@ -12,7 +12,7 @@ Main entry points::
 """
 
 from .bootstrap import (BootstrapResult, PairedResult, bootstrap_metrics, paired_bootstrap, percentile_ci,
-                        unpaired_bootstrap)
+                        speaker_paired_bootstrap, unpaired_bootstrap)
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (DEFAULT_FPR_TARGETS, DEFAULT_P_TARGET, Counts, EERResult, MetricSettings, PointMetrics, auc,
                    check_trials, compute_metrics, counts, det_curve, eer, fpr_key, metrics_from_counts, min_dcf,
@@ -21,7 +21,8 @@ from .results import Evaluation, build_results, evaluate_trials, json_safe, rend
 from .scores import ScoreTrials, align_trials, read_scores, read_speakers, read_utt2spk, write_scores
 
 __all__ = [
-    "BootstrapResult", "PairedResult", "bootstrap_metrics", "paired_bootstrap", "percentile_ci", "unpaired_bootstrap",
+    "BootstrapResult", "PairedResult", "bootstrap_metrics", "paired_bootstrap", "percentile_ci", "speaker_paired_bootstrap",
+    "unpaired_bootstrap",
     "MIN_SEGMENT_SPEAKERS", "per_speaker_eer", "segment_eers",
     "DEFAULT_FPR_TARGETS", "DEFAULT_P_TARGET", "Counts", "EERResult", "MetricSettings", "PointMetrics", "auc",
     "check_trials", "compute_metrics", "counts", "det_curve", "eer", "fpr_key", "metrics_from_counts", "min_dcf",

@@ -230,12 +230,7 @@ def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: in
     st_a, st_b = sort_trials(sa, y), sort_trials(sb, y)
     plan = _Plan(y, unit, stratify, groups, seed)
 
-    def point(st):
-        t, n = group_counts(st, w)
-        pm = point_metrics(compact(Counts(st.unique, t, n)), settings)
-        return {"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf}
-
-    pa, pb = point(st_a), point(st_b)
+    pa, pb = _point(st_a, w, settings), _point(st_b, w, settings)
     sam_a = _empty_samples(settings, n_boot)
     sam_b = _empty_samples(settings, n_boot)
     for lo, hi in _chunks(n_boot, 2 * plan.draws_per_resample, chunk_elements):
@@ -247,6 +242,44 @@ def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: in
     diff, ci, pv = _differences(pa, pb, sam_a, sam_b, settings, level)
     valid = np.isfinite(sam_a["auc"]) & np.isfinite(sam_b["auc"])
     return PairedResult(pa, pb, diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed))
+
+
+def _point(st, weights, settings: MetricSettings) -> dict:
+    t, n = group_counts(st, weights)
+    pm = point_metrics(compact(Counts(st.unique, t, n)), settings)
+    return {"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf}
+
+
+def speaker_paired_bootstrap(scores_a, labels_a, groups_a, scores_b, labels_b, groups_b, *, n_boot: int = 1000,
+                             seed: int = 0, level: float = 0.95, settings: MetricSettings = MetricSettings(),
+                             chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> PairedResult:
+    """Compare two systems scored on different trials of the same test speakers (a text and an
+    ECAPA attacker on one corpus; one attacker with and without some utterances). Every resample
+    draws test speakers with replacement, the same draw for both systems, and weights each
+    system's trials by their speaker's multiplicity, so what makes a speaker easy or hard cancels
+    in the difference, as trial-level pairing does in :func:`paired_bootstrap`."""
+    sa, ya, _ = check_trials(scores_a, labels_a)
+    sb, yb, _ = check_trials(scores_b, labels_b)
+    ga, gb = np.asarray(groups_a).astype(str), np.asarray(groups_b).astype(str)
+    if ga.shape != sa.shape or gb.shape != sb.shape:
+        raise DataError("every trial of both systems needs its test speaker (groups)")
+    plan = _Plan(np.concatenate([ya, yb]), "speaker", True, np.concatenate([ga, gb]), seed)
+    index = (plan.group_index[:sa.size], plan.group_index[sa.size:])
+    sorted_ = (sort_trials(sa, ya), sort_trials(sb, yb))
+    points = [_point(st, None, settings) for st in sorted_]
+    samples = [_empty_samples(settings, n_boot), _empty_samples(settings, n_boot)]
+    for lo, hi in _chunks(n_boot, sa.size + sb.size, chunk_elements):
+        mult = plan.speaker_multiplicities(range(lo, hi)).astype(np.float64)
+        rows = np.arange(hi - lo)[:, None]
+        for st, idx, sam in zip(sorted_, index, samples):
+            m = st.n_groups
+            binned = st.code[None, :] + rows * 2 * m
+            table = np.bincount(binned.ravel(), weights=mult[:, idx].ravel(),
+                                minlength=(hi - lo) * 2 * m).reshape(hi - lo, m, 2)
+            _store(sam, lo, hi, metrics_from_counts(table[..., 1], table[..., 0], settings))
+    diff, ci, pv = _differences(points[0], points[1], samples[0], samples[1], settings, level)
+    valid = np.isfinite(samples[0]["auc"]) & np.isfinite(samples[1]["auc"])
+    return PairedResult(points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), "speaker", int(seed))
 
 
 def unpaired_bootstrap(scores_a, labels_a, scores_b, labels_b, *, n_boot: int = 1000, seed: int = 0,
