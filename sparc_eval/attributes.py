@@ -84,6 +84,10 @@ def accent_region(raw) -> Optional[str]:
     return "North American" if group in NORTH_AMERICAN_GROUPS else "other"
 
 
+# raw speaker attributes segmented under another name (their values are grouped)
+SEGMENT_NAMES = {"age": "age_group", "accent": "accent_group"}
+
+
 def segment_table(speakers: dict) -> dict:
     """speaker -> {attribute: segment value} for population-segment EERs.
 
@@ -101,9 +105,9 @@ def segment_table(speakers: dict) -> dict:
             if isinstance(value, float) and math.isnan(value):
                 continue
             if key == "age":
-                row["age_group"] = age_group(value)
+                row[SEGMENT_NAMES["age"]] = age_group(value)
             elif key == "accent":
-                row["accent_group"] = accent_group(value)
+                row[SEGMENT_NAMES["accent"]] = accent_group(value)
             elif isinstance(value, str) and value.strip():
                 row[key] = value.strip()
         table[str(spk)] = {k: v for k, v in row.items() if v is not None}

@@ -143,6 +143,7 @@ class CellSettings:
     seed: int = 0
     unit: str = "speaker"             # bootstrap unit of the cells' CIs and of the comparisons
     min_segment_speakers: int = 3
+    segment_attributes: list | None = None   # attributes segmented (None: every speaker attribute)
 
 
 def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> dict | None:
@@ -150,6 +151,12 @@ def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> 
     None when the trials have one class only."""
     from ..metrics import evaluate_trials
 
+    if settings.segment_attributes is not None:  # segment only these (sex, age, accent), not e.g. a voice name
+        from ..attributes import SEGMENT_NAMES
+
+        keep_attrs = set(settings.segment_attributes)
+        speakers_table = {s: {k: v for k, v in attrs.items() if SEGMENT_NAMES.get(k, k) in keep_attrs}
+                          for s, attrs in speakers_table.items()}
     keep = np.isfinite(trials["scores"])
     test, spk = trials["test"][keep], trials["test_speaker"][keep]
     utt2spk = dict(zip(test.tolist(), spk.tolist()))

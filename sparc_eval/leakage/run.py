@@ -189,7 +189,7 @@ def accent_grouping(manifest) -> dict:
 
 def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: int) -> dict:
     """Vocabulary and phone-frequency distinctiveness under each condition."""
-    from ..phones.distinct import speaker_distinctiveness
+    from ..phones.distinct import analyse
     from ..phones.features import PhoneFeatures
 
     features = PhoneFeatures(source="transcript", cache_dir=Path(hp["cache_folder"]) / "features")
@@ -197,15 +197,13 @@ def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: i
     for cond in conditions:
         view = evalset.view(cond)
         try:
-            table = speaker_distinctiveness(view, features)
+            found, why = analyse(view, features), None
         except DataError as err:  # too few speakers, or speakers without words, in this view
-            table, why = {}, str(err)
-        else:
-            why = None
-        ranked = sorted(table, key=lambda s: -table[s]["distinctiveness"])
+            found, why = {"speakers": {}, "ranked": []}, str(err)
+        ranked = found["ranked"]
         out[cond] = {"vocabulary": vocabulary_stats(view, sample_tokens=n_tokens),
-                     "distinctiveness": {"speakers": table, "most": ranked[:5], "least": ranked[::-1][:5],
-                                         "not_applicable": why}}
+                     "distinctiveness": {"speakers": found["speakers"], "most": ranked[:5],
+                                         "least": ranked[::-1][:5], "not_applicable": why}}
     return out
 
 
@@ -234,7 +232,8 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     try:
         settings = CellSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed", 0)),
                                 unit=str(hp.get("bootstrap_unit", "speaker")),
-                                min_segment_speakers=int(hp.get("min_segment_speakers", 3)))
+                                min_segment_speakers=int(hp.get("min_segment_speakers", 3)),
+                                segment_attributes=hp.get("segment_attributes"))
     except (TypeError, ValueError) as err:
         raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
     if settings.unit not in ("trial", "speaker"):
@@ -271,7 +270,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
                 else:
                     cell = _run_cell(hp, a, c, ev, cond, out, common=common, settings=settings, trials_cap=trials_cap,
                                      text_manifest=text_manifest, log=log)
-                cells[c.name][a.name][cond] = cell = only_segments(cell, hp.get("segment_attributes"))
+                cells[c.name][a.name][cond] = cell
                 if cell["status"] != "ok":
                     na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
                 else:
@@ -325,16 +324,6 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     return out / "results.json"
 
 
-def only_segments(cell: dict, attributes) -> dict:
-    """The cell with segments (and left-out segment values) of ``attributes`` only (None: all)."""
-    if attributes is None or cell["status"] != "ok":
-        return cell
-    keep = set(attributes)
-    return {**cell, "segments": {a: v for a, v in (cell.get("segments") or {}).items() if a in keep},
-            "segments_left_out": {k: v for k, v in (cell.get("segments_left_out") or {}).items()
-                                  if k.split(".", 1)[0] in keep}}
-
-
 def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
     """The per-speaker TTR sample length: a number, or ``auto``: the smallest 10th percentile of
     tokens per speaker over corpora and conditions (at least 50), so that every corpus is measured
@@ -374,13 +363,12 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
             trials_cache[key] = cell_trials(cell, out / "cells" / corpus / attacker / cell.get("same_as", cond))
         return trials_cache[key]
 
-    def compare(x, y, where):
-        """x, y: (corpus, attacker) of two ok cells under ``where``'s condition."""
+    def compare(x, y):
+        """x, y: (corpus, attacker, condition) of two ok cells; None (and why) if they cannot be compared."""
         try:
-            return compare_cells(trials(*x, where["condition"]), trials(*y, where["condition"]),
-                                 n_boot=settings.n_boot, seed=settings.seed, unit=settings.unit)
+            return compare_cells(trials(*x), trials(*y), n_boot=settings.n_boot, seed=settings.seed, unit=settings.unit)
         except DataError as err:
-            na[f"comparisons.{where['condition']}.{x[0]}.{x[1]}~{y[0]}.{y[1]}"] = str(err)
+            na["comparisons." + "~".join(".".join(side) for side in (x, y))] = str(err)
             return None
 
     def ok(corpus, attacker, cond):
@@ -396,7 +384,7 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
                 if cells[c1][a.name][cond].get("same_as") and cells[c2][a.name][cond].get("same_as"):
                     continue  # neither corpus has shared text: the same comparison as under condition all
                 if ok(c1, a.name, cond) and ok(c2, a.name, cond):
-                    cmp = compare((c1, a.name), (c2, a.name), {"condition": cond})
+                    cmp = compare((c1, a.name, cond), (c2, a.name, cond))
                     if cmp:
                         result["corpora"].append({"attacker": a.name, "condition": cond, "a": c1, "b": c2, **cmp,
                                                   "verdict": verdict(cmp, c1, c2, "leaks more")})
@@ -405,7 +393,7 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
                 if ok(c.name, a1, cond) and ok(c.name, a2, cond):
                     if cells[c.name][a2][cond].get("same_as"):
                         continue  # the same comparison as under condition all
-                    cmp = compare((c.name, a1), (c.name, a2), {"condition": cond})
+                    cmp = compare((c.name, a1, cond), (c.name, a2, cond))
                     if cmp:
                         result["attackers"].append({"corpus": c.name, "condition": cond, "a": a1, "b": a2, **cmp,
                                                     "verdict": verdict(cmp, a1, a2, "identifies speakers better")})
@@ -415,14 +403,10 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
                 cell = cells[c.name][a.name]["no_shared"]
                 if cell.get("same_as") or not (ok(c.name, a.name, "all") and ok(c.name, a.name, "no_shared")):
                     continue
-                try:
-                    cmp = compare_cells(trials(c.name, a.name, "all"), trials(c.name, a.name, "no_shared"),
-                                        n_boot=settings.n_boot, seed=settings.seed, unit=settings.unit)
-                except DataError as err:
-                    na[f"comparisons.shared_text.{c.name}.{a.name}"] = str(err)
-                    continue
-                result["shared_text"].append({"corpus": c.name, "attacker": a.name, "a": "all", "b": "no_shared",
-                                              **cmp, "verdict": shared_text_verdict(cmp)})
+                cmp = compare((c.name, a.name, "all"), (c.name, a.name, "no_shared"))
+                if cmp:
+                    result["shared_text"].append({"corpus": c.name, "attacker": a.name, "a": "all", "b": "no_shared",
+                                                  **cmp, "verdict": shared_text_verdict(cmp)})
     log(f"[leakage] {len(result['corpora'])} corpus, {len(result['attackers'])} attacker and "
         f"{len(result['shared_text'])} shared-text comparisons")
     return result
