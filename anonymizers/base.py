@@ -19,6 +19,11 @@ Optional, with defaults here:
   under the same name. Bump ``version`` when the algorithm changes.
 - ``setup()``: called once in each worker before the first utterance (load models here, or
   lazily on first use); objects must stay picklable before ``setup`` for the Ray runner.
+- ``keeps_words``: a class attribute, ``True`` when the output says the input's words (voice
+  conversion, McAdams), ``False`` when it says its own (STT-TTS, which writes them to
+  ``extra.asr_text``). It goes into the output manifest (``extra.keeps_words``); phone and text
+  attackers read the words of anonymized speech by it, and refuse an anonymizer that leaves it
+  ``None`` and writes no transcript.
 - per-speaker state: ``self.speaker_rng(speaker)`` is a numpy Generator seeded from
   ``(self.seed, speaker)`` alone, so a speaker gets the same draw in any order, shard or worker;
   ``self.speaker_state`` is a dict to memoise per-speaker values.
@@ -30,6 +35,7 @@ name it by dotted path)::
     from anonymizers.base import Anonymizer
 
     class Gain(Anonymizer):
+        keeps_words = True  # the words are the input's
         def __init__(self, db=-6.0):
             self.db = db
         def anonymize(self, wav, sr, utterance):
@@ -55,6 +61,10 @@ class Anonymizer:
     version = 1
     #: seed of per-speaker draws.
     seed = 0
+    #: whether the output says the input's words (voice conversion, McAdams: True) or words of
+    #: its own (STT-TTS: False, and it writes them to ``extra.asr_text``). None: not declared, and
+    #: attackers that read the words of anonymized speech refuse to guess (content-leakage rule).
+    keeps_words = None
 
     # --- the contract --------------------------------------------------------------------------
     def anonymize(self, wav, sr, utterance):  # pragma: no cover - abstract

@@ -8,6 +8,7 @@ from .base import Anonymizer
 
 class Identity(Anonymizer):
     name = "identity"
+    keeps_words = True
 
     def anonymize(self, wav, sr, utterance):
         return wav, sr

@@ -122,6 +122,7 @@ class McAdams(Anonymizer):
     ``(low, high)`` to draw ``alpha`` per speaker instead (seeded by ``seed``)."""
 
     name = "mcadams"
+    keeps_words = True
     sample_rate = 16000
 
     def __init__(self, alpha: float = 0.8, *, random_per_speaker=None, seed: int = 0, win_ms: float = 20.0,

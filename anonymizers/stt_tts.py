@@ -28,6 +28,7 @@ from .base import Anonymizer
 
 class SttTts(Anonymizer):
     name = "stt_tts"
+    keeps_words = False
     sample_rate = 16000
 
     def __init__(self, asr="faster-whisper", tts="piper", *, asr_options=None, tts_options=None,

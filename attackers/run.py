@@ -27,8 +27,12 @@ from sparc_eval.atomic import write_json
 from sparc_eval.corpora import load_corpus
 from sparc_eval.errors import DataError
 from sparc_eval.manifest import Manifest
+from sparc_eval.provenance import environment
 from sparc_eval.scoring import score_pairs, write_score_file
 from sparc_eval.splits import Split, make_split
+from sparc_eval.words import mark_anonymized, reference_text_deviation
+
+from .model_size import size_deviation, size_overrides
 
 SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
 FEATURE_TYPES = ("mel", "phones", "phone_durations")
@@ -37,7 +41,7 @@ FEATURE_TYPES = ("mel", "phones", "phone_durations")
 RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
              "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
-             "results_folder", "n_boot", "eval_batch_size", "scenario"}
+             "results_folder", "n_boot", "bootstrap_unit", "eval_batch_size", "scenario"}
 
 
 # --- corpora -------------------------------------------------------------------------------------
@@ -73,6 +77,13 @@ def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tu
     return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(lambda u: u.speaker in evaluated)
 
 
+def load_anonymized(specs, hp: dict, *, cache_folder) -> Manifest:
+    """An anonymized corpus, each utterance marked as such (what its words are follows
+    :mod:`sparc_eval.words`; ``anon_keeps_words`` declares it for corpora made by other tools)."""
+    return mark_anonymized(load_specs(specs, cache_folder=cache_folder), name=hp.get("anonymizer_name"),
+                           keeps_words=hp.get("anon_keeps_words"))
+
+
 @dataclass
 class DataPlan:
     train: Manifest       # what the attacker trains on
@@ -101,7 +112,7 @@ def plan_data(hp: dict) -> DataPlan:
     if scenario != "original":
         if not hp.get("anon_eval_folder"):
             raise DataError(f"scenario {scenario} needs anon_eval_folder (the anonymized evaluation corpus)")
-        anonymized = load_spec(hp["anon_eval_folder"], cache_folder=cache)
+        anonymized = load_anonymized(hp["anon_eval_folder"], hp, cache_folder=cache)
         missing = sorted(set(evaluation.by_id()) - set(anonymized.by_id()))
         if len(missing) > 0.05 * len(evaluation):
             raise DataError(f"{len(missing)} of {len(evaluation)} evaluation utterances are missing from the "
@@ -114,7 +125,7 @@ def plan_data(hp: dict) -> DataPlan:
         if not hp.get("anon_train_folders"):
             raise DataError("scenario semi-informed needs anon_train_folders (the anonymized training corpus)")
         keep = set(train.speakers())
-        train = load_specs(hp["anon_train_folders"], cache_folder=cache).subset(lambda u: u.speaker in keep)
+        train = load_anonymized(hp["anon_train_folders"], hp, cache_folder=cache).subset(lambda u: u.speaker in keep)
     split = make_split(
         evaluation, enrolls_dir=hp.get("enrolls_dir"), trials_dirs=hp.get("trials_dirs"),
         enroll_list=hp.get("enroll_list"), trial_list=hp.get("trial_list"), seed=hp.get("split_seed", 0),
@@ -144,11 +155,12 @@ def without_utterances(split: Split, gone: set) -> Split:
 
 # --- features ------------------------------------------------------------------------------------
 
-def feature_extractor(hp: dict, *, anonymized: bool = True):
+def feature_extractor(hp: dict):
     """None for mel (computed in the model from audio), else a PhoneFeatures extractor.
 
-    ``phone_text: asr`` (an STT-TTS anonymizer's own transcript) applies to anonymized corpora;
-    original corpora, which have no such transcript, use their reference text.
+    Phones of anonymized speech are those of the words it says (``phone_text: spoken``, the
+    default; :mod:`sparc_eval.words`): the anonymizer's own transcript (STT-TTS), or the
+    reference text of an anonymizer that keeps the words. Original speech says its reference text.
     """
     kind = hp["feature_type"]
     if kind not in FEATURE_TYPES:
@@ -158,22 +170,36 @@ def feature_extractor(hp: dict, *, anonymized: bool = True):
     from sparc_eval.phones.features import PhoneFeatures
 
     durations = kind == "phone_durations"
-    source = "audio" if durations else hp.get("phone_source", "transcript")
-    return PhoneFeatures(source=source, durations=durations, silence=hp.get("silence", False),
-                         text=hp.get("phone_text", "reference") if anonymized else "reference",
-                         recognizer=hp.get("recognizer", "pocketsphinx"),
+    return PhoneFeatures(source=phone_source(hp), durations=durations, silence=uses_silence(hp),
+                         text=hp.get("phone_text", "spoken"), recognizer=hp.get("recognizer", "pocketsphinx"),
                          cache_dir=Path(hp["cache_folder"]) / "features")
+
+
+def phone_source(hp: dict) -> str:
+    return "audio" if hp["feature_type"] == "phone_durations" else hp.get("phone_source", "transcript")
+
+
+def uses_silence(hp: dict) -> bool:
+    """``silence: auto`` (the default): a recognizer's silence symbol is a feature column, as in
+    the paper (its recognizer's alphabet has silence, and its phone-only run is the phone+duration
+    run without durations); transcripts have no silence, so 39 columns."""
+    silence = hp.get("silence", "auto")
+    if silence == "auto":
+        return phone_source(hp) == "audio"
+    if not isinstance(silence, bool):
+        raise DataError(f"silence must be auto, True or False, not {silence!r}")
+    return silence
 
 
 def input_size(hp: dict) -> int:
     if hp["feature_type"] == "mel":
         return hp["n_mels"]
-    return 39 + (1 if hp.get("silence", False) else 0)
+    return 39 + (1 if uses_silence(hp) else 0)
 
 
 def needs_audio(hp: dict) -> bool:
     """Whether the attacker's features come from audio (mel, durations, a phone recognizer)."""
-    return hp["feature_type"] in ("mel", "phone_durations") or hp.get("phone_source", "transcript") == "audio"
+    return hp["feature_type"] == "mel" or phone_source(hp) == "audio"
 
 
 def require_audio(manifest: Manifest, role: str, hp: dict) -> None:
@@ -257,7 +283,7 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
 
     start = time.perf_counter()
     scenario = hp.get("scenario", "original")
-    extractor = feature_extractor(hp, anonymized=scenario == "semi-informed")
+    extractor = feature_extractor(hp)
     progress = hp.get("progress", True)
     enroll_ids = {u for ids in plan.split.enroll.values() for u in ids}
     trial_ids = set(plan.split.trial_ids)
@@ -265,9 +291,8 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
     trial_utts = [u for u in plan.trials if u.id in trial_ids]
     if extractor is not None:
         train_feats = extractor.corpus(plan.train, progress=progress)
-        enroll_anonymized = scenario in ("lazy-informed", "semi-informed")
-        enroll_feats = feature_extractor(hp, anonymized=enroll_anonymized).corpus(enroll_utts, progress=progress)
-        trial_feats = feature_extractor(hp, anonymized=scenario != "original").corpus(trial_utts, progress=progress)
+        enroll_feats = extractor.corpus(enroll_utts, progress=progress)
+        trial_feats = extractor.corpus(trial_utts, progress=progress)
         trainable = [u for u in plan.train if train_feats[u.id].shape[0] > 0]
     else:
         train_feats = enroll_feats = trial_feats = None
@@ -320,6 +345,7 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
     results = evaluate_trials(
         [p[0] for p in pairs], [p[1] for p in pairs], scores, np.array([p[2] for p in pairs]),
         utt2spk=utt2spk, speakers=speakers_table, n_boot=hp.get("n_boot", 1000), seed=hp.get("seed", 0),
+        bootstrap_unit=hp.get("bootstrap_unit", "speaker"),
     )
     for what, why in plan.split.dropped.items():
         key = what if what.startswith("utterance ") else f"speaker {what}"
@@ -334,9 +360,26 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
         "n_train_speakers": len(speakers), "n_train_utterances": len(train_utts),
         "n_enroll_speakers": len(plan.split.enroll), "n_trial_utterances": len(plan.split.trial_ids),
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        "phone_text": hp.get("phone_text", "spoken") if extractor is not None else None,
+        "model_size": hp.get("model_size", "cpu"), "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
+        "deviations": attack_deviations(hp, [*plan.train, *enroll_utts, *trial_utts]),
+        "environment": environment(),
     }
     write_report(out, results, run_info, plots=hp.get("plots", True))
     return out / "results.json"
+
+
+def attack_deviations(hp: dict, utterances) -> dict:
+    """How this run departs from the content-leakage paper's protocol, by name."""
+    out = size_deviation(hp)
+    if hp["feature_type"] != "mel":
+        out.update(reference_text_deviation(utterances, hp.get("phone_text", "spoken")))
+    if hp.get("bootstrap_unit", "speaker") == "trial":
+        out["bootstrap_unit_trial"] = ("CIs resample trials, which are not independent (they share test "
+                                       "speakers and enrollment models): too narrow")
+    if phone_source(hp) == "audio" and hp["feature_type"] != "mel" and not uses_silence(hp):
+        out["no_silence"] = "the recognizer's silence symbol is dropped (the paper keeps it as a phone)"
+    return out
 
 
 def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
@@ -346,8 +389,9 @@ def load_hparams(hparams_file, overrides: str | dict | None = None) -> dict:
 
 def prepare(hparams_file, overrides: str | dict | None = None) -> tuple:
     """(hparams, data plan). Hparams are loaded twice: once to read the data keys, then with the
-    data-derived sizes (``n_train_speakers``, ``input_size``) that the model definitions
-    reference; the plan is returned so that :func:`run_attack` does not load the corpora again."""
+    data-derived sizes (``n_train_speakers``, ``input_size``) and the channels of ``model_size``
+    (:mod:`.model_size`) that the model definitions reference; the plan is returned so that
+    :func:`run_attack` does not load the corpora again."""
     from hyperpyyaml import load_hyperpyyaml
 
     from sparc_eval.speechbrain_compat import ensure_torchaudio
@@ -365,9 +409,9 @@ def prepare(hparams_file, overrides: str | dict | None = None) -> tuple:
 
     first = load({})
     plan = plan_data(first)
-    extractor_sizes = {"input_size": input_size(first)}
-    n_speakers = len(plan.train.speakers())
-    return load({**extractor_sizes, "n_train_speakers": n_speakers}), plan
+    derived = {"input_size": input_size(first), "n_train_speakers": len(plan.train.speakers()),
+               **size_overrides(first)}
+    return load(derived), plan
 
 
 def parse_overrides(overrides) -> dict:

@@ -5,8 +5,9 @@
     out_dir/wav/<speaker>/<id>.wav      16 kHz PCM_16 mono, each written atomically
     out_dir/manifest.jsonl              same ids, speakers, attributes and reference text;
                                         audio -> the new files (relative paths), duration of the
-                                        new audio, extra.anonymizer, and what the anonymizer
-                                        recorded (extra.asr_text for STT-TTS)
+                                        new audio, extra.anonymizer, extra.keeps_words (the
+                                        anonymizer's declaration, see sparc_eval.words), and
+                                        what it recorded (extra.asr_text for STT-TTS)
     out_dir/failures.jsonl              one line per utterance that failed: id, error, reason
     out_dir/anonymization.json          counts, timings and real-time factors
     out_dir/.done.jsonl                 the ledger: one line per finished utterance with its key
@@ -375,7 +376,7 @@ def _run_ray(anonymizer, todo, out_dir, batch_size, on_result, *, num_workers=No
 # ------------------------------------------------------------------------------------------------
 # the corpus run
 
-def _manifest_records(items, done, out_dir, name) -> list:
+def _manifest_records(items, done, out_dir, name, keeps_words=None) -> list:
     records = []
     for utt in items:
         entry = done.get(utt.id)
@@ -384,7 +385,7 @@ def _manifest_records(items, done, out_dir, name) -> list:
         out = copy.deepcopy(utt)
         out.audio = AudioRef(entry["audio"])
         out.duration = entry["duration"]
-        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name}
+        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name, "keeps_words": keeps_words}
         records.append(out.to_dict())
     return records
 
@@ -530,12 +531,13 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
 
     # outputs of this run
     done_all = {u.id: done[u.id] for u in items if u.id in done}
-    records = _manifest_records(items, done_all, out_dir, name)
+    records = _manifest_records(items, done_all, out_dir, name, getattr(anonymizer, "keeps_words", None))
     failed_ids = {f["id"] for f in failures}
     all_compute = sum(e.get("compute_s", 0.0) for e in done_all.values())
     all_input = sum(e.get("input_s", 0.0) for e in done_all.values())
     report = {
         "anonymizer": name,
+        "keeps_words": getattr(anonymizer, "keeps_words", None),
         "settings": settings,
         "settings_hash": settings_hash,
         "input": manifest.name,

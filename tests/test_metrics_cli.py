@@ -278,3 +278,21 @@ def test_align_trials_for_paired_bootstrap(tmp_path):
     d = read_scores(write(tmp_path, "d.txt", shuffled.replace("spk2 u2", "spk3 u2")))
     with pytest.raises(DataError, match="spk2 u2 is not in"):
         align_trials(a, d)
+
+
+def test_cli_bootstrap_unit_follows_utt2spk(tmp_path, capsys):
+    """Trials that share a test speaker are not independent: with --utt2spk the CIs resample
+    speakers by default; without it they resample trials, and the command says so."""
+    scores, utt2spk, _ = synthetic(tmp_path)
+    with_spk, without = tmp_path / "spk", tmp_path / "trial"
+    assert main(["metrics", "--scores", str(scores), "--utt2spk", str(utt2spk), "--out", str(with_spk),
+                 "--n-boot", "100", "--no-plots"]) == 0
+    assert "resample test speakers" in capsys.readouterr().err
+    assert main(["metrics", "--scores", str(scores), "--out", str(without), "--n-boot", "100", "--no-plots"]) == 0
+    assert "too narrow" in capsys.readouterr().err
+    spk, trial = strict_json(with_spk / "results.json"), strict_json(without / "results.json")
+    assert spk["run"]["bootstrap_unit"] == "speaker" and spk["run"]["deviations"] == {}
+    assert trial["run"]["bootstrap_unit"] == "trial" and "bootstrap_unit_trial" in trial["run"]["deviations"]
+    assert "resamples of test speakers" in (with_spk / "report.md").read_text()
+    assert "resamples of trials" in (without / "report.md").read_text()
+    assert spk["overall"]["eer"] == trial["overall"]["eer"] and spk["overall"]["ci95"] != trial["overall"]["ci95"]

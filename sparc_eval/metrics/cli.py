@@ -25,8 +25,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap-unit", choices=("trial", "speaker"), default="trial",
-                   help="resample trials (default, stratified by label) or test speakers (needs --utt2spk)")
+    p.add_argument("--bootstrap-unit", choices=("trial", "speaker"), default=None,
+                   help="resample test speakers (the default with --utt2spk: trials that share a speaker are "
+                        "not independent) or trials (stratified by label; the default without --utt2spk)")
     p.add_argument("--eer", choices=("speechbrain", "rocch"), default="speechbrain",
                    help="EER definition: SpeechBrain/VoicePrivacy (default) or the convex-hull interpolated EER")
     p.add_argument("--fpr", type=float, nargs="+", default=[0.01, 0.001], metavar="RATE",
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..errors import DataError
+    from ..provenance import environment
     from .core import MetricSettings
     from .results import evaluate_trials, write_report
     from .scores import read_scores, read_speakers, read_utt2spk
@@ -60,6 +62,12 @@ def run(args) -> int:
         raise DataError(f"bad metric option: {err}") from None
     if args.n_boot < 0:
         raise DataError("--n-boot must be >= 0")
+    if args.bootstrap_unit is None:
+        args.bootstrap_unit = "speaker" if utt2spk is not None else "trial"
+        if args.n_boot:
+            print(f"sparc-eval metrics: CIs resample {'test speakers' if utt2spk is not None else 'trials'}"
+                  + ("" if utt2spk is not None else " (no --utt2spk: trials sharing a speaker are treated as "
+                     "independent, so the CIs are too narrow)"), file=sys.stderr)
     results = evaluate_trials(trials.enroll, trials.test, trials.scores, trials.labels, utt2spk=utt2spk,
                               speakers=speakers, n_boot=args.n_boot, seed=args.seed,
                               bootstrap_unit=args.bootstrap_unit, settings=settings,
@@ -72,7 +80,11 @@ def run(args) -> int:
                     "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit, "eer_method": args.eer,
                     "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
                     "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers},
-        "seed": args.seed, "timings_s": timings,
+        "seed": args.seed, "timings_s": timings, "bootstrap_unit": args.bootstrap_unit,
+        "deviations": ({"bootstrap_unit_trial": "CIs resample trials, which are not independent when they share "
+                        "test speakers: too narrow (give --utt2spk)"} if args.bootstrap_unit == "trial" and args.n_boot
+                       else {}),
+        "environment": environment(),
     }
     written = write_report(args.out, results, run_info, plots=not args.no_plots)
     if results["overall"].get("eer") is None:

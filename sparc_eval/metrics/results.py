@@ -24,6 +24,7 @@ import numpy as np
 
 from ..atomic import write_json, write_text
 from ..errors import DataError
+from ..provenance import report_lines
 from .bootstrap import bootstrap_metrics
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (Counts, MetricSettings, check_trials, compact, fpr_key, group_counts, point_metrics,
@@ -326,8 +327,13 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
         lines.append(f"- minDCF: normalised, p_target {settings.p_target}, C_miss {settings.c_miss}, "
                      f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}.")
     if details.get("n_boot"):
+        unit = details.get("bootstrap_unit", "trial")
         lines.append(f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
-                     f"{details.get('bootstrap_unit', 'trial')}s (seed {details.get('seed')}).")
+                     f"{'test speakers' if unit == 'speaker' else 'trials'} (seed {details.get('seed')})"
+                     + ("." if unit == "speaker" else "; trials that share a test speaker are not independent, "
+                        "so these CIs are too narrow (give --utt2spk to resample speakers)."))
+    if run.get("deviations") is not None or run.get("environment"):
+        lines += report_lines(run)
     if plots:
         lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -1,10 +1,12 @@
 """Phone features of manifest utterances, from the transcript or from the audio, cached on disk.
 
-``source: transcript`` phonemizes the text with the offline G2P: what a perfect speech-to-text
-front end would leave (an STT-TTS anonymizer's output carries exactly this content).
-``text: asr`` uses an anonymizer's own transcript (``extra.asr_text``) instead of the reference.
-``source: audio`` runs a phone recognizer (pocketsphinx by default) on the audio and is the
-only source with real durations; the transcript source has none, so it is phone-only.
+``source: transcript`` phonemizes the words the utterance says with the offline G2P: what a
+perfect phone recognizer would find. Of anonymized speech that is the anonymizer's own transcript
+(STT-TTS) or the reference text of an anonymizer that keeps the words (``text: spoken``, the
+default; :mod:`sparc_eval.words`); ``text: reference`` forces the reference text, ``text: asr``
+requires the anonymizer's transcript. ``source: audio`` runs a phone recognizer (pocketsphinx by
+default) on the audio and is the only source with real durations; a forced aligner
+(``recognizer: align``) aligns the audio to the text the same rule picks.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tqdm import tqdm
 
 from ..cache import ArrayCache, content_key, default_cache_dir
 from ..errors import DataError
+from ..words import TEXT_CHOICES, spoken_text
 from .onehot import one_hot
 from .phoneset import PHONE_INDEX, PHONES
 
@@ -26,15 +29,15 @@ class PhoneFeatures:
     """utterance -> (T, 39|40) one-hot matrix (paper equation 1), with an on-disk cache."""
 
     def __init__(self, *, source: str = "transcript", durations: bool = False, silence: bool = False,
-                 text: str = "reference", recognizer: str = "pocketsphinx", recognizer_options: dict | None = None,
+                 text: str = "spoken", recognizer: str = "pocketsphinx", recognizer_options: dict | None = None,
                  cache_dir=None, use_cache: bool = True):
         if source not in SOURCES:
             raise DataError(f"phone source {source!r} is not one of {SOURCES}")
         if source == "transcript" and durations:
             raise DataError("phone durations need audio: transcripts have no timings",
                             hint="set source: audio (a phone recognizer) or durations: False")
-        if text not in ("reference", "asr"):
-            raise DataError(f"text {text!r} is not 'reference' or 'asr'")
+        if text not in TEXT_CHOICES:
+            raise DataError(f"phone text {text!r} is not one of {', '.join(TEXT_CHOICES)}")
         self.source, self.durations, self.silence, self.text = source, durations, silence, text
         self.recognizer_name, self.recognizer_options = recognizer, dict(recognizer_options or {})
         self._g2p = self._recognizer = None
@@ -42,7 +45,7 @@ class PhoneFeatures:
 
     def settings(self) -> dict:
         settings = {"source": self.source, "version": 1}
-        if self.source == "audio":
+        if self.source == "audio":  # an aligner's transcript is in each utterance's key
             settings.update(recognizer=self.recognizer_name, options=self.recognizer_options,
                             backend=self._recognizer_settings())
         else:  # the G2P's versions and tagger, so an upgrade invalidates cached phones
@@ -72,12 +75,7 @@ class PhoneFeatures:
 
     # phone sequences -----------------------------------------------------------------------
     def _text_of(self, utt) -> str:
-        if self.text == "asr":
-            if "asr_text" not in utt.extra:
-                raise DataError(f"utterance {utt.id!r} has no extra.asr_text",
-                                hint="text: asr needs a corpus anonymized by a transcribing anonymizer")
-            return utt.extra["asr_text"]
-        return utt.text
+        return spoken_text(utt, self.text)
 
     def segments(self, utt) -> np.ndarray:
         """(N, 3) float array: phone index, start, end (transcript phones get start=end=0)."""
@@ -88,7 +86,7 @@ class PhoneFeatures:
                 raise DataError(f"utterance {utt.id!r} has no audio; source: audio needs it",
                                 hint="use source: transcript for text-only corpora")
             # an aligner's output depends on the transcript as well as the audio
-            text = utt.text if getattr(self._load_recognizer(), "needs_text", False) else None
+            text = self._text_of(utt) if getattr(self._load_recognizer(), "needs_text", False) else None
         key = content_key(utt, source=self.source, text=text)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
@@ -99,7 +97,7 @@ class PhoneFeatures:
         else:
             from .recognizer import recognize_utterance
 
-            segments = recognize_utterance(self._load_recognizer(), utt)
+            segments = recognize_utterance(self._load_recognizer(), utt, text)
             array = np.array([[PHONE_INDEX[p], s, e] for p, s, e in segments], dtype=np.float64).reshape(-1, 3)
         if self.cache is not None:
             self.cache.put(key, array)

@@ -238,15 +238,18 @@ def make_recognizer(name: str = DEFAULT_RECOGNIZER, **kwargs) -> PhoneRecognizer
     return recognizer
 
 
-def recognize_utterance(recognizer, utt) -> list:
-    """Recognise one manifest utterance, passing its transcript to recognizers that need one."""
+def recognize_utterance(recognizer, utt, text=None) -> list:
+    """Recognise one manifest utterance, passing a transcript to recognizers that need one:
+    ``text`` (the words the utterance says, :func:`sparc_eval.words.spoken_text`), by default
+    its reference text."""
     from ..audio import read_utterance
 
     sr = getattr(recognizer, "sample_rate", 16000) or 16000
     wav, sr = read_utterance(utt, sample_rate=sr)
     if getattr(recognizer, "needs_text", False):
-        if not utt.text:
+        text = utt.text if text is None else text
+        if not text:
             raise DataError(f"utterance {utt.id!r} has no transcript, which forced alignment needs",
                             hint="use a phone recognizer (e.g. 'pocketsphinx') for audio-only corpora")
-        return recognizer.recognize(wav, sr, text=utt.text)
+        return recognizer.recognize(wav, sr, text=text)
     return recognizer.recognize(wav, sr)
