@@ -41,7 +41,7 @@ FEATURE_TYPES = ("mel", "phones", "phone_durations")
 RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
              "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
-             "results_folder", "n_boot", "bootstrap_unit", "eval_batch_size", "scenario"}
+             "results_folder", "n_boot", "bootstrap_unit", "accent_grouping", "eval_batch_size", "scenario"}
 
 
 # --- corpora -------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
     results = evaluate_trials(
         [p[0] for p in pairs], [p[1] for p in pairs], scores, np.array([p[2] for p in pairs]),
         utt2spk=utt2spk, speakers=speakers_table, n_boot=hp.get("n_boot", 1000), seed=hp.get("seed", 0),
-        bootstrap_unit=hp.get("bootstrap_unit", "speaker"),
+        bootstrap_unit=hp.get("bootstrap_unit", "speaker"), accent_grouping=hp.get("accent_grouping", "coarse"),
     )
     for what, why in plan.split.dropped.items():
         key = what if what.startswith("utterance ") else f"speaker {what}"
@@ -362,6 +362,7 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "phone_text": hp.get("phone_text", "spoken") if extractor is not None else None,
         "model_size": hp.get("model_size", "cpu"), "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
+        "accent_grouping": hp.get("accent_grouping", "coarse"),
         "deviations": attack_deviations(hp, [*plan.train, *enroll_utts, *trial_utts]),
         "environment": environment(),
     }

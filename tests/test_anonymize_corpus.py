@@ -301,6 +301,7 @@ class PitchShift(Anonymizer):
     """Raise (or lower) the voice by resampling: pitch and formants move together."""
 
     name = "pitch_shift"
+    keeps_words = True  # it says the input's words: phone and text attackers read the reference
 
     def __init__(self, semitones=3.0, random_per_speaker=None, seed=0):
         self.semitones, self.random_per_speaker, self.seed = semitones, random_per_speaker, seed
@@ -326,6 +327,7 @@ def test_readme_example_anonymizer(corpus, tmp_path):
     assert len(out) == 6
     for src, dst in zip(corpus, out):
         assert 2 <= dst.extra["semitones"] <= 5 and dst.extra["anonymizer"] == "pitch_shift"
+        assert dst.extra["keeps_words"] is True
         assert dst.duration == pytest.approx(src.duration / 2 ** (dst.extra["semitones"] / 12), abs=0.01)
     assert PitchShift().settings() == {"class": f"{PitchShift.__module__}.PitchShift", "version": 1,
                                        "semitones": 3.0, "random_per_speaker": None, "seed": 0}

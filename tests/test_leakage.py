@@ -237,6 +237,8 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     # segments: EdAcc accent groups below 3 speakers are listed, not reported
     grouping = doc["corpora"]["edacc"]["accent_grouping"]  # free-text accents -> the groups segmented
     assert sum(grouping["American"].values()) >= 3 and "accent_grouping" in doc["corpora"]["librispeech"]
+    assert "Unspecified" not in grouping and "Fluent" in doc["corpora"]["edacc"]["accent_left_out"]
+    assert doc["run"]["accent_grouping"] == "coarse"
     left = cells["edacc"]["phones"]["all"]["segments_left_out"]
     assert any(k.startswith("accent_group.") for k in left)
     segs = cells["edacc"]["phones"]["all"]["segments"]
@@ -364,3 +366,102 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
     assert text_cell["overall"]["eer"] >= 0.4  # words drawn alike for everybody: near chance
     phones = json.loads((tmp_path / "out/cells/reading_anon/phones/all/results.json").read_text())
     assert phones["run"]["scenario"] == "lazy-informed" and phones["overall"]["eer"] >= 0.4
+
+
+# --- population segments: accent groupings -------------------------------------------------------
+
+SEGMENT_ACCENTS = {  # coarse: Irish 3, Spanish 3; fine: irish 3, spanish 2, catalan 1; 3 say nothing, 1 missing
+    "s0": "Irish", "s1": "Irish accent", "s2": " irish English ", "s3": "Fluent", "s4": "International",
+    "s5": "Neutral", "s6": "Spanish", "s7": "Catalan", "s8": "Spanish accent", "s9": None}
+
+
+def test_cell_segments_follow_the_accent_grouping():
+    from sparc_eval.leakage.cells import CellSettings, cell_metrics
+
+    trials = _trials(10, 4, 1.5, np.random.default_rng(0))
+    trials["enroll_speaker"] = np.char.replace(trials["enroll"], "e", "s")
+    speakers = {f"s{i}": {"speaker": f"s{i}", "sex": "FM"[i % 2], "accent": a}
+                for i, a in enumerate(SEGMENT_ACCENTS.values())}
+
+    def accent_segments(settings):
+        cell = cell_metrics(trials, speakers, settings)
+        assert set(cell["segments"]) == {"accent_group"}
+        return {v: s["n_speakers"] for v, s in cell["segments"]["accent_group"].items()}
+
+    # the three labels that name no accent are no segment (they were "Unspecified", 3 speakers)
+    assert accent_segments(CellSettings(n_boot=0, segment_attributes=["accent_group"])) == {"Irish": 3, "Spanish": 3}
+    fine = CellSettings(n_boot=0, segment_attributes=["accent_group"], accent_grouping="fine")
+    assert accent_segments(fine) == {"irish": 3}  # spanish (2) and catalan (1) are too small
+
+
+def _accent_corpus(folder: Path) -> Path:
+    """Ten speakers with the accents above, two episodes each; each speaker talks about their own things."""
+    rng = np.random.default_rng(0)
+    common = "the a and of to in it is that was we so like yeah you know i".split()
+    rows = []
+    for i, (spk, accent) in enumerate(SEGMENT_ACCENTS.items()):
+        own = [f"{spk}word{k}" for k in range(12)]
+        for n in range(20):
+            words = rng.choice(common + own, 14)
+            rows.append(Utterance(id=f"{spk}-{n:02d}", speaker=spk, text=" ".join(words), episode=f"{spk}-e{n // 10}",
+                                  sex="FM"[i % 2], age=25 + 5 * i, accent=accent))
+    folder.mkdir()
+    Manifest(rows).write_jsonl(folder / "manifest.jsonl")
+    return folder
+
+
+def test_leakage_results_record_the_grouping_and_list_labels_in_no_segment(tmp_path, capsys):
+    corpus = _accent_corpus(tmp_path / "accents")
+    attackers = """    tfidf:
+        kind: text
+        P: 50
+        L: 5
+        scorer: !new:attackers.text.tfidf.TfidfScorer"""
+    # train_folders: every speaker is evaluated (nothing trains on them: the attacker reads text)
+    corpora = f"    accents:\n        data_folder: {corpus}\n        train_folders: [{corpus}]"
+
+    def hparams(name, extra=""):
+        return write_hparams(tmp_path / f"{name}.yaml", out=tmp_path / name, cache=tmp_path / "cache",
+                             corpora=corpora, attackers=attackers, extra=extra)
+
+    code, lines, err = run(capsys, hparams("out"), "--conditions=all", "--n_boot=0", "--plots=False")
+    assert code == 0, err
+    doc = json.loads(Path(lines[-1]).read_text())
+    block = doc["corpora"]["accents"]
+    assert {g: sum(raws.values()) for g, raws in block["accent_grouping"].items()} == {"Irish": 3, "Spanish": 3}
+    assert doc["run"]["accent_grouping"] == "coarse"  # the default
+    assert {k: v["n_speakers"] for k, v in block["accent_left_out"].items()} == {
+        "(missing)": 1, "Fluent": 1, "International": 1, "Neutral": 1}
+    cell = doc["cells"]["accents"]["tfidf"]["all"]
+    assert cell["status"] == "ok", cell.get("reason")
+    assert set(cell["segments"]["accent_group"]) == {"Irish", "Spanish"}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert ("In no accent segment of accents: (missing) (1): no accent given; Fluent (1), International (1), "
+            "Neutral (1): says nothing about the accent") in report
+    code, lines, err = run(capsys, hparams("fine", "accent_grouping: fine"), "--conditions=all", "--n_boot=0",
+                           "--plots=False")
+    assert code == 0, err
+    doc = json.loads(Path(lines[-1]).read_text())
+    assert doc["run"]["accent_grouping"] == "fine"
+    assert set(doc["corpora"]["accents"]["accent_grouping"]) == {"irish", "spanish", "catalan"}
+    assert set(doc["cells"]["accents"]["tfidf"]["all"]["segments"]["accent_group"]) == {"irish"}
+    code, _, err = run(capsys, hparams("bad", "accent_grouping: raw"))
+    assert code == 2 and "accent_grouping must be one of coarse, fine" in err
+
+
+def _plain_yaml(path):
+    """An hparams file's plain keys (tags such as !new: read as None, nothing is built)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return yaml.load(Path(path).read_text(), Loader=Loader)
+
+
+def test_paper_settings_evaluate_every_edacc_speaker_with_coarse_accent_groups():
+    real = _plain_yaml(REPO / "hparams" / "leakage_real.yaml")
+    assert real["balance_speakers"] is None  # every speaker: EdAcc test's 60, as in the paper
+    assert real["accent_grouping"] == "coarse" and real["min_segment_speakers"] == 3
+    assert _plain_yaml(REPO / "hparams" / "leakage.yaml")["accent_grouping"] == "coarse"

@@ -77,6 +77,22 @@ def test_segments_intra_inter_and_skipped():
     assert not reasons
 
 
+def test_non_informative_accents_and_the_fine_grouping_in_segments():
+    """Labels that name no accent make no segment, however many speakers give them; the fine
+    grouping, made before evaluate_trials, reaches the segments unchanged."""
+    from sparc_eval.attributes import segment_table
+
+    enroll, test, score, label, utt2spk = toy()
+    attrs = {**ATTRS, "s3": {"accent": "Fluent"}, "s4": {"accent": "International"}, "s5": {"accent": "Neutral"},
+             "s1": {"accent": "Irish accent"}, "s2": {"accent": " irish English "}}
+    res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=attrs, n_boot=0)
+    assert set(res["segments"]["accent_group"]) == {"Irish"}
+    assert not any(k.startswith("segments.accent_group.") for k in res["not_applicable"])
+    fine = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, n_boot=0,
+                           speakers=segment_table(attrs, accent_grouping="fine"))
+    assert fine["segments"]["accent_group"] == {"irish": res["segments"]["accent_group"]["Irish"]}
+
+
 def test_evaluate_trials_full_document():
     enroll, test, score, label, utt2spk = toy()
     res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=50)

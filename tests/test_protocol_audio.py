@@ -186,3 +186,28 @@ def test_stt_tts_trials_are_scored_on_the_words_they_say(demo_reading_corpus, de
     env = run["environment"]
     assert env["packages"]["torch"] and env["torch_threads"] >= 1 and env["machine"]
     assert "resamples of test speakers" in (tmp_path / "spoken/report.md").read_text()
+
+
+def test_recipe_segments_list_accents_in_no_segment():
+    """Figure 3's rule in every evaluation: labels that name no accent form no segment and are
+    listed; the fine grouping keeps each self-reported accent."""
+    from sparc_eval.metrics import evaluate_trials
+
+    speakers = {f"s{i}": {"accent": a} for i, a in enumerate(["Irish accent", "irish", "Irish English", "Fluent",
+                                                                "Spanish", None])}
+    rng = np.random.default_rng(0)
+    enroll, test, scores, labels, utt2spk = [], [], [], [], {}
+    for s in speakers:
+        for k in range(4):
+            utt2spk[f"{s}_{k}"] = s
+            for e in speakers:
+                enroll.append(e), test.append(f"{s}_{k}"), labels.append(e == s)
+                scores.append(rng.normal(1.0 if e == s else 0.0))
+    coarse = evaluate_trials(enroll, test, scores, labels, utt2spk=utt2spk, speakers=speakers, n_boot=0)
+    fine = evaluate_trials(enroll, test, scores, labels, utt2spk=utt2spk, speakers=speakers, n_boot=0,
+                           accent_grouping="fine")
+    assert set(coarse["segments"]["accent_group"]) == {"Irish"}
+    assert set(fine["segments"]["accent_group"]) == {"irish"}
+    for result in (coarse, fine):
+        assert "says nothing about the accent" in result["not_applicable"]["segments.accent_left_out.Fluent"]
+        assert "no accent given" in result["not_applicable"]["segments.accent_left_out.(missing)"]

@@ -144,18 +144,20 @@ class CellSettings:
     unit: str = "speaker"             # bootstrap unit of the cells' CIs and of the comparisons
     min_segment_speakers: int = 3
     segment_attributes: list | None = None   # attributes segmented (None: every speaker attribute)
+    accent_grouping: str = "coarse"          # coarse | fine (sparc_eval.attributes.ACCENT_GROUPINGS)
 
 
 def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> dict | None:
     """Overall (CI over ``settings.unit``), per-speaker and segment EERs of a cell's trials;
     None when the trials have one class only."""
+    from ..attributes import segment_table
     from ..metrics import evaluate_trials
 
+    # segment values made here, under the chosen accent grouping; evaluate_trials keeps them as they are
+    speakers_table = segment_table(speakers_table, accent_grouping=settings.accent_grouping)
     if settings.segment_attributes is not None:  # segment only these (sex, age, accent), not e.g. a voice name
-        from ..attributes import SEGMENT_NAMES
-
         keep_attrs = set(settings.segment_attributes)
-        speakers_table = {s: {k: v for k, v in attrs.items() if SEGMENT_NAMES.get(k, k) in keep_attrs}
+        speakers_table = {s: {k: v for k, v in attrs.items() if k in keep_attrs}
                           for s, attrs in speakers_table.items()}
     keep = np.isfinite(trials["scores"])
     test, spk = trials["test"][keep], trials["test_speaker"][keep]

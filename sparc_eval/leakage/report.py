@@ -281,8 +281,9 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     lines += ["## Population segments (intra / inter EER, %)", "",
               "Intra: only the segment's speakers, as enrollment and trial speakers; inter: the segment's "
               f"speakers as trial speakers against every enrollment speaker. Only values with at least "
-              f"{run['min_segment_speakers']} trial speakers; accents are grouped by the table in "
-              "sparc_eval/attributes.py.", ""]
+              f"{run['min_segment_speakers']} trial speakers; accents are grouped "
+              f"{run.get('accent_grouping', 'coarse')} (accent_grouping; the tables are in sparc_eval/attributes.py).",
+              ""]
     for corpus in doc["cells"]:
         for cond in conditions:
             rows = {}
@@ -314,6 +315,12 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
             lines += [f"Accent groups of {corpus} (self-reported accent: speakers): " + "; ".join(
                 f"**{g}** ← " + ", ".join(f"{raw} ({n})" for raw, n in raws.items()) for g, raws in grouping.items()),
                 ""]
+            by_reason = {}  # labels in no accent segment, whatever their number of speakers
+            for label, v in (block.get("accent_left_out") or {}).items():
+                by_reason.setdefault(v["reason"], []).append(f"{label} ({v['n_speakers']})")
+            if by_reason:
+                lines += [f"In no accent segment of {corpus}: " + "; ".join(
+                    f"{', '.join(labels)}: {why}" for why, labels in by_reason.items()) + ".", ""]
     for cond in conditions:
         if plots.get(f"segments_{cond}"):
             lines += [f"![intra vs inter segment EER, {cond}]({plots[f'segments_{cond}'].name})", ""]

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_json
+from ..attributes import accent_groups, check_accent_grouping
 from ..errors import DataError
 from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
                     run_ecapa_cell, run_text_cell)
@@ -172,21 +173,6 @@ def build_evaluation_sets(hp: dict, corpora: list, log=print) -> dict:
     return sets
 
 
-def accent_grouping(manifest) -> dict:
-    """group -> {self-reported accent: speakers}: how this corpus's free-text accents were grouped
-    for the segment EERs (sparc_eval.attributes.accent_group)."""
-    from ..attributes import accent_group
-
-    out: dict = {}
-    for spk, attrs in sorted(manifest.speaker_attributes().items()):
-        raw = attrs.get("accent")
-        group = accent_group(raw)
-        if group is not None:
-            by_raw = out.setdefault(group, {})
-            by_raw[str(raw)] = by_raw.get(str(raw), 0) + 1
-    return {g: dict(sorted(v.items())) for g, v in sorted(out.items())}
-
-
 def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: int) -> dict:
     """Vocabulary and phone-frequency distinctiveness under each condition."""
     from ..phones.distinct import analyse
@@ -233,11 +219,13 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
         settings = CellSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed", 0)),
                                 unit=str(hp.get("bootstrap_unit", "speaker")),
                                 min_segment_speakers=int(hp.get("min_segment_speakers", 3)),
-                                segment_attributes=hp.get("segment_attributes"))
+                                segment_attributes=hp.get("segment_attributes"),
+                                accent_grouping=str(hp.get("accent_grouping", "coarse")))
     except (TypeError, ValueError) as err:
         raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
     if settings.unit not in ("trial", "speaker"):
         raise DataError(f"bootstrap_unit must be trial or speaker, not {settings.unit!r}")
+    check_accent_grouping(settings.accent_grouping)  # a bad grouping fails before any work
     trials_cap = hp.get("balance_trial_utterances")
     trials_cap = None if trials_cap in (None, "null") else int(trials_cap)
     evalsets = build_evaluation_sets(hp, corpora, log=log)
@@ -248,11 +236,12 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     for c in corpora:
         ev = evalsets[c.name]
         analysis = corpus_analysis(hp, ev, conditions, n_tokens=n_tokens)
+        grouped, left_out = accent_groups(ev.manifest.speaker_attributes(), settings.accent_grouping)
         results_corpora[c.name] = {
             "data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
             "has_audio": ev.manifest.has_audio, "n_speakers_available": ev.n_speakers_before_balance,
             "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
-            "accent_grouping": accent_grouping(ev.manifest), "conditions": analysis}
+            "accent_grouping": grouped, "accent_left_out": left_out, "conditions": analysis}
         text_manifest = None
         if c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
             from attackers.run import load_spec
@@ -313,7 +302,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
              "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
              "seed": settings.seed,
              "conditions": conditions, "n_boot": settings.n_boot, "bootstrap_unit": settings.unit,
-             "min_segment_speakers": settings.min_segment_speakers,
+             "min_segment_speakers": settings.min_segment_speakers, "accent_grouping": settings.accent_grouping,
              "attackers": {a.name: a.describe() for a in attackers},
              "timings_s": {"total": round(time.perf_counter() - start, 3)}},
         overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,

@@ -14,8 +14,9 @@ Definitions (GUIDE section 5; content-leakage paper, sections 4 and 5.1):
 - Inter-segment EER: trials whose test speaker is in the segment, against every enrollment
   speaker ("how exposed are the segment's speakers among everybody?").
 
-A speaker with no value for an attribute belongs to no segment of that attribute. Subsets are
-taken from the globally sorted trials, so no subset is sorted again.
+A speaker with no value for an attribute belongs to no segment of that attribute (segment_table
+gives none for a missing accent or one that says nothing about the accent, e.g. "Fluent"). Subsets
+are taken from the globally sorted trials, so no subset is sorted again.
 """
 
 from __future__ import annotations

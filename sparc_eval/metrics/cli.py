@@ -37,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
     p.add_argument("--min-segment-speakers", type=int, default=3,
                    help="report a segment only with at least this many trial speakers (default 3)")
+    p.add_argument("--accent-grouping", choices=("coarse", "fine"), default="coarse",
+                   help="accent segments: coarse groups (default) or each self-reported accent, normalised")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     for key in ("dataset", "features", "anonymizer", "scenario"):
         p.add_argument(f"--{key}", help=f"recorded as run.{key} in results.json")
@@ -71,7 +73,7 @@ def run(args) -> int:
     results = evaluate_trials(trials.enroll, trials.test, trials.scores, trials.labels, utt2spk=utt2spk,
                               speakers=speakers, n_boot=args.n_boot, seed=args.seed,
                               bootstrap_unit=args.bootstrap_unit, settings=settings,
-                              min_segment_speakers=args.min_segment_speakers)
+                              min_segment_speakers=args.min_segment_speakers, accent_grouping=args.accent_grouping)
     timings = {"read": round(t_read, 4), **{k: round(v, 4) for k, v in (results.timings_s or {}).items()}}
     run_info = {
         "dataset": args.dataset, "features": args.features, "anonymizer": args.anonymizer,
@@ -79,7 +81,8 @@ def run(args) -> int:
         "hparams": {"scores": str(args.scores), "utt2spk": args.utt2spk, "speakers": args.speakers,
                     "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit, "eer_method": args.eer,
                     "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
-                    "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers},
+                    "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers,
+                    "accent_grouping": args.accent_grouping},
         "seed": args.seed, "timings_s": timings, "bootstrap_unit": args.bootstrap_unit,
         "deviations": ({"bootstrap_unit_trial": "CIs resample trials, which are not independent when they share "
                         "test speakers: too narrow (give --utt2spk)"} if args.bootstrap_unit == "trial" and args.n_boot

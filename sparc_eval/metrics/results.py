@@ -11,7 +11,8 @@ atomically. A metric that cannot be computed is ``None`` (JSON ``null``) and the
 ``overall.eer_threshold`` (convex-hull EER), ``per_speaker`` (no utt2spk),
 ``per_speaker.<spk>.eer``, ``segments`` (no attributes / no utt2spk),
 ``segments.<attribute>.<value>`` (fewer than 3 speakers: skipped),
-``segments.<attribute>.<value>.intra_eer|inter_eer``, and ``plots.<name>``.
+``segments.<attribute>.<value>.intra_eer|inter_eer``, ``segments.accent_left_out.<label>`` (an
+accent label in no segment: missing or naming no accent), and ``plots.<name>``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                     bootstrap_unit: str = "trial", stratify: bool = True, level: float = 0.95,
                     settings: Optional[MetricSettings] = None, eer_method: str = "speechbrain",
                     fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
-                    c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS) -> Evaluation:
+                    c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
+                    accent_grouping: str = "coarse") -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
     - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
@@ -79,7 +81,9 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
       from it is a DataError).
     - ``speakers``: speaker -> raw attributes (sex, age, accent, ...), turned into segment
       values by :func:`sparc_eval.attributes.segment_table`; every trial speaker (test and
-      enrollment) must be listed (DataError naming the missing ids).
+      enrollment) must be listed (DataError naming the missing ids); accents are grouped by
+      ``accent_grouping`` (``coarse`` or ``fine``), and labels that form no segment (missing,
+      or saying nothing about the accent) are listed in ``not_applicable``.
     - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"trial"`` or ``"speaker"``
       (test speakers, needs ``utt2spk``), seeded by ``seed``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
@@ -103,7 +107,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     na = {}
     out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
     details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit, "seed": seed,
-               "level": level}
+               "level": level, "accent_grouping": accent_grouping}
 
     test_spk = enroll_spk = None
     if utt2spk is not None:
@@ -170,9 +174,13 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     elif test_spk is None:
         na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
     else:
-        from ..attributes import segment_table
+        from ..attributes import accent_groups, segment_table
 
-        table = segment_table(speakers)
+        table = segment_table(speakers, accent_grouping)
+        trial_speakers = set(test_spk.tolist()) | set(enroll_spk.tolist())
+        listed = {k: v for k, v in speakers.items() if str(k) in trial_speakers and "accent" in v}
+        for label, why in accent_groups(listed, accent_grouping)[1].items():
+            na[f"segments.accent_left_out.{label}"] = f"{why['n_speakers']} speakers in no segment: {why['reason']}"
         _check_listed(np.unique(np.concatenate([test_spk, enroll_spk])), table)
         segs, skipped, reasons = segment_eers(st, enroll_spk, test_spk, table, weights=w,
                                               method=settings.eer_method, min_speakers=min_segment_speakers)
