@@ -362,6 +362,8 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
     assert doc["run"]["scenario"] == ["lazy-informed"]
+    assert doc["run"]["environment"]["packages"]["numpy"]
+    assert "phones: model_size_custom" in doc["run"]["deviations"]  # gathered from the cells
     text_cell = doc["cells"]["reading_anon"]["tfidf"]["all"]
     assert text_cell["overall"]["eer"] >= 0.4  # words drawn alike for everybody: near chance
     phones = json.loads((tmp_path / "out/cells/reading_anon/phones/all/results.json").read_text())

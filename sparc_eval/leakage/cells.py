@@ -191,7 +191,7 @@ def _complete(base: dict, trials: dict, speakers_table: dict, settings: CellSett
 def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str, cell_dir: Path, *,
                   metrics: CellSettings, plots: bool, text_manifest=None, log=print) -> dict:
     """``text_manifest``: what the attacker reads when it is not the evaluation set's own text
-    (an anonymized corpus's transcripts, :func:`.evaluation_set.with_asr_text`). Shared text is
+    (an anonymized corpus's transcripts, :func:`sparc_eval.words.spoken_manifest`). Shared text is
     the evaluation set's (``shared_ids``), the same utterances for every attacker."""
     from ..text.evaluate import evaluate_text, setting_key, trial_config_from_hparams
 

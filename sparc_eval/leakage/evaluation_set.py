@@ -9,7 +9,7 @@ them. ECAPA splits are thinned to the same speakers and utterances by :func:`res
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -104,13 +104,3 @@ def restrict_split(split: Split, utt2spk: dict, *, speakers: set, drop_ids=froze
     if split.pairs is not None:
         pairs = [p for p in split.pairs if p[0] in enroll and p[1] in keep]
     return Split(enroll, trial_ids, pairs, dropped, split.source)
-
-
-def with_asr_text(manifest: Manifest) -> Manifest:
-    """What a text attacker reads from an anonymized corpus: the anonymizer's own transcript
-    (``extra.asr_text``, STT-TTS) where there is one, the reference words elsewhere."""
-    out = []
-    for u in manifest:
-        text = u.extra.get("asr_text")
-        out.append(u if text is None else replace(u, text=text))
-    return Manifest(out, name=manifest.name)

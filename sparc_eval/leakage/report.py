@@ -8,6 +8,7 @@ import numpy as np
 
 from ..atomic import atomic_open
 from ..metrics.plots import _pyplot, _save
+from ..provenance import report_lines
 from .evaluation_set import CONDITION_TITLES
 
 
@@ -330,9 +331,10 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
         lines += ["## Not applicable", ""] + [f"- `{k[6:]}`: {v}" for k, v in na.items()] + [""]
     lines += ["Each cell's own results.json, report.md, scores and plots are under "
               "`cells/<corpus>/<attacker>/<condition>/` (a corpus without shared text has none for its second "
-              "condition). Their CIs are bootstrapped over trials, by the text evaluation and the attacker recipe; "
-              "the tables here resample " + f"{run['bootstrap_unit']}s.", ""]
-    return "\n".join(lines)
+              "condition). The tables here resample " + f"{run['bootstrap_unit']}s; each cell's own report "
+              "names the unit of its CIs.", ""]
+    lines += report_lines(run)
+    return "\n".join(lines) + "\n"
 
 
 def write_leakage_report(out_dir, doc: dict, *, plots: bool = True) -> Path:

@@ -18,6 +18,7 @@ not applicable with its reason; the others run.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import OrderedDict
 from itertools import combinations
@@ -28,15 +29,17 @@ import numpy as np
 from ..atomic import write_json
 from ..attributes import accent_groups, check_accent_grouping
 from ..errors import DataError
+from ..provenance import environment
+from ..words import mark_anonymized, spoken_manifest
 from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
                     run_ecapa_cell, run_text_cell)
 from .compare import compare_cells, verdict
-from .evaluation_set import CONDITIONS, EvaluationSet, balanced_count, choose_speakers, with_asr_text
+from .evaluation_set import CONDITIONS, EvaluationSet, balanced_count, choose_speakers
 from .vocabulary import vocabulary_stats
 
 CORPUS_SETTINGS = {"enroll_list", "trial_list", "enrolls_dir", "trials_dirs", "split_seed", "eval_speaker_fraction",
                    "n_enroll", "max_per_speaker", "min_duration", "max_duration", "scenario", "anon_eval_folder",
-                   "anon_train_folders", "anonymizer_name", "phone_text"}
+                   "anon_train_folders", "anonymizer_name", "anon_keeps_words", "phone_text"}
 ECAPA_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
 
 
@@ -248,7 +251,9 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
 
             anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
             ids = {u.id for u in ev.manifest}
-            text_manifest = with_asr_text(anon.subset(lambda u: u.id in ids))
+            anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
+                                   keeps_words=c.settings.get("anon_keeps_words"))
+            text_manifest = spoken_manifest(anon, c.settings.get("phone_text", "spoken"))  # as the phones read it
         cells[c.name] = OrderedDict()
         for a in attackers:
             cells[c.name][a.name] = OrderedDict()
@@ -304,13 +309,31 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
              "conditions": conditions, "n_boot": settings.n_boot, "bootstrap_unit": settings.unit,
              "min_segment_speakers": settings.min_segment_speakers, "accent_grouping": settings.accent_grouping,
              "attackers": {a.name: a.describe() for a in attackers},
-             "timings_s": {"total": round(time.perf_counter() - start, 3)}},
+             "timings_s": {"total": round(time.perf_counter() - start, 3)},
+             "deviations": leakage_deviations(hp, out, cells), "environment": environment()},
         overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,
         correlations=correlations, comparisons=comparisons, not_applicable=na)
     doc = json_safe(doc)
     write_json(out / "results.json", doc)
     write_leakage_report(out, doc, plots=bool(hp.get("plots", True)))
     return out / "results.json"
+
+
+def leakage_deviations(hp: dict, out: Path, cells: dict) -> dict:
+    """The comparison's departures from the papers: its own (speaker balancing) and each attacker's,
+    as its cells' results.json record them (``<attacker>: <name>``)."""
+    found = {}
+    if hp.get("balance_speakers") not in (None, False):
+        found["balance_speakers"] = ("corpora are evaluated on as many speakers as the smallest has (seeded "
+                                     "draw); the paper evaluates every speaker (balance_speakers: null)")
+    for corpus, by_attacker in cells.items():
+        for attacker, by_cond in by_attacker.items():
+            for cond in by_cond:
+                path = out / "cells" / corpus / attacker / cond / "results.json"
+                if path.is_file():
+                    for name, why in (json.loads(path.read_text()).get("run", {}).get("deviations") or {}).items():
+                        found[f"{attacker}: {name}"] = why
+    return found
 
 
 def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
