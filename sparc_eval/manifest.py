@@ -135,9 +135,10 @@ class Utterance:
 class Manifest:
     """An ordered list of utterances with the lookups the stages need."""
 
-    def __init__(self, utterances: Iterable[Utterance] = (), *, name: str = "corpus"):
+    def __init__(self, utterances: Iterable[Utterance] = (), *, name: str = "corpus", read_passages: bool = False):
         self.utterances = list(utterances)
         self.name = name
+        self.read_passages = bool(read_passages)  # set by loaders of corpora with read passages (EdAcc)
 
     def __len__(self) -> int:
         return len(self.utterances)
@@ -183,7 +184,7 @@ class Manifest:
 
     def subset(self, keep) -> "Manifest":
         """The utterances for which ``keep(utt)`` is true, in order."""
-        return Manifest([u for u in self.utterances if keep(u)], name=self.name)
+        return Manifest([u for u in self.utterances if keep(u)], name=self.name, read_passages=self.read_passages)
 
     # checks ------------------------------------------------------------------
     def validate(self, *, require_text: bool = False) -> "Manifest":

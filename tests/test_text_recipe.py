@@ -152,7 +152,8 @@ def test_hparams_files_load(name, tmp_path):
     assert hp["scorer"].name
     assert parse_settings(hp["P"], hp["L"], hp["settings"]) == [(200, 20), (200, 5), (50, 20), (50, 5)]
     cfg = trial_config_from_hparams(hp)
-    assert cfg.shared_text.min_speakers == 5 and cfg.max_probes == 10
+    # rule 8: shared-text removal only for corpora marked as having read passages, threshold scaling
+    assert cfg.shared_text.min_speakers == "auto" and cfg.shared_text.enabled == "auto" and cfg.max_probes == 10
 
 
 def test_llm_recipe_without_key_fails_before_work(tmp_path, capsys, monkeypatch):
@@ -163,3 +164,20 @@ def test_llm_recipe_without_key_fails_before_work(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert "SPARC_NO_SUCH_KEY" in err and "not-there" not in err  # the key check comes first
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.filterwarnings("ignore:.*loading as text-only")
+def test_naturalvoices_preset_on_edacc(data_dir, tmp_path, capsys):
+    """The paper's protocol on EdAcc: one probe per (speaker, conversation), one partner per trial
+    type, no shared-text removal; the only departure named is the cut probes."""
+    out = tmp_path / "nv"
+    code = recipe().main([str(REPO / "hparams" / "text" / "naturalvoices.yaml"),
+                          f"--data_folder={data_dir / 'edacc/spane_lists/edacc-test.txt'}", f"--output_folder={out}",
+                          "--tasks=[speaker]", "--settings=[[200, 20]]", "--n_boot=50", "--plots=False"])
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads((out / "results.json").read_text())
+    t = doc["tasks"]["speaker"]["P200_L20"]["trials"]
+    assert t["probes"] == 60 and t["by_type"] == {"easy_positive": 60, "hard_positive": 0, "easy_negative": 60,
+                                                  "hard_negative": 60}
+    assert doc["shared_text"]["n_removed"] == 0 and doc["run"]["protocol"] == "naturalvoices"
+    assert set(doc["run"]["deviations"]) == {"probes_cut"} and doc["run"]["bootstrap_unit"] == "speaker"

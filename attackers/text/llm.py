@@ -73,6 +73,8 @@ _GENERIC = (
     "0 = definitely different {task} 100 = definitely same {task}")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+# the paper's judges (A.2.2), matched on the end of the model name (provider prefixes vary)
+PAPER_MODELS = ("gpt-5-mini", "llama-3.3-70b-instruct-turbo", "llama-3.3-70b-instruct", "qwen3.5-9b")
 _FATAL = {401: "the endpoint rejected the API key", 403: "the API key may not use this model or endpoint",
           404: "no such model or URL"}
 
@@ -174,6 +176,11 @@ class LLMScorer(TextScorer):
                 "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
                 "timeout": self.timeout, "cache_path": self.cache_path, "request_params": self.request_params,
                 "custom_prompts": sorted(self.prompts)}
+
+    def deviations(self) -> dict:
+        if any(self.model.lower().endswith(m) for m in PAPER_MODELS):
+            return {}
+        return {"scorer_model": f"LLM judge {self.model}, not one of the paper's ({', '.join(PAPER_MODELS)})"}
 
     def report(self) -> dict:
         return {**self.counts, "last_errors": list(self.last_errors[-5:])}

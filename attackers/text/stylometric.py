@@ -112,6 +112,9 @@ class StylometricScorer(TextScorer):
         self._keep = frozenset(FUNCTION_WORDS) | FILLERS | {w for m in DISCOURSE_MARKERS for w in m.split()}
         self.fitted_ = False
 
+    def deviations(self) -> dict:
+        return {"scorer": "stylometric: not one of the paper's scorers (A.2); this project's own"}
+
     def settings(self) -> dict:
         return {"weights": dict(self.weights), "char_ngrams": list(self.char_ngrams),
                 "skeleton_ngrams": list(self.skeleton_ngrams), "chunk_words": self.chunk_words,

@@ -32,6 +32,11 @@ class TfidfScorer(TextScorer):
         return {"ngram_range": list(self.ngram_range), "min_df": self.min_df, "sublinear_tf": self.sublinear_tf,
                 "lowercase": self.lowercase, "token_pattern": self.token_pattern}
 
+    def deviations(self) -> dict:
+        if tuple(self.ngram_range) == (1, 2):
+            return {}
+        return {"scorer": f"TF-IDF over word {list(self.ngram_range)}-grams; the paper's uses unigrams and bigrams"}
+
     def fit(self, texts):
         from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 

@@ -120,4 +120,5 @@ def load_edacc_release(path, *, split: str = "test", columns: dict | None = None
         utt.sex, utt.age, utt.accent = attrs["sex"], attrs["age"], attrs["accent"]
         utt.extra.update({k: v for k, v in attrs["extra"].items() if v is not None})
     manifest.name = f"{root}:{split}"
+    manifest.read_passages = True  # every conversation opens with a read elicitation passage
     return manifest

@@ -66,4 +66,6 @@ def load_spane_datafile(path, *, root=None, skip_missing: bool = False) -> Manif
             extra={k: v for k, v in extra.items() if v is not None},
         ))
     utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
-    return Manifest(utterances, name=str(path)).validate()
+    # EdAcc conversations open with a read elicitation passage (sparc_eval.text.shared_text)
+    edacc = any(EDACC_ID.match(u.id) for u in utterances)
+    return Manifest(utterances, name=str(path), read_passages=edacc).validate()

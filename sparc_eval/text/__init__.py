@@ -2,7 +2,9 @@
 
 - :mod:`.trials`: probes, enrollments, trial types and conditions, tasks, topic controls;
 - :mod:`.shared_text`: the detector of text many speakers say (read passages);
-- :mod:`.evaluate`: a scorer over tasks x (P, L) x conditions -> results.json, report.md, ROC plots.
+- :mod:`.protocol`: the paper's NaturalVoices and SPoRC protocols (A.1) and a run's departures;
+- :mod:`.evaluate`: scorers over tasks x (P, L) x conditions -> results.json (:mod:`.report`:
+  report.md, ROC plots), with ablations and paired scorer comparisons (:mod:`.compare`).
 
 Scorers live in ``attackers.text`` (this package never imports them; the recipe passes one in).
 """

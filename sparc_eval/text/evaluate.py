@@ -1,23 +1,33 @@
-"""Run a transcript scorer over tasks x (P, L) settings x conditions; write results and report.
+"""Run transcript scorers over tasks x (P, L) settings x conditions; write results and report.
 
 :func:`evaluate_text` is the library entry point (the recipe ``recipes/evaluate_text.py``
 only parses hparams and calls :func:`evaluate_from_hparams`). For each setting it builds the
-trials (:mod:`.trials`, after removing shared text, :mod:`.shared_text`), fits the scorer on
-the unique utterance texts of that task and setting, scores the trials, and computes the
-metric block of GUIDE section 4 (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap CIs,
-from :func:`sparc_eval.metrics.evaluate_trials`) per condition. ``results.json``::
+trials (:mod:`.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
+each scorer on the unique utterance texts of that task and setting, scores the trials, and
+computes the metric block of GUIDE section 4 (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
+CIs over ``bootstrap_unit``: the probes' speakers by default, from
+:func:`sparc_eval.metrics.evaluate_trials`) per condition. ``results.json``::
 
-    {"run": {...}, "overall": <headline block>, "per_speaker": null, "segments": {},
+    {"run": {..., "scorers": [...], "protocol": "naturalvoices", "bootstrap_unit": "speaker",
+             "environment": {...}, "deviations": {name: sentence}},
+     "overall": <headline block>, "per_speaker": null, "segments": {},
      "tasks": {"speaker": {"P200_L20": {"conditions": {"combined": {...}, "easy": {...},
                                                        "hard": null, ...},
-                                        "trials": {...counts...}, "missing_scores": 0}}},
+                                        "trials": {...counts...}, "missing_scores": 0,
+                                        "unscored": [trial ids]}}},
+     "scorers": {name: {"settings", "report", "tasks"}},     # only with several scorers
+     "ablations": {"base": "P200_L20", "by_scorer": {name: {task: {setting: {condition: deltas}}}}},
+     "comparisons": [paired bootstrap rows, one per scorer pair, task, setting, condition],
      "shared_text": {...}, "not_applicable": {"tasks.speaker.P200_L20.hard": "why", ...}}
 
+``tasks`` holds the first scorer's results (``scorers`` every scorer's, when there are several).
 A condition without both positive and negative trials is ``null`` and its reason is in
 ``not_applicable``; so is a task that no speaker has a label for. ``overall`` repeats the
 first task's ``combined`` block at the first setting (named in ``run.overall_from``).
 Trials with no score (an LLM reply without a number, a failed request) are left out of the
-metrics and counted in ``missing_scores``.
+metrics and the score file, counted in ``missing_scores`` and listed in ``unscored``.
+Score files: ``scores/<task>_<setting>.txt`` for the first scorer, ``scores/<scorer>/...`` for
+the others.
 """
 
 from __future__ import annotations
@@ -32,12 +42,17 @@ from typing import Optional
 
 import numpy as np
 
-from ..atomic import write_json, write_text
+from .. import provenance
 from ..errors import DataError
+from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
+from .protocol import check_protocol, trial_deviations
+from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
 from .shared_text import SharedTextConfig, detect_shared_text
-from .trials import CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, task_labeller
+from .trials import (CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, has_topic_metadata,
+                     task_labeller)
 
 CONDITION_TYPES = {c: tuple(t for t in TRIAL_TYPES if c in TYPE_CONDITIONS[t]) for c in CONDITIONS}
+BOOTSTRAP_UNITS = ("speaker", "trial")
 
 
 def setting_key(P: int, L: int) -> str:
@@ -72,10 +87,6 @@ def remove_shared_text(manifest, config: SharedTextConfig):
     return manifest.subset(lambda u: u.id not in gone), result
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "scorer"
-
-
 def _reason(task: str, condition: str, counts: dict) -> str:
     """Why a condition has no metric: which class is missing, with the trial-type counts."""
     types = CONDITION_TYPES[condition]
@@ -92,8 +103,9 @@ def _reason(task: str, condition: str, counts: dict) -> str:
 
 
 def condition_metrics(trials, scores, *, n_boot: int, seed: int, task: str, where: str, not_applicable: dict,
-                      fpr_targets=(0.01, 0.001)):
-    """{condition: block|None}, {condition: curves}: metrics of each condition of one trial set."""
+                      bootstrap_unit: str = "speaker", fpr_targets=(0.01, 0.001)):
+    """{condition: block|None}, {condition: curves}: metrics of each condition of one trial set.
+    CIs resample ``bootstrap_unit``: ``speaker`` (the probes' speakers) or ``trial``."""
     from ..metrics import evaluate_trials
 
     finite = np.isfinite(scores)
@@ -110,55 +122,39 @@ def condition_metrics(trials, scores, *, n_boot: int, seed: int, task: str, wher
         idx = np.flatnonzero(mask)
         enroll = [trials.records[i]["enroll"]["id"] for i in idx]
         test = [trials.records[i]["probe"]["id"] for i in idx]
-        ev = evaluate_trials(enroll, test, scores[mask], y, n_boot=n_boot, seed=seed, fpr_targets=fpr_targets)
+        utt2spk = dict(zip(test, probe_speakers(trials, idx))) if bootstrap_unit == "speaker" and n_boot else None
+        ev = evaluate_trials(enroll, test, scores[mask], y, utt2spk=utt2spk, n_boot=n_boot, seed=seed,
+                             bootstrap_unit=bootstrap_unit, fpr_targets=fpr_targets)
         out[cond] = ev["overall"]
         curves[cond] = ev.curves
     return out, curves
 
 
 def write_score_file(path, trials, scores) -> None:
-    """Kaldi-style ``<enroll-id> <test-id> <score> <target|nontarget>`` (``nan`` for no score)."""
+    """Kaldi-style ``<enroll-id> <test-id> <score> <target|nontarget>``; unscored trials are left out."""
     from ..atomic import atomic_open
 
     with atomic_open(path, "w", encoding="utf-8") as handle:
         for rec, s, y in zip(trials.records, scores, trials.labels):
-            score = "nan" if not np.isfinite(s) else repr(float(s))
-            handle.write(f"{rec['enroll']['id']} {rec['probe']['id']} {score} {'target' if y else 'nontarget'}\n")
+            if np.isfinite(s):
+                handle.write(f"{rec['enroll']['id']} {rec['probe']['id']} {float(s)!r} "
+                             f"{'target' if y else 'nontarget'}\n")
 
 
-def evaluate_text(manifest, scorer, *, tasks=("speaker",), settings=((200, 20),), config: Optional[TrialConfig] = None,
-                  output_folder=None, n_boot: int = 1000, seed: int = 0, dataset: Optional[str] = None,
-                  plots: bool = True, save_trials: bool = True, trials_with_text: bool = False,
-                  run_info: Optional[dict] = None, log=print) -> dict:
-    """Evaluate ``scorer`` on ``manifest``; returns the results dict (and writes it when
-    ``output_folder`` is given: results.json, report.md, roc_<task>.png, trials/, scores/)."""
-    t_start = time.perf_counter()
-    config = config or TrialConfig()
-    settings = [(int(p), int(l_)) for p, l_ in settings]
-    if not settings:
-        raise DataError("no (P, L) settings to evaluate")
-    tasks = list(tasks)
-    if not tasks:
-        raise DataError("no tasks to evaluate", hint="tasks: [speaker, sex, age, accent]")
-    scorer.preflight()  # a missing API key or model fails here, before any work
-    out_dir = Path(output_folder) if output_folder else None
-    timings = {}
-    log(f"[text] scorer {scorer.name}; {len(manifest)} utterances")
+def scorer_list(scorer) -> list:
+    """One scorer or several (a list); names must differ (they key the results)."""
+    scorers = list(scorer) if isinstance(scorer, (list, tuple)) else [scorer]
+    if not scorers:
+        raise DataError("no scorer to evaluate")
+    names = [s.name for s in scorers]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(f"several scorers are named {repeated}", hint="give each its own name (model_name, name)")
+    return scorers
 
-    t0 = time.perf_counter()
-    clean, shared = remove_shared_text(manifest, config.shared_text)
-    timings["shared_text"] = time.perf_counter() - t0
-    log(f"[text] shared text: removed {shared.n_removed} of {shared.n_utterances} utterances "
-        f"(n={config.shared_text.n}, min_speakers={config.shared_text.min_speakers}, "
-        f"min_fraction={config.shared_text.min_fraction}, enabled={config.shared_text.enabled})")
 
-    not_applicable = OrderedDict()
-    results_tasks = OrderedDict((t, OrderedDict()) for t in tasks)
-    all_curves = {t: OrderedDict() for t in tasks}
-    by_P = OrderedDict()
-    for p, l_ in settings:
-        by_P.setdefault(p, []).append(l_)
-    attributes = clean.speaker_attributes()
+def usable_tasks(tasks, attributes: dict) -> dict:
+    """task -> None when at least two speakers have a label for it, else why not."""
     usable = {}
     for task in tasks:
         try:
@@ -168,85 +164,236 @@ def evaluate_text(manifest, scorer, *, tasks=("speaker",), settings=((200, 20),)
             continue
         n_known = sum(v is not None for v in labels.values())
         usable[task] = None if n_known >= 2 else f"{n_known} speaker(s) have a {task} label; the task needs two"
-    timings["trials"] = timings["scoring"] = timings["metrics"] = 0.0
-    for P, Ls in by_P.items():
+    return usable
+
+
+def score_trials(scorer, ts) -> np.ndarray:
+    if not len(ts):
+        return np.zeros(0)
+    scorer.fit(ts.texts)
+    scores = np.asarray(scorer.score(ts), dtype=float)
+    if scores.shape != (len(ts),):
+        raise DataError(f"scorer {scorer.name} returned {scores.shape} scores for {len(ts)} trials")
+    return scores
+
+
+def trial_block(ts, scores, stats: dict, conds: dict) -> OrderedDict:
+    """One task and setting of one scorer: metrics per condition, trial counts, unscored trials."""
+    unscored = [ts.records[i]["id"] for i in np.flatnonzero(~np.isfinite(scores))]
+    return OrderedDict(
+        conditions=conds,
+        trials={"n": len(ts), "n_target": int(ts.labels.sum()), "n_nontarget": int((~ts.labels).sum()),
+                "by_type": ts.type_counts(), "unique_texts": len(ts.texts), "unique_sides": len(ts.sides),
+                "enrollments_short_of_L": int(ts.meta.get("enrollments_short_of_L", 0)), **stats},
+        missing_scores=len(unscored), unscored=unscored)
+
+
+class _TextRun:
+    """What one evaluation accumulates: results and curves per scorer, comparisons, timings."""
+
+    def __init__(self, scorers, tasks, *, n_boot: int, seed: int, unit: str, out_dir, save_trials: bool,
+                 trials_with_text: bool, log):
+        self.scorers, self.n_boot, self.seed, self.unit, self.log = scorers, n_boot, seed, unit, log
+        self.out_dir, self.save_trials, self.trials_with_text = out_dir, save_trials, trials_with_text
+        self.results = {s.name: OrderedDict((t, OrderedDict()) for t in tasks) for s in scorers}
+        self.curves = {s.name: {t: OrderedDict() for t in tasks} for s in scorers}
+        self.not_applicable = OrderedDict()
+        self.comparisons = []
+        self.timings = dict.fromkeys(("shared_text", "trials", "scoring", "metrics", "comparisons"), 0.0)
+
+    def unusable(self, task: str, key: str, why: str) -> None:
+        for name in self.results:
+            self.results[name][task][key] = None
+        self.not_applicable[f"tasks.{task}.{key}"] = why
+
+    def setting(self, task: str, key: str, ts, stats: dict) -> None:
+        """Score one trial set with every scorer; metrics, score files, comparisons."""
+        if self.out_dir is not None and self.save_trials:
+            ts.write_jsonl(self.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=self.trials_with_text)
+        scores = OrderedDict()
+        for i, scorer in enumerate(self.scorers):
+            scores[scorer.name] = self._one_scorer(i, scorer, task, key, ts, stats)
+        if len(scores) > 1 and self.n_boot:
+            t0 = time.perf_counter()
+            self.comparisons += scorer_comparisons(ts, scores, where={"task": task, "setting": key},
+                                                   n_boot=self.n_boot, seed=self.seed, unit=self.unit)
+            self.timings["comparisons"] += time.perf_counter() - t0
+
+    def _one_scorer(self, i: int, scorer, task: str, key: str, ts, stats: dict) -> np.ndarray:
+        t0 = time.perf_counter()
+        scores = score_trials(scorer, ts)
+        self.timings["scoring"] += time.perf_counter() - t0
+        if self.out_dir is not None:
+            folder = self.out_dir / "scores" / ("" if i == 0 else safe_name(scorer.name))
+            write_score_file(folder / f"{task}_{key}.txt", ts, scores)
+        where = f"tasks.{task}.{key}" if i == 0 else f"scorers.{scorer.name}.tasks.{task}.{key}"
+        t0 = time.perf_counter()
+        conds, curves = condition_metrics(ts, scores, n_boot=self.n_boot, seed=self.seed, task=task,
+                                          where=f"{where}.conditions", not_applicable=self.not_applicable,
+                                          bootstrap_unit=self.unit)
+        self.timings["metrics"] += time.perf_counter() - t0
+        block = trial_block(ts, scores, stats, conds)
+        if block["missing_scores"]:
+            self.not_applicable[f"{where}.missing_scores"] = (
+                f"{block['missing_scores']} of {len(ts)} trials have no score (no number in the reply, or the "
+                "request failed after retries): left out of the metrics and the score file, listed in `unscored`")
+        self.results[scorer.name][task][key] = block
+        self.curves[scorer.name][task][key] = curves
+        comb = conds.get("combined")
+        shown = "n/a" if comb is None else f"{comb['eer']:.3f}"
+        self.log(f"[text] {scorer.name} {task} {key}: {len(ts)} trials, combined EER {shown}")
+        return scores
+
+
+def _check_request(settings, tasks, bootstrap_unit: str, protocol: str):
+    settings = [(int(p), int(l_)) for p, l_ in settings]
+    if not settings:
+        raise DataError("no (P, L) settings to evaluate")
+    tasks = list(tasks)
+    if not tasks:
+        raise DataError("no tasks to evaluate", hint="tasks: [speaker, sex, age, accent]")
+    if bootstrap_unit not in BOOTSTRAP_UNITS:
+        raise DataError(f"bootstrap_unit is one of {', '.join(BOOTSTRAP_UNITS)}, not {bootstrap_unit!r}")
+    try:
+        check_protocol(protocol)
+    except ValueError as err:
+        raise DataError(str(err)) from None
+    return settings, tasks
+
+
+def _by_P(settings) -> OrderedDict:
+    by_P = OrderedDict()
+    for p, l_ in settings:
+        by_P.setdefault(p, []).append(l_)
+    return by_P
+
+
+def scorer_deviations(scorer) -> dict:
+    """A scorer's own departures from the paper (``deviations()``, when it has one)."""
+    get = getattr(scorer, "deviations", None)
+    return dict(get() or {}) if callable(get) else {}
+
+
+def run_deviations(config: TrialConfig, protocol: str, *, topic_on: bool, topic_metadata: bool, shared,
+                   n_cut: int, unit: str, scorers) -> dict:
+    """Every way this run departs from the paper's ``protocol``: {name: sentence}."""
+    out = trial_deviations(config, protocol, topic_on=topic_on)
+    if topic_on and not topic_metadata:
+        out["topic_metadata"] = ("the topic control is on but no episode has a title, description or category: "
+                                 "every pair falls in one stratum, so it only balances the classes")
+    if shared.settings["enabled"]:
+        out["shared_text"] = (f"{shared.n_removed} of {shared.n_utterances} utterances made mostly of word "
+                              f"{shared.settings['n']}-grams that {shared.settings['min_speakers']} or more speakers "
+                              "say (read passages) were removed before building trials; SPARC's protocol removes "
+                              "nothing (`shared_text: False` keeps them)")
+    if n_cut:
+        out["probes_cut"] = (f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
+                             f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "
+                             "skips such probes instead)")
+    if unit == "trial":
+        out["bootstrap_unit"] = ("CIs resample trials, treating trials that share a probe or a test speaker as "
+                                 "independent (too narrow); the default resamples test speakers")
+    return provenance.merge_deviations(out, *(scorer_deviations(s) for s in scorers))
+
+
+def _headline(results_tasks: dict):
+    for task, by_setting in results_tasks.items():
+        for key, block in by_setting.items():
+            if block and block["conditions"].get("combined"):
+                return block["conditions"]["combined"], f"tasks.{task}.{key}.conditions.combined"
+    return None, None
+
+
+def _ablations(results: dict, settings: list, not_applicable: dict):
+    base = setting_key(*BASE_SETTING)
+    keys = [setting_key(p, l_) for p, l_ in settings]
+    if base not in keys or len(keys) < 2:
+        not_applicable["ablations"] = (f"the base setting {base} is not evaluated" if base not in keys else
+                                       f"only the base setting {base} is evaluated")
+        return None
+    return {"base": base, "by_scorer": ablation_deltas(results, base)}
+
+
+def evaluate_text(manifest, scorer, *, tasks=("speaker",), settings=((200, 20),), config: Optional[TrialConfig] = None,
+                  output_folder=None, n_boot: int = 1000, seed: int = 0, dataset: Optional[str] = None,
+                  plots: bool = True, save_trials: bool = True, trials_with_text: bool = False,
+                  run_info: Optional[dict] = None, log=print, bootstrap_unit: str = "speaker",
+                  protocol: str = "naturalvoices") -> dict:
+    """Evaluate ``scorer`` (one, or a list scored on the same trials) on ``manifest``; returns the
+    results dict (and writes it when ``output_folder`` is given: results.json, report.md,
+    roc_<task>.png, trials/, scores/). ``protocol`` names the paper protocol that
+    ``run.deviations`` are listed against (:mod:`.protocol`)."""
+    t_start = time.perf_counter()
+    config = config or TrialConfig()
+    scorers = scorer_list(scorer)
+    settings, tasks = _check_request(settings, tasks, bootstrap_unit, protocol)
+    for s in scorers:
+        s.preflight()  # a missing API key or model fails here, before any work
+    out_dir = Path(output_folder) if output_folder else None
+    log(f"[text] scorer {', '.join(s.name for s in scorers)}; {len(manifest)} utterances")
+    run = _TextRun(scorers, tasks, n_boot=n_boot, seed=seed, unit=bootstrap_unit, out_dir=out_dir,
+                   save_trials=save_trials, trials_with_text=trials_with_text, log=log)
+    t0 = time.perf_counter()
+    clean, shared = remove_shared_text(manifest, config.shared_text)
+    run.timings["shared_text"] = time.perf_counter() - t0
+    st = shared.settings
+    log(f"[text] shared text: removed {shared.n_removed} of {shared.n_utterances} utterances (n={st['n']}, "
+        f"min_speakers={st['min_speakers']}, min_fraction={st['min_fraction']}, enabled={st['enabled']})")
+    usable = usable_tasks(tasks, clean.speaker_attributes())
+    topic_on, n_cut = False, 0
+    for P, Ls in _by_P(settings).items():
         t0 = time.perf_counter()
         builder = TrialBuilder(clean, replace(config, P=P, L=max(Ls)), L_max=max(Ls))
-        timings["trials"] += time.perf_counter() - t0
+        run.timings["trials"] += time.perf_counter() - t0
+        topic_on, n_cut = topic_on or builder.topic_on, n_cut + builder.n_cut
         for task in tasks:
             if usable[task] is not None:
                 for L in Ls:
-                    results_tasks[task][setting_key(P, L)] = None
-                    not_applicable[f"tasks.{task}.{setting_key(P, L)}"] = usable[task]
+                    run.unusable(task, setting_key(P, L), usable[task])
                 continue
             t0 = time.perf_counter()
             sets = builder.build(task, Ls)
             stats = builder.stats(task)
-            timings["trials"] += time.perf_counter() - t0
+            run.timings["trials"] += time.perf_counter() - t0
             for L in Ls:
-                key = setting_key(P, L)
-                ts = sets[L]
-                where = f"tasks.{task}.{key}.conditions"
-                if out_dir is not None and save_trials:
-                    ts.write_jsonl(out_dir / "trials" / f"{task}_{key}.jsonl", with_text=trials_with_text)
-                t0 = time.perf_counter()
-                if len(ts):
-                    scorer.fit(ts.texts)
-                    scores = np.asarray(scorer.score(ts), dtype=float)
-                else:
-                    scores = np.zeros(0)
-                if scores.shape != (len(ts),):
-                    raise DataError(f"scorer {scorer.name} returned {scores.shape} scores for {len(ts)} trials")
-                timings["scoring"] += time.perf_counter() - t0
-                if out_dir is not None:
-                    write_score_file(out_dir / "scores" / f"{task}_{key}.txt", ts, scores)
-                t0 = time.perf_counter()
-                conds, curves = condition_metrics(ts, scores, n_boot=n_boot, seed=seed, task=task, where=where,
-                                                  not_applicable=not_applicable)
-                timings["metrics"] += time.perf_counter() - t0
-                missing = int((~np.isfinite(scores)).sum())
-                if missing:
-                    not_applicable[f"tasks.{task}.{key}.missing_scores"] = (
-                        f"{missing} of {len(ts)} trials have no score (no number in the reply, or the request "
-                        "failed after retries) and are left out of the metrics")
-                results_tasks[task][key] = OrderedDict(
-                    conditions=conds,
-                    trials={"n": len(ts), "n_target": int(ts.labels.sum()), "n_nontarget": int((~ts.labels).sum()),
-                            "by_type": ts.type_counts(), "unique_texts": len(ts.texts), "unique_sides": len(ts.sides),
-                            **stats},
-                    missing_scores=missing,
-                )
-                all_curves[task][key] = curves
-                comb = conds.get("combined")
-                shown = "n/a" if comb is None else f"{comb['eer']:.3f}"
-                log(f"[text] {task} {key}: {len(ts)} trials, combined EER {shown}")
-
-    headline, headline_from = None, None
-    for task in tasks:
-        for key, block in results_tasks[task].items():
-            if block and block["conditions"].get("combined"):
-                headline, headline_from = block["conditions"]["combined"], f"tasks.{task}.{key}.conditions.combined"
-                break
-        if headline:
-            break
-    if headline is None:
-        not_applicable["overall"] = "no task and setting has both positive and negative trials"
-    not_applicable["per_speaker"] = "text evaluation: metrics are per task, setting and condition"
-    timings["total"] = time.perf_counter() - t_start
-    run = OrderedDict(
-        dataset=dataset or getattr(manifest, "name", None), features="text", anonymizer=None, scenario=None,
-        hparams=None, seed=seed, timings_s={k: round(v, 3) for k, v in timings.items()},
-        scorer=scorer.name, scorer_settings=scorer.settings(), scorer_report=scorer.report(),
-        trial_config=config.to_dict(), settings=[setting_key(p, l_) for p, l_ in settings], tasks=tasks,
-        n_boot=n_boot, overall_from=headline_from,
-    )
-    run.update(run_info or {})
-    doc = OrderedDict(run=run, overall=headline, per_speaker=None, segments={}, tasks=results_tasks,
-                      shared_text=shared.stats(), not_applicable=not_applicable)
-    doc = _json_safe(doc)
+                run.setting(task, setting_key(P, L), sets[L], stats)
+    deviations = run_deviations(config, protocol, topic_on=topic_on, topic_metadata=has_topic_metadata(clean),
+                                shared=shared, n_cut=n_cut, unit=bootstrap_unit, scorers=scorers)
+    doc = _document(run, scorers, manifest, config, settings, tasks, shared, deviations, dataset=dataset,
+                    seed=seed, n_boot=n_boot, protocol=protocol, run_info=run_info, t_start=t_start)
     if out_dir is not None:
-        write_outputs(out_dir, doc, all_curves, plots=plots, removed_ids=shared.removed_ids)
+        write_outputs(out_dir, doc, run.curves, plots=plots, removed_ids=shared.removed_ids)
     return doc
+
+
+def _document(run: _TextRun, scorers, manifest, config, settings, tasks, shared, deviations, *, dataset, seed,
+              n_boot, protocol, run_info, t_start) -> dict:
+    """results.json as a dict (see the module docstring)."""
+    na = run.not_applicable
+    first = scorers[0].name
+    headline, headline_from = _headline(run.results[first])
+    if headline is None:
+        na["overall"] = "no task and setting has both positive and negative trials"
+    na["per_speaker"] = "text evaluation: metrics are per task, setting and condition"
+    ablations = _ablations(run.results, settings, na)
+    if len(scorers) > 1 and not n_boot:
+        na["comparisons"] = "bootstrap disabled (n_boot = 0): no paired differences between scorers"
+    run.timings["total"] = time.perf_counter() - t_start
+    info = OrderedDict(
+        dataset=dataset or getattr(manifest, "name", None), features="text", anonymizer=None, scenario=None,
+        hparams=None, seed=seed, timings_s={k: round(v, 3) for k, v in run.timings.items()},
+        scorer=first, scorers=[s.name for s in scorers], scorer_settings=scorers[0].settings(),
+        scorer_report=scorers[0].report(), trial_config=config.to_dict(),
+        settings=[setting_key(p, l_) for p, l_ in settings], tasks=tasks, n_boot=n_boot,
+        bootstrap_unit=run.unit, protocol=protocol,
+        overall_from=headline_from, environment=provenance.environment(), deviations=deviations)
+    info.update(run_info or {})
+    doc = OrderedDict(run=info, overall=headline, per_speaker=None, segments={}, tasks=run.results[first])
+    if len(scorers) > 1:
+        doc["scorers"] = OrderedDict((s.name, {"settings": s.settings(), "report": s.report(),
+                                               "tasks": run.results[s.name]}) for s in scorers)
+    doc.update(ablations=ablations, comparisons=run.comparisons, shared_text=shared.stats(), not_applicable=na)
+    return _json_safe(doc)
 
 
 def _json_safe(obj):
@@ -255,174 +402,28 @@ def _json_safe(obj):
     return safe(obj)
 
 
-# ----------------------------------------------------------------------------- outputs
-
-
-def write_outputs(out_dir, doc: dict, curves: dict, *, plots: bool = True, removed_ids=()) -> dict:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = {}
-    if removed_ids:
-        write_text(out_dir / "shared_text_removed.txt", "\n".join(removed_ids) + "\n")
-    plot_files = {}
-    if plots:
-        for task, by_setting in curves.items():
-            if any(by_setting.values()):
-                path = out_dir / f"roc_{_safe(task)}.png"
-                plot_roc_grid(path, by_setting, title=f"{doc['run'].get('scorer')}: {task}")
-                plot_files[task] = path.name
-                written[path.name] = path
-    write_json(out_dir / "results.json", doc)
-    written["results.json"] = out_dir / "results.json"
-    write_text(out_dir / "report.md", render_report(doc, plot_files))
-    written["report.md"] = out_dir / "report.md"
-    return written
-
-
-def plot_roc_grid(path, by_setting: dict, *, title: str = "") -> Path:
-    """One panel per (P, L) setting, one ROC line per condition (matplotlib, Agg)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    from ..atomic import atomic_open
-
-    keys = [k for k, v in by_setting.items() if v]
-    n = len(keys)
-    cols = min(n, 2)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.4 * rows), squeeze=False)
-    for ax in axes.ravel()[n:]:
-        ax.axis("off")
-    for ax, key in zip(axes.ravel(), keys):
-        for i, cond in enumerate(CONDITIONS):
-            c = by_setting[key].get(cond)
-            if not c:
-                continue
-            ax.plot(c["fpr"], c["tpr"], lw=1.4, color=f"C{i}", label=f"{cond} (EER {c['eer']:.3f})")
-        ax.plot([0, 1], [0, 1], ls=":", c="grey", lw=1)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.01)
-        ax.set_title(key)
-        ax.set_xlabel("false positive rate")
-        ax.set_ylabel("true positive rate")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=7)
-    if title:
-        fig.suptitle(title)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    with atomic_open(path, "wb") as handle:
-        handle.write(buf.getvalue())
-    return Path(path)
-
-
-def _f(x, d=3):
-    return "n/a" if x is None else f"{x:.{d}f}"
-
-
-def _ci(pair, d=3):
-    if not pair or pair[0] is None:
-        return ""
-    return f" [{pair[0]:.{d}f}, {pair[1]:.{d}f}]"
-
-
-def _cell(block) -> str:
-    if block is None:
-        return "n/a"
-    ci = block.get("ci95") or {}
-    tpr = block.get("tpr_at_fpr") or {}
-    tci = ci.get("tpr_at_fpr") or {}
-    parts = [f"EER {_f(block['eer'])}{_ci(ci.get('eer'))}", f"AUC {_f(block['auc'])}{_ci(ci.get('auc'))}"]
-    for k in ("0.01", "0.001"):
-        if k in tpr:
-            parts.append(f"TPR@{float(k) * 100:g}%FPR {_f(tpr[k])}{_ci(tci.get(k))}")
-    parts.append(f"n {block['n_target']}+/{block['n_nontarget']}-")
-    return "<br>".join(parts)
-
-
-def render_report(doc: dict, plot_files: Optional[dict] = None) -> str:
-    run = doc["run"]
-    st = doc.get("shared_text") or {}
-    lines = [f"# SPARC transcript-only evaluation: {run.get('scorer')}", ""]
-    lines += [f"- dataset: {run.get('dataset')}", f"- scorer: {run.get('scorer')} {run.get('scorer_settings')}",
-              f"- settings: {', '.join(run.get('settings') or [])}; seed {run.get('seed')}; "
-              f"bootstrap resamples {run.get('n_boot')}"]
-    rep = run.get("scorer_report") or {}
-    if rep:
-        lines.append(f"- scorer counters: {rep}")
-    settings = st.get("settings") or {}
-    lines += ["", "## Shared text removed", ""]
-    if settings.get("enabled", True):
-        frac = st.get("fraction_removed", 0.0)
-        lines.append(
-            f"{st.get('n_removed', 0)} of {st.get('n_utterances', 0)} utterances ({100 * frac:.1f}%; "
-            f"{st.get('n_words_removed', 0)} of {st.get('n_words', 0)} words) were removed before building probes "
-            f"and enrollments: more than {settings.get('min_fraction')} of their distinct word "
-            f"{settings.get('n')}-grams are spoken by {settings.get('min_speakers')} or more speakers "
-            f"(read passages, scripted prompts). Settings: hparams `shared_text` (true/false), "
-            f"`shared_text_n`, `shared_text_min_speakers`, `shared_text_min_fraction`; ids in "
-            f"`shared_text_removed.txt`.")
-        for ex in st.get("examples") or []:
-            lines.append(f"- `{ex['id']}` ({ex['shared_fraction']:.2f}): {ex['text']}")
-    else:
-        lines.append("Shared-text detection is disabled (`shared_text: False`).")
-    na = doc.get("not_applicable") or {}
-    for task, by_setting in (doc.get("tasks") or {}).items():
-        lines += ["", f"## Task: {task}", ""]
-        lines += ["| setting | " + " | ".join(CONDITIONS) + " |", "|---|" + "---|" * len(CONDITIONS)]
-        for key, block in by_setting.items():
-            if block is None:
-                lines.append(f"| {key} | " + " | ".join(["n/a"] * len(CONDITIONS)) + " |")
-                continue
-            lines.append(f"| {key} | " + " | ".join(_cell(block["conditions"].get(c)) for c in CONDITIONS) + " |")
-        lines += ["", "Trials and what was skipped:", "",
-                  "| setting | EP | HP | EN | HN | probes | cut | skipped (strict) | beyond cap | "
-                  "appearances short for P / L | excluded overlap / name / topic | missing scores |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for key, block in by_setting.items():
-            if block is None:
-                continue
-            t = block["trials"]
-            bt = t["by_type"]
-            lines.append(
-                f"| {key} | {bt['easy_positive']} | {bt['hard_positive']} | {bt['easy_negative']} | "
-                f"{bt['hard_negative']} | {t['probes']} | {t['probes_cut']} | {t['probes_skipped_strict']} | "
-                f"{t['probes_beyond_cap']} | {t['appearances_too_short_for_P']} / {t['appearances_too_short_for_L']} "
-                f"of {t['appearances']} | {t['excluded_overlap']} / {t['excluded_name']} / "
-                f"{t['excluded_topic_similarity']} | {block['missing_scores']} |")
-        notes = [(k, v) for k, v in na.items() if k.startswith(f"tasks.{task}.")]
-        if notes:
-            lines += ["", "Not applicable:", ""] + [f"- `{k}`: {v}" for k, v in notes]
-        if plot_files and task in plot_files:
-            lines += ["", f"![ROC {task}]({plot_files[task]})"]
-    lines += [
-        "", "## Definitions", "",
-        "- Probe: whole utterances from the start of a (speaker, episode) until the word count is within P +- "
-        "tolerance; an utterance that jumps over the window is cut at a word boundary to P words (or, with "
-        "`strict`, the probe is skipped); further probes follow without overlap, up to `max_probes`.",
-        "- Enrollment: same episode = the last L utterances of the partner in the probe's episode that are not "
-        "in the probe; different episode = the first L utterances of the partner's appearance in another episode.",
-        "- Trial types: EP same speaker/label, same episode; HP same speaker/label, other episode; EN different, "
-        "other episode; HN different, same episode (attribute tasks pair different speakers only). Conditions: "
-        "easy = EP+EN, hard = HP+HN, same_topic = EP+HN, different_topic = HP+EN, combined = all.",
-        "- EER (SpeechBrain / VoicePrivacy definition), AUC, TPR at the largest threshold with FPR <= 1% and "
-        "0.1% (no interpolation); 95% percentile bootstrap CIs over resampled trials. A condition without both "
-        "classes is n/a, never a number.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 # ----------------------------------------------------------------------------- hparams entry
 
 
 TRIAL_KEYS = ("tolerance", "strict", "max_probes", "partners", "attribute_partners", "match_negatives",
-              "negatives_cross_series", "overlap_min_words", "name_screen", "name_fields", "topic_control",
-              "topic_max_similarity", "topic_sim_edges", "topic_jaccard_edges")
+              "negatives_cross_series", "positives_cross_series", "overlap_screen", "overlap_min_words",
+              "name_screen", "name_fields", "topic_control", "topic_max_similarity", "topic_sim_edges",
+              "topic_jaccard_edges")
+
+
+def _auto_or(value, cast):
+    return value if value == "auto" else cast(value)
+
+
+def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
+    """The ``shared_text*`` keys. The text presets say ``shared_text: auto`` (on iff the corpus's
+    loader marks read passages); a dict without the key (the leakage analysis) keeps it on."""
+    shared = hparams.get("shared_text", True)
+    enabled = shared.get("enabled", True) if isinstance(shared, dict) else shared
+    return SharedTextConfig(
+        enabled=_auto_or(enabled, bool), n=int(hparams.get("shared_text_n", 4)),
+        min_speakers=_auto_or(hparams.get("shared_text_min_speakers", "auto"), int),
+        min_fraction=float(hparams.get("shared_text_min_fraction", 0.30)))
 
 
 def trial_config_from_hparams(hparams: dict) -> TrialConfig:
@@ -432,13 +433,8 @@ def trial_config_from_hparams(hparams: dict) -> TrialConfig:
     for k in ("topic_sim_edges", "topic_jaccard_edges", "name_fields"):
         if k in values:
             values[k] = tuple(values[k])
-    shared = hparams.get("shared_text", True)
-    shared_cfg = SharedTextConfig(
-        enabled=bool(shared if not isinstance(shared, dict) else shared.get("enabled", True)),
-        n=int(hparams.get("shared_text_n", 4)), min_speakers=int(hparams.get("shared_text_min_speakers", 5)),
-        min_fraction=float(hparams.get("shared_text_min_fraction", 0.30)))
     try:
-        return TrialConfig(seed=int(hparams.get("seed", 0)), shared_text=shared_cfg, **values)
+        return TrialConfig(seed=int(hparams.get("seed", 0)), shared_text=shared_text_from_hparams(hparams), **values)
     except (TypeError, ValueError) as err:
         raise DataError(f"trial settings: {err}") from None
 
@@ -474,8 +470,9 @@ def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
     for need in ("data_folder", "output_folder", "scorer"):
         if hparams.get(need) in (None, ""):
             raise DataError(f"hparams: {need!r} is required")
-    scorer = hparams["scorer"]
-    scorer.preflight()  # before loading anything
+    scorers = scorer_list(hparams["scorer"])
+    for scorer in scorers:
+        scorer.preflight()  # before loading anything
     config = trial_config_from_hparams(hparams)
     settings = parse_settings(hparams.get("P"), hparams.get("L"), hparams.get("settings"))
     columns = hparams.get("columns")
@@ -484,11 +481,12 @@ def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
     out_dir = Path(hparams["output_folder"])
     digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in hparams.items() if k != "scorer")).encode())
     doc = evaluate_text(
-        manifest, scorer, tasks=hparams.get("tasks") or ["speaker"], settings=settings, config=config,
+        manifest, scorers, tasks=hparams.get("tasks") or ["speaker"], settings=settings, config=config,
         output_folder=out_dir, n_boot=int(hparams.get("n_boot", 1000)), seed=int(hparams.get("seed", 0)),
         dataset=hparams.get("dataset") or str(hparams["data_folder"]), plots=bool(hparams.get("plots", True)),
         save_trials=bool(hparams.get("save_trials", True)),
         trials_with_text=bool(hparams.get("trials_with_text", False)),
+        bootstrap_unit=hparams.get("bootstrap_unit") or "speaker", protocol=hparams.get("protocol") or "naturalvoices",
         run_info={"hparams_file": hparams.get("hparams_file"), "overrides": hparams.get("overrides"),
                   "hparams_sha256": digest.hexdigest()[:16]}, log=log)
     del doc

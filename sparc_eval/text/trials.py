@@ -15,8 +15,9 @@ per appearance. Text that ends before reaching ``P - tolerance`` words gives no 
 
 Enrollments. *Same-episode*: the last ``L`` utterances of the partner's appearance in the
 probe's episode that are not part of the probe. *Different-episode*: the first ``L``
-utterances of the partner's appearance in another episode. An appearance with fewer than
-``L`` such utterances cannot be an enrollment (counted in the stats).
+utterances of the partner's appearance in another episode. ``L`` is the maximum number of
+enrollment utterances (paper Tables 5-6): an appearance with fewer enrolls with what it has, at
+least one utterance (how many trials enroll with fewer than ``L`` is counted in the stats).
 
 Trial types (speaker task): easy positive (same speaker, same episode), hard positive (same
 speaker, other episode), easy negative (other speaker, other episode), hard negative (other
@@ -30,8 +31,9 @@ Sampling. For each probe and trial type, up to ``partners[type]`` partners are d
 replacement from the eligible pool (attribute tasks: ``attribute_partners``), with a random
 generator seeded by ``(seed, task, P, probe id)``, so a probe's trials do not depend on the
 other probes. Trials at one P are shared by every L of a run (:func:`build_trials` with
-several ``Ls``): eligibility and the exclusion screens use the largest L, and only the
-enrollment length changes (paper A.1.1: "trials are fixed when varying L at a fixed P").
+several ``Ls``): eligibility does not depend on L, the exclusion screens read the largest L's
+enrollment (which holds every smaller one), and only the enrollment length changes (paper
+A.1.1: "trials are fixed when varying L at a fixed P").
 
 Controls.
 - ``match_negatives`` (speaker task): negative partners must share these attributes (``sex``,
@@ -42,11 +44,15 @@ Controls.
   ``topic_max_similarity`` (0.10) are excluded; then each cross-episode positive is matched
   with one cross-episode negative of the same probe from the same stratum of (cosine bin,
   category-Jaccard bin); positives without a match are dropped and counted.
-- ``negatives_cross_series``: cross-episode negatives must come from another series.
-- Exact-utterance overlap: a trial is dropped when the probe and the enrollment share an
-  identical utterance (lower-cased, white space collapsed) of at least ``overlap_min_words``
-  words (short back-channels such as "yeah" are not evidence of duplication).
-- Name screen: a trial is dropped when the probe speaker's name occurs (whole word, any
+- ``negatives_cross_series``: cross-episode negatives must come from another series (SPoRC,
+  A.1.2); ``positives_cross_series``: so must cross-episode positives (the cross-series control
+  of appendix A.4). A pair is in one series only when both series are known and equal.
+- Exact-utterance overlap (``overlap_screen``): a trial is dropped when the probe and the
+  enrollment share an identical utterance (lower-cased, white space collapsed) of at least
+  ``overlap_min_words`` words (the paper's SPoRC screen: 1, any length; the generic default 5,
+  since short back-channels such as "yeah" are no evidence of duplication).
+- Name screen (``name_screen``: ``all``/True, ``speaker_positives`` as in SPoRC, ``off``/False):
+  a trial is dropped when the probe speaker's name occurs (whole word, any
   case) in the enrollment text or the enrollment speaker's name in the probe text. Names come
   from ``speaker_names``, else an ``extra`` field in ``name_fields``, else the speaker id when
   it looks like a name (letters, spaces, dots, apostrophes, hyphens; no digits). Each name
@@ -82,6 +88,7 @@ TYPE_CONDITIONS = {
 BUILTIN_TASKS = ("speaker", "sex", "age", "accent")
 DEFAULT_PARTNERS = {EP: 1, HP: 2, EN: 2, HN: 1}
 DEFAULT_ATTRIBUTE_PARTNERS = {"same_episode": 1, "cross_episode": 4}
+NAME_SCREENS = ("all", "speaker_positives", "off")
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
 
 
@@ -99,15 +106,17 @@ class TrialConfig:
     seed: int = 0
     match_negatives: tuple = ()
     negatives_cross_series: bool = False
+    positives_cross_series: bool = False
+    overlap_screen: bool = True
     overlap_min_words: int = 5
-    name_screen: bool = True
+    name_screen: object = "all"  # all (True), speaker_positives, off (False)
     name_fields: tuple = ("speaker_name", "name")
     speaker_names: Optional[dict] = None
     topic_control: str = "auto"
     topic_max_similarity: float = 0.10
     topic_sim_edges: tuple = (0.02, 0.05)
     topic_jaccard_edges: tuple = (1e-9, 0.5, 1.0 - 1e-9)
-    shared_text: SharedTextConfig = field(default_factory=SharedTextConfig)
+    shared_text: SharedTextConfig = field(default_factory=lambda: SharedTextConfig(enabled="auto"))
 
     def __post_init__(self):
         self.partners = {**DEFAULT_PARTNERS, **dict(self.partners or {})}
@@ -129,6 +138,11 @@ class TrialConfig:
             raise ValueError(f"max_probes must be >= 1, not {self.max_probes}")
         if self.topic_control not in ("auto", "on", "off", True, False):
             raise ValueError(f"topic_control is auto, on or off, not {self.topic_control!r}")
+        self.name_screen = {True: "all", False: "off"}.get(self.name_screen, self.name_screen)
+        if self.name_screen not in NAME_SCREENS:
+            raise ValueError(f"name_screen is one of {', '.join(NAME_SCREENS)}, not {self.name_screen!r}")
+        if int(self.overlap_min_words) < 1:
+            raise ValueError(f"overlap_min_words must be >= 1, not {self.overlap_min_words}")
         self.match_negatives = tuple(self.match_negatives or ())
         self.name_fields = tuple(self.name_fields or ())
         self.shared_text = SharedTextConfig.from_value(self.shared_text)
@@ -489,6 +503,22 @@ def has_topic_metadata(manifest) -> bool:
 
 
 @dataclass
+class _Pool:
+    """One probe's candidates: same-episode appearances, other-episode ones (after the topic
+    filter) with their topic similarity and category Jaccard, and which share the probe's series."""
+
+    rng: np.random.Generator
+    same_ep: np.ndarray
+    cross: np.ndarray
+    sims: Optional[np.ndarray]
+    jac: Optional[np.ndarray]
+    same_series: np.ndarray
+
+    def strata(self, builder, mask) -> np.ndarray:
+        return builder._strata(self.sims[mask], self.jac[mask])
+
+
+@dataclass
 class _Plan:
     probe: Probe
     partner: int  # appearance index
@@ -543,7 +573,8 @@ class TrialBuilder:
         self.topic_on = mode in ("on", True)
         self.topic = _TopicIndex(manifest, ep_names) if self.topic_on else None
         self.names = _name_patterns(sorted({a.speaker for a in self.apps}), self.attributes, config) \
-            if config.name_screen else {}
+            if config.name_screen != "off" else {}
+        self._task = None
         self._norm_cache = {}
         self._stats = {}
 
@@ -574,11 +605,12 @@ class TrialBuilder:
         probe = plan.probe
         idx = self.enroll_indices(plan, self.L_max)
         enroll_app = self.apps[plan.partner]
-        probe_norm = {_norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words}
-        if probe_norm & self._norm_set(plan.partner, idx):
-            counts["excluded_overlap"] += 1
-            return False
-        if self.names:
+        if self.config.overlap_screen:
+            probe_norm = {_norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words}
+            if probe_norm & self._norm_set(plan.partner, idx):
+                counts["excluded_overlap"] += 1
+                return False
+        if self.names and (self.config.name_screen == "all" or (self._task == "speaker" and plan.label)):
             probe_spk = self.apps[probe.app].speaker
             pat = self.names.get(probe_spk)
             if pat is not None and any(pat.search(enroll_app.texts[i]) for i in idx):
@@ -607,8 +639,7 @@ class TrialBuilder:
     def _cross_candidates(self, probe: Probe, counts: Counter):
         """Appearances in other episodes that can give a head enrollment, after the topic filter."""
         a = probe.app
-        mask = (self.app_ep != self.app_ep[a]) & (self.app_n >= self.L_max)
-        cands = np.flatnonzero(mask)
+        cands = np.flatnonzero(self.app_ep != self.app_ep[a])
         sims = jac = None
         if self.topic_on and len(cands):
             sims = self.topic.similarity(self.app_ep[a], self.app_ep[cands])
@@ -645,81 +676,83 @@ class TrialBuilder:
             plans.extend([pos, neg])
         return plans
 
+    def _same_series(self, a: int, cands: np.ndarray) -> np.ndarray:
+        """Which candidates share the probe's series (both known and equal)."""
+        return (self.app_series[cands] == self.app_series[a]) & (self.app_series[cands] >= 0)
+
     def plans(self, task: str) -> list:
         cfg = self.config
+        self._task = task
         labels = task_labeller(task, self.attributes)
         counts = Counter()
-        match_codes = []
-        if task == "speaker":
-            for attr in cfg.match_negatives:
-                lab = task_labeller(attr, self.attributes)
-                match_codes.append(_codes([lab.get(a.speaker) for a in self.apps]))
-        app_label = [labels.get(a.speaker) for a in self.apps]
-        label_codes = _codes(app_label)
+        match_codes = [_codes([task_labeller(attr, self.attributes).get(a.speaker) for a in self.apps])
+                       for attr in (cfg.match_negatives if task == "speaker" else ())]
+        label_codes = _codes([labels.get(a.speaker) for a in self.apps])
         plans = []
         for probe in self.probes:
             a = probe.app
-            rng = _rng(cfg.seed, task, cfg.P, probe.id)
             same_ep = np.asarray([b for b in self.by_episode[self.app_ep[a]] if b != a], dtype=np.int64)
-            same_ep = same_ep[self.app_n[same_ep] >= self.L_max] if len(same_ep) else same_ep
             cross, sims, jac = self._cross_candidates(probe, counts)
-            n_before = len(plans)
+            pool = _Pool(_rng(cfg.seed, task, cfg.P, probe.id), same_ep, cross, sims, jac,
+                         self._same_series(a, cross))
             if task == "speaker":
-                spk = self.app_spk[a]
-                neg_ok = np.ones(len(self.apps), dtype=bool)
-                for codes in match_codes:
-                    neg_ok &= (codes == codes[a]) & (codes >= 0)
-                # easy positive: own appearance, last L non-probe utterances
-                if cfg.partners[EP] > 0 and self.app_n[a] - (probe.stop - probe.start) >= self.L_max:
-                    plans += self._take(rng, probe, [a], 1, "tail", lambda c: True, counts, lambda lab: EP)
-                # hard negative: other speakers of the episode
-                hn = same_ep[(self.app_spk[same_ep] != spk) & neg_ok[same_ep]] if len(same_ep) else same_ep
-                plans += self._take(rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts,
-                                    lambda lab: HN)
-                pos = cross[self.app_spk[cross] == spk]
-                negm = (self.app_spk[cross] != spk) & neg_ok[cross]
-                if cfg.negatives_cross_series:
-                    negm &= (self.app_series[cross] != self.app_series[a]) | (self.app_series[cross] < 0)
-                neg = cross[negm]
-                if self.topic_on:
-                    sp = self._strata(sims[self.app_spk[cross] == spk], jac[self.app_spk[cross] == spk])
-                    sn = self._strata(sims[negm], jac[negm])
-                    plans += self._matched(rng, probe, pos, neg, sp, sn, cfg.partners[HP], counts, True, False)
-                else:
-                    plans += self._take(rng, probe, pos, cfg.partners[HP], "head", lambda c: True, counts,
-                                        lambda lab: HP)
-                    plans += self._take(rng, probe, neg, cfg.partners[EN], "head", lambda c: False, counts,
-                                        lambda lab: EN)
+                made = self._speaker_plans(probe, pool, match_codes, counts)
+            elif label_codes[a] < 0:
+                counts["probes_unknown_label"] += 1
+                continue
             else:
-                mine = label_codes[a]
-                if mine < 0:
-                    counts["probes_unknown_label"] += 1
-                    continue
-                spk = self.app_spk[a]
-                known = label_codes >= 0
-                other = self.app_spk != spk
-                se = same_ep[known[same_ep] & other[same_ep]] if len(same_ep) else same_ep
-                same_label = lambda c: bool(label_codes[c] == mine)  # noqa: E731
-                plans += self._take(rng, probe, se, cfg.attribute_partners["same_episode"], "tail", same_label,
-                                    counts, lambda lab: EP if lab else HN)
-                cm = known[cross] & other[cross]
-                if cfg.negatives_cross_series:
-                    cm &= ~((label_codes[cross] != mine) & (self.app_series[cross] == self.app_series[a])
-                            & (self.app_series[cross] >= 0))
-                k = cfg.attribute_partners["cross_episode"]
-                if self.topic_on:
-                    posm = cm & (label_codes[cross] == mine)
-                    negm = cm & (label_codes[cross] != mine)
-                    plans += self._matched(rng, probe, cross[posm], cross[negm],
-                                           self._strata(sims[posm], jac[posm]), self._strata(sims[negm], jac[negm]),
-                                           max(1, k // 2), counts, True, False)
-                else:
-                    plans += self._take(rng, probe, cross[cm], k, "head", same_label, counts,
-                                        lambda lab: HP if lab else EN)
-            if len(plans) == n_before:
-                counts["probes_without_trials"] += 1
+                made = self._attribute_plans(probe, pool, label_codes, counts)
+            counts["probes_without_trials"] += not made
+            plans += made
         self._stats[task] = counts
         return plans
+
+    def _speaker_plans(self, probe: Probe, pool: "_Pool", match_codes: list, counts: Counter) -> list:
+        """EP (own later turns), HN (episode partners), HP and EN (other episodes) of one probe."""
+        cfg, a, rng, cross = self.config, probe.app, pool.rng, pool.cross
+        spk = self.app_spk[a]
+        neg_ok = np.ones(len(self.apps), dtype=bool)
+        for codes in match_codes:
+            neg_ok &= (codes == codes[a]) & (codes >= 0)
+        plans = []
+        # easy positive: own appearance, last L non-probe utterances (at least one)
+        if cfg.partners[EP] > 0 and self.app_n[a] - (probe.stop - probe.start) >= 1:
+            plans += self._take(rng, probe, [a], 1, "tail", lambda c: True, counts, lambda lab: EP)
+        # hard negative: other speakers of the episode
+        hn = pool.same_ep[(self.app_spk[pool.same_ep] != spk) & neg_ok[pool.same_ep]]
+        plans += self._take(rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts, lambda lab: HN)
+        posm = self.app_spk[cross] == spk
+        negm = (self.app_spk[cross] != spk) & neg_ok[cross]
+        if cfg.positives_cross_series:
+            posm &= ~pool.same_series
+        if cfg.negatives_cross_series:
+            negm &= ~pool.same_series
+        if self.topic_on:
+            return plans + self._matched(rng, probe, cross[posm], cross[negm], pool.strata(self, posm),
+                                         pool.strata(self, negm), cfg.partners[HP], counts, True, False)
+        plans += self._take(rng, probe, cross[posm], cfg.partners[HP], "head", lambda c: True, counts, lambda lab: HP)
+        return plans + self._take(rng, probe, cross[negm], cfg.partners[EN], "head", lambda c: False, counts,
+                                  lambda lab: EN)
+
+    def _attribute_plans(self, probe: Probe, pool: "_Pool", label_codes: np.ndarray, counts: Counter) -> list:
+        """Other speakers of the episode and of other episodes, labelled by attribute agreement."""
+        cfg, a, rng, cross = self.config, probe.app, pool.rng, pool.cross
+        mine = label_codes[a]
+        known_other = (label_codes >= 0) & (self.app_spk != self.app_spk[a])
+        same_label = lambda c: bool(label_codes[c] == mine)  # noqa: E731
+        plans = self._take(rng, probe, pool.same_ep[known_other[pool.same_ep]], cfg.attribute_partners["same_episode"],
+                           "tail", same_label, counts, lambda lab: EP if lab else HN)
+        cm = known_other[cross]
+        if cfg.negatives_cross_series:
+            cm &= ~((label_codes[cross] != mine) & pool.same_series)
+        if cfg.positives_cross_series:
+            cm &= ~((label_codes[cross] == mine) & pool.same_series)
+        k = cfg.attribute_partners["cross_episode"]
+        if self.topic_on:
+            posm, negm = cm & (label_codes[cross] == mine), cm & (label_codes[cross] != mine)
+            return plans + self._matched(rng, probe, cross[posm], cross[negm], pool.strata(self, posm),
+                                         pool.strata(self, negm), max(1, k // 2), counts, True, False)
+        return plans + self._take(rng, probe, cross[cm], k, "head", same_label, counts, lambda lab: HP if lab else EN)
 
     def build(self, task: str, Ls=None) -> dict:
         """{L: TrialSet} for a task; the same probes and partners for every L."""
@@ -746,10 +779,12 @@ class TrialBuilder:
             return side_index[key]
 
         P = int(self.config.P)
+        n_short = 0
         for n, plan in enumerate(plans):
             probe, partner = plan.probe, self.apps[plan.partner]
             papp = self.apps[probe.app]
             idx = self.enroll_indices(plan, L)
+            n_short += len(idx) < L
             where = "head" if plan.position == "head" else (
                 f"tail-without-p{probe.k}" if plan.partner == probe.app else "tail")
             enroll_id = f"{_clean_id(partner.speaker)}/{_clean_id(partner.episode)}/{where}-L{L}"
@@ -766,11 +801,13 @@ class TrialBuilder:
                 "enroll": {"id": enroll_id, "speaker": partner.speaker, "episode": partner.episode,
                            "utt_ids": [partner.ids[i] for i in idx], "position": plan.position},
             })
-        meta = {"task": task, "P": P, "L": L}
+        meta = {"task": task, "P": P, "L": L, "enrollments_short_of_L": n_short}
         return TrialSet(texts, sides, probe_side, enroll_side, labels, records, meta=meta)
 
     def stats(self, task: str) -> dict:
-        """Counts for the report: appearances skipped, probes cut/skipped, trials excluded."""
+        """Counts for the report: appearances skipped, probes cut/skipped, trials excluded.
+        ``appearances_too_short_for_L``: appearances with fewer utterances than the largest L
+        (they enroll with what they have)."""
         c = self._stats.get(task, Counter())
         return {
             "appearances": len(self.apps),
