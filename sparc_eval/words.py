@@ -45,7 +45,7 @@ def mark_anonymized(manifest, *, name=None, keeps_words=None):
         if keeps_words is not None:
             extra["keeps_words"] = bool(keeps_words)
         out.append(replace(u, extra=extra))
-    return type(manifest)(out, name=manifest.name)
+    return _like(manifest, out)
 
 
 def spoken_text(utt, text_choice: str = "spoken") -> str:
@@ -75,7 +75,12 @@ def spoken_text(utt, text_choice: str = "spoken") -> str:
 def spoken_manifest(manifest, text_choice: str = "spoken"):
     """``manifest`` with each utterance's ``text`` replaced by the words it says."""
     out = [u if (t := spoken_text(u, text_choice)) == u.text else replace(u, text=t) for u in manifest]
-    return type(manifest)(out, name=manifest.name)
+    return _like(manifest, out)
+
+
+def _like(manifest, utterances):
+    """A manifest of ``utterances`` with ``manifest``'s name and loader marks."""
+    return type(manifest)(utterances, name=manifest.name, read_passages=getattr(manifest, "read_passages", False))
 
 
 def reference_text_deviation(utterances, text_choice: str) -> dict:

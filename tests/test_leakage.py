@@ -467,3 +467,18 @@ def test_paper_settings_evaluate_every_edacc_speaker_with_coarse_accent_groups()
     assert real["balance_speakers"] is None  # every speaker: EdAcc test's 60, as in the paper
     assert real["accent_grouping"] == "coarse" and real["min_segment_speakers"] == 3
     assert _plain_yaml(REPO / "hparams" / "leakage.yaml")["accent_grouping"] == "coarse"
+
+
+def test_text_cell_trials_match_scores_by_id_when_some_are_unscored(tmp_path):
+    """Unscored trials are left out of a text score file: the cell pairs scores with trials by id."""
+    from sparc_eval.leakage.cells import text_trials
+
+    (tmp_path / "scores").mkdir()
+    (tmp_path / "trials").mkdir()
+    rows = [("A/e1", "p1", "A", "A"), ("B/e1", "p1", "B", "A"), ("C/e1", "p2", "C", "B")]
+    (tmp_path / "trials/speaker_P200_L20.jsonl").write_text("".join(
+        json.dumps({"enroll": {"id": e, "speaker": es}, "probe": {"id": t, "speaker": ts}}) + "\n"
+        for e, t, es, ts in rows))
+    (tmp_path / "scores/speaker_P200_L20.txt").write_text("A/e1 p1 0.9 target\nC/e1 p2 0.1 nontarget\n")
+    got = text_trials(tmp_path, "P200_L20")
+    assert got["enroll_speaker"].tolist() == ["A", "C"] and got["test_speaker"].tolist() == ["A", "B"]

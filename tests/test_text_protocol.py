@@ -352,3 +352,34 @@ def test_results_carry_environment_and_deviations(tmp_path):
     assert {"max_probes", "partners", "shared_text"} <= set(run["deviations"]) and run["protocol"] == "naturalvoices"
     report = (out / "report.md").read_text()
     assert "## Deviations from the paper" in report and "## Environment" in report and "`shared_text`" in report
+
+
+def test_text_attackers_read_the_words_anonymized_speech_says(tmp_path):
+    """The content-leakage rule for text attackers: an STT-TTS corpus is scored on its own
+    transcripts; its reference text only when asked for by name, recorded as a deviation."""
+    import json as _json
+
+    from sparc_eval.text.evaluate import evaluate_from_hparams
+    from attackers.text.tfidf import TfidfScorer
+
+    rows = []
+    for spk in ("a", "b", "c", "d"):
+        for ep in range(3):
+            for k in range(6):
+                rows.append({"id": f"{spk}{ep}{k}", "speaker": spk, "episode": f"{spk}-{ep}",
+                             "text": f"{spk} book word{spk} line {k} of chapter {ep} " * 3,
+                             "extra": {"anonymizer": "stt_tts", "keeps_words": False,
+                                       "asr_text": "the same words for everybody here " * 3}})
+    path = tmp_path / "anon.jsonl"
+    path.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    base = {"data_folder": str(path), "scorer": TfidfScorer(), "tasks": ["speaker"], "settings": [[20, 2]],
+            "n_boot": 0, "plots": False, "shared_text": False, "max_probes": 2, "tolerance": 5,
+            "overlap_screen": False}
+    spoken = _json.loads(evaluate_from_hparams({**base, "output_folder": str(tmp_path / "s")}, log=lambda m: None)
+                         .read_text())
+    forced = _json.loads(evaluate_from_hparams({**base, "output_folder": str(tmp_path / "r"), "words": "reference"},
+                                               log=lambda m: None).read_text())
+    eer = [d["tasks"]["speaker"]["P20_L2"]["conditions"]["combined"]["eer"] for d in (spoken, forced)]
+    assert eer[0] >= 0.4 and eer[1] < 0.2  # identical transcripts say nothing; the books identify
+    assert spoken["run"]["words"] == "spoken" and "reference_text_of_anonymized_speech" not in spoken["run"]["deviations"]
+    assert "reference_text_of_anonymized_speech" in forced["run"]["deviations"]

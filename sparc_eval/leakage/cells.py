@@ -225,22 +225,25 @@ def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str
 
 
 def text_trials(cell_dir: Path, setting: str) -> dict:
-    """A text cell's trials: enrollment speaker, probe id and speaker, score, label."""
+    """A text cell's scored trials: enrollment speaker, probe id and speaker, score, label. Trials the
+    scorer left unscored are not in the score file (the text evaluation lists them), so the two
+    files are matched on (enrollment id, probe id), not on line order."""
     from ..metrics import read_scores
 
     scores = read_scores(cell_dir / "scores" / f"speaker_{setting}.txt")
-    enroll_spk, probe_spk = [], []
+    speakers = {}
     with open(cell_dir / "trials" / f"speaker_{setting}.jsonl", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 rec = json.loads(line)
-                enroll_spk.append(rec["enroll"]["speaker"])
-                probe_spk.append(rec["probe"]["speaker"])
-    if len(probe_spk) != len(scores):
-        raise DataError(f"{len(scores)} scores but {len(probe_spk)} trials", path=cell_dir,
-                        hint="the cell was interrupted while writing; delete the folder and run again")
-    return {"enroll": scores.enroll, "enroll_speaker": np.array(enroll_spk), "test": scores.test,
-            "test_speaker": np.array(probe_spk), "scores": scores.scores, "labels": scores.labels}
+                speakers[(rec["enroll"]["id"], rec["probe"]["id"])] = (rec["enroll"]["speaker"], rec["probe"]["speaker"])
+    try:
+        pairs = [speakers[(e, t)] for e, t in zip(scores.enroll.tolist(), scores.test.tolist())]
+    except KeyError as err:
+        raise DataError(f"scored trial {err.args[0]} is not in the trial file", path=cell_dir,
+                        hint="the cell was interrupted while writing; delete the folder and run again") from None
+    return {"enroll": scores.enroll, "enroll_speaker": np.array([p[0] for p in pairs]), "test": scores.test,
+            "test_speaker": np.array([p[1] for p in pairs]), "scores": scores.scores, "labels": scores.labels}
 
 
 # --- ECAPA attackers -----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import provenance
 from ..errors import DataError
+from ..words import reference_text_deviation, spoken_manifest
 from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
 from .protocol import check_protocol, trial_deviations
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
@@ -387,7 +388,9 @@ def _document(run: _TextRun, scorers, manifest, config, settings, tasks, shared,
         settings=[setting_key(p, l_) for p, l_ in settings], tasks=tasks, n_boot=n_boot,
         bootstrap_unit=run.unit, protocol=protocol,
         overall_from=headline_from, environment=provenance.environment(), deviations=deviations)
-    info.update(run_info or {})
+    extra = dict(run_info or {})
+    info["deviations"] = provenance.merge_deviations(info["deviations"], extra.pop("deviations", None))
+    info.update(extra)
     doc = OrderedDict(run=info, overall=headline, per_speaker=None, segments={}, tasks=run.results[first])
     if len(scorers) > 1:
         doc["scorers"] = OrderedDict((s.name, {"settings": s.settings(), "report": s.report(),
@@ -478,6 +481,9 @@ def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
     columns = hparams.get("columns")
     manifest = load_corpus(hparams["data_folder"], columns=columns)
     check_column_mapping(manifest, columns)
+    words = hparams.get("words") or "spoken"  # anonymized speech: the words it says (sparc_eval.words)
+    words_deviation = reference_text_deviation(manifest, words)
+    manifest = spoken_manifest(manifest, words)
     out_dir = Path(hparams["output_folder"])
     digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in hparams.items() if k != "scorer")).encode())
     doc = evaluate_text(
@@ -488,6 +494,6 @@ def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
         trials_with_text=bool(hparams.get("trials_with_text", False)),
         bootstrap_unit=hparams.get("bootstrap_unit") or "speaker", protocol=hparams.get("protocol") or "naturalvoices",
         run_info={"hparams_file": hparams.get("hparams_file"), "overrides": hparams.get("overrides"),
-                  "hparams_sha256": digest.hexdigest()[:16]}, log=log)
+                  "hparams_sha256": digest.hexdigest()[:16], "words": words, "deviations": words_deviation}, log=log)
     del doc
     return out_dir / "results.json"
