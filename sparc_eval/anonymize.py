@@ -541,6 +541,7 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
         "settings": settings,
         "settings_hash": settings_hash,
         "input": manifest.name,
+        "read_passages": bool(getattr(manifest, "read_passages", False)),  # the input loader's mark, kept
         "input_ids_hash": _hash(all_ids),
         "shard": list(shard),
         "runner": runner,
@@ -633,7 +634,8 @@ def merge_shards(out_dir, n=None) -> Manifest:
     total = {key: sum(r.get(key) or 0 for r in reports.values())
              for key in ("utterances", "finished", "processed", "cached", "failed", "input_audio_s", "output_audio_s")}
     compute = sum(r["timings_s"]["anonymize"] for r in reports.values())
-    merged = {**{k: first[k] for k in ("anonymizer", "settings", "settings_hash", "input", "input_ids_hash", "runner")},
+    merged = {**{k: first.get(k) for k in ("anonymizer", "keeps_words", "settings", "settings_hash", "input",
+                                          "read_passages", "input_ids_hash", "runner")},
               "shards": n, **total, "complete": total["finished"] == total["utterances"],
               "sample_rate": SAMPLE_RATE,
               "timings_s": {"anonymize": round(compute, 3),

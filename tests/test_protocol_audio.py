@@ -96,10 +96,15 @@ def test_anonymizer_declaration_reaches_the_output_manifest(tmp_path):
 
     wav = tmp_path / "in.wav"
     sf.write(wav, 0.1 * np.sin(np.arange(8000) / 5).astype(np.float32), 16000)
-    corpus = Manifest([Utterance(id="x1", speaker="s1", text="hello", audio=AudioRef(str(wav)))], name="in")
+    corpus = Manifest([Utterance(id="x1", speaker="s1", text="hello", audio=AudioRef(str(wav)))], name="in",
+                      read_passages=True)
     out = anonymize_corpus(corpus, Quiet(), tmp_path / "out", progress=False)
     record = json.loads((tmp_path / "out/manifest.jsonl").read_text().splitlines()[0])
     assert record["extra"]["keeps_words"] is True and spoken_text(out[0]) == "hello"
+    # the input loader's mark (EdAcc's read passages) survives anonymization and reloading
+    from sparc_eval.corpora import load_corpus
+
+    assert out.read_passages and load_corpus(tmp_path / "out").read_passages
 
 
 # --- rules 2 and 3: silence columns and model sizes, through the recipe's hparams loading ----------

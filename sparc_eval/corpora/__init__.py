@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..errors import DataError
@@ -79,7 +80,17 @@ def load_manifest(path, *, skip_missing: bool = False) -> Manifest:
         if utt.audio is not None and not Path(utt.audio.path).is_absolute():
             utt.audio.path = str((path.parent / utt.audio.path).resolve())
     manifest.utterances = resolve_audio(manifest.utterances, name=str(path), skip_missing=skip_missing)
+    manifest.read_passages = _input_had_read_passages(path.parent / "anonymization.json")
     return manifest.validate()
+
+
+def _input_had_read_passages(report_path: Path) -> bool:
+    """An anonymized corpus keeps its input loader's mark (EdAcc's read passages) in the
+    anonymization report beside its manifest."""
+    try:
+        return bool(json.loads(report_path.read_text(encoding="utf-8")).get("read_passages"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def load_corpus(path, *, layout: str | None = None, root=None, split: str = "test", columns=None,
