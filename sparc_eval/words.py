@@ -88,10 +88,13 @@ def reference_text_deviation(utterances, text_choice: str) -> dict:
     the ones it says (``reference`` on a transcribing anonymizer's output), else ``{}``."""
     if text_choice != "reference":
         return {}
-    n = sum(1 for u in utterances if is_anonymized(u) and u.extra.get("asr_text") not in (None, u.text))
-    if not n:
+    anonymized = [u for u in utterances if is_anonymized(u)]
+    transcribed = sum(1 for u in anonymized if u.extra.get("asr_text") not in (None, u.text))
+    undeclared = sum(1 for u in anonymized if u.extra.get("asr_text") is None and u.extra.get("keeps_words") is not True)
+    if not transcribed + undeclared:
         return {}
     return {"reference_text_of_anonymized_speech":
-            f"{n} anonymized utterances are read as their reference transcripts, not as the words the "
-            f"anonymized speech says (the anonymizer's own transcript): asked for by name (text: reference), "
-            f"so the attack scores the original content"}
+            f"{transcribed + undeclared} anonymized utterances are read as their reference transcripts, not as the "
+            f"words the anonymized speech says ({transcribed} have the anonymizer's own transcript, {undeclared} an "
+            f"anonymizer that does not declare keeping the words): asked for by name (reference), so the attack "
+            f"may score the original content"}

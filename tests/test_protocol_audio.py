@@ -216,3 +216,20 @@ def test_recipe_segments_list_accents_in_no_segment():
     for result in (coarse, fine):
         assert "says nothing about the accent" in result["not_applicable"]["segments.accent_left_out.Fluent"]
         assert "no accent given" in result["not_applicable"]["segments.accent_left_out.(missing)"]
+
+
+def test_run_folders_from_before_the_new_keys_still_resume(demo_dir, tmp_path):
+    """A checkpoint folder written before model_size, attention_channels and silence: auto existed
+    resumes when the model is the same, and is refused when it is not."""
+    from attackers.run import check_resume, fingerprint_of
+
+    hp = _prepare(demo_dir, tmp_path)
+    new = fingerprint_of(hp)
+    old = {k: v for k, v in new.items() if k not in ("model_size", "attention_channels", "anon_keeps_words")}
+    assert new["silence"] is False and "phone_text" not in new  # resolved; eval-only outside semi-informed
+    (tmp_path / "out/save/CKPT+1").mkdir(parents=True)
+    (tmp_path / "out/run_fingerprint.json").write_text(json.dumps(old))
+    check_resume(tmp_path / "out", tmp_path / "out/save", new)
+    bigger = fingerprint_of(_prepare(demo_dir, tmp_path, model_size="vpc2024"))
+    with pytest.raises(DataError, match="attention_channels: 64 -> 128"):
+        check_resume(tmp_path / "out", tmp_path / "out/save", bigger)

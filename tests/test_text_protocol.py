@@ -224,6 +224,12 @@ def test_edacc_loaders_mark_read_passages(tmp_path):
         assert load_corpus(edacc).read_passages is True
         assert load_corpus(release).read_passages is True
         assert load_corpus(libri).read_passages is False
+    # EdAcc in any other layout (a JSON-lines manifest here), and corpora that flag scripted utterances
+    from sparc_eval.manifest import Manifest, Utterance
+
+    Manifest([Utterance(id="EDACC-C01-000000001", speaker="EDACC-C01-A", text="w")]).write_jsonl(tmp_path / "e.jsonl")
+    Manifest([Utterance(id="d1", speaker="s", text="w", extra={"scripted": True})]).write_jsonl(tmp_path / "d.jsonl")
+    assert load_corpus(tmp_path / "e.jsonl").read_passages and load_corpus(tmp_path / "d.jsonl").read_passages
 
 
 def test_shared_text_threshold_scales_with_the_speakers():
@@ -315,7 +321,7 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
     out = tmp_path / "out"
     doc = evaluate_text(conversations(), TfidfScorer(), settings=[(50, 5)], n_boot=40, output_folder=out,
                         plots=False, log=lambda *_: None)
-    assert doc["run"]["bootstrap_unit"] == "speaker" and "bootstrap_unit" not in doc["run"]["deviations"]
+    assert doc["run"]["bootstrap_unit"] == "speaker" and "bootstrap_unit_trial" not in doc["run"]["deviations"]
     scores = read_scores(out / "scores" / "speaker_P50_L5.txt")
     trials = [json.loads(line) for line in (out / "trials" / "speaker_P50_L5.jsonl").read_text().splitlines()]
     again = evaluate_trials([s[0] for s in scores], [s[1] for s in scores], [float(s[2]) for s in scores],
@@ -326,7 +332,7 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
     assert "bootstrap resamples of test speakers" in (out / "report.md").read_text()
     doc = evaluate_text(conversations(), TfidfScorer(), settings=[(50, 5)], n_boot=40, bootstrap_unit="trial",
                         log=lambda *_: None)
-    assert doc["run"]["bootstrap_unit"] == "trial" and "bootstrap_unit" in doc["run"]["deviations"]
+    assert doc["run"]["bootstrap_unit"] == "trial" and "bootstrap_unit_trial" in doc["run"]["deviations"]
     assert doc["tasks"]["speaker"]["P50_L5"]["conditions"]["combined"]["ci95"]["eer"] != block["ci95"]["eer"]
 
 
@@ -383,3 +389,20 @@ def test_text_attackers_read_the_words_anonymized_speech_says(tmp_path):
     assert eer[0] >= 0.4 and eer[1] < 0.2  # identical transcripts say nothing; the books identify
     assert spoken["run"]["words"] == "spoken" and "reference_text_of_anonymized_speech" not in spoken["run"]["deviations"]
     assert "reference_text_of_anonymized_speech" in forced["run"]["deviations"]
+
+
+def test_text_corpus_anonymized_by_another_tool_must_declare_its_words(tmp_path):
+    import json as _json
+
+    from attackers.text.tfidf import TfidfScorer
+    from sparc_eval.errors import DataError
+    from sparc_eval.text.evaluate import evaluate_from_hparams
+
+    rows = [{"id": f"{s}{k}", "speaker": s, "episode": f"{s}-{k % 2}", "text": f"{s} says line {k} " * 4}
+            for s in "abc" for k in range(8)]
+    (tmp_path / "c.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    hp = {"data_folder": str(tmp_path / "c.jsonl"), "output_folder": str(tmp_path / "o"), "scorer": TfidfScorer(),
+          "tasks": ["speaker"], "settings": [[10, 2]], "n_boot": 0, "plots": False, "anonymized": True}
+    with pytest.raises(DataError, match="anon_keeps_words"):
+        evaluate_from_hparams(hp, log=lambda m: None)
+    assert evaluate_from_hparams({**hp, "anon_keeps_words": True}, log=lambda m: None).is_file()

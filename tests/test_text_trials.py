@@ -141,7 +141,7 @@ def test_trials_are_shared_across_L_and_too_short_appearances_counted():
     # L is a maximum: an appearance with fewer usable utterances enrolls with what it has
     assert all(1 <= len(r["enroll"]["utt_ids"]) <= 5 for r in b.records)
     assert b.meta["enrollments_short_of_L"] == sum(len(r["enroll"]["utt_ids"]) < 5 for r in b.records) > 0
-    # L=7: the 6-utterance appearances cannot be enrollments any more
+    # L=7: the 6-utterance appearances enroll with what they have (L is a maximum)
     builder = TrialBuilder(m, TrialConfig(P=10, L=7, tolerance=0), L_max=7)
     builder.build("speaker", [7])
     assert builder.stats("speaker")["appearances_too_short_for_L"] == 4

@@ -14,7 +14,7 @@ from .edacc import is_edacc_release, load_edacc_release
 from .kaldi import load_kaldi_dir, read_id_list, read_trials
 from .librispeech import is_librispeech_subset, load_librispeech
 from .sparc import load_sparc
-from .spane import is_spane_datafile, load_spane_datafile
+from .spane import EDACC_ID, is_spane_datafile, load_spane_datafile
 
 LAYOUTS = ("librispeech", "kaldi", "edacc", "spane", "manifest", "sparc")
 
@@ -96,8 +96,18 @@ def _input_had_read_passages(report_path: Path) -> bool:
 def load_corpus(path, *, layout: str | None = None, root=None, split: str = "test", columns=None,
                 skip_missing: bool = False) -> Manifest:
     """Load any supported corpus. ``root`` fills SpAnE's ``{root}`` placeholder; ``split`` picks
-    the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path)."""
-    layout = layout or detect_layout(path)
+    the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path). EdAcc
+    utterances (by their ids: every conversation opens with a read elicitation passage) and
+    utterances flagged ``extra.scripted`` (the demo conversations) mark the manifest as holding
+    read passages, whatever the layout."""
+    manifest = _load_layout(path, layout or detect_layout(path), root=root, split=split, columns=columns,
+                            skip_missing=skip_missing)
+    if not manifest.read_passages:
+        manifest.read_passages = any(EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest)
+    return manifest
+
+
+def _load_layout(path, layout: str, *, root, split, columns, skip_missing) -> Manifest:
     if layout == "librispeech":
         return load_librispeech(path, skip_missing=skip_missing)
     if layout == "kaldi":

@@ -150,13 +150,13 @@ class CellSettings:
 def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> dict | None:
     """Overall (CI over ``settings.unit``), per-speaker and segment EERs of a cell's trials;
     None when the trials have one class only."""
-    from ..attributes import segment_table
+    from ..attributes import SEGMENT_NAMES, segment_table
     from ..metrics import evaluate_trials
 
     # segment values made here, under the chosen accent grouping; evaluate_trials keeps them as they are
     speakers_table = segment_table(speakers_table, accent_grouping=settings.accent_grouping)
     if settings.segment_attributes is not None:  # segment only these (sex, age, accent), not e.g. a voice name
-        keep_attrs = set(settings.segment_attributes)
+        keep_attrs = {SEGMENT_NAMES.get(a, a) for a in settings.segment_attributes}  # age or age_group alike
         speakers_table = {s: {k: v for k, v in attrs.items() if k in keep_attrs}
                           for s, attrs in speakers_table.items()}
     keep = np.isfinite(trials["scores"])

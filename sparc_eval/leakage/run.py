@@ -29,8 +29,8 @@ import numpy as np
 from ..atomic import write_json
 from ..attributes import accent_groups, check_accent_grouping
 from ..errors import DataError
-from ..provenance import environment
-from ..words import mark_anonymized, spoken_manifest
+from ..provenance import bootstrap_deviation, environment
+from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
                     run_ecapa_cell, run_text_cell)
 from .compare import compare_cells, verdict
@@ -141,7 +141,8 @@ def shared_config(hp: dict):
     """The shared-text detector's settings, read as the text evaluation reads them."""
     from ..text.evaluate import trial_config_from_hparams
 
-    return trial_config_from_hparams({k: v for k, v in hp.items() if k.startswith("shared_text_")}).shared_text
+    keys = {k: v for k, v in hp.items() if k.startswith("shared_text_")}
+    return trial_config_from_hparams({**keys, "shared_text": True}).shared_text  # its own condition: always on
 
 
 def scripted_agreement(manifest, removed: set):
@@ -234,7 +235,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
     evalsets = build_evaluation_sets(hp, corpora, log=log)
     common = {k: hp[k] for k in ECAPA_COMMON if hp.get(k) is not None}
 
-    results_corpora, cells, na = OrderedDict(), OrderedDict(), OrderedDict()
+    results_corpora, cells, na, extra_deviations = OrderedDict(), OrderedDict(), OrderedDict(), {}
     n_tokens = sample_tokens(hp, evalsets, conditions)
     for c in corpora:
         ev = evalsets[c.name]
@@ -246,14 +247,18 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
             "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
             "accent_grouping": grouped, "accent_left_out": left_out, "conditions": analysis}
         text_manifest = None
-        if c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
+        reads_text = any(a.kind == "text" for a in attackers)  # only they need the words (an error if undeclared)
+        if reads_text and c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
             from attackers.run import load_spec
 
             anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
             ids = {u.id for u in ev.manifest}
             anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
                                    keeps_words=c.settings.get("anon_keeps_words"))
-            text_manifest = spoken_manifest(anon, c.settings.get("phone_text", "spoken"))  # as the phones read it
+            words = c.settings.get("phone_text", "spoken")  # the text attackers read the words as the phones do
+            text_manifest = spoken_manifest(anon, words)
+            extra_deviations.update({f"{c.name} text attackers: {k}": v
+                                     for k, v in reference_text_deviation(anon, words).items()})
         cells[c.name] = OrderedDict()
         for a in attackers:
             cells[c.name][a.name] = OrderedDict()
@@ -310,7 +315,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
              "min_segment_speakers": settings.min_segment_speakers, "accent_grouping": settings.accent_grouping,
              "attackers": {a.name: a.describe() for a in attackers},
              "timings_s": {"total": round(time.perf_counter() - start, 3)},
-             "deviations": leakage_deviations(hp, out, cells), "environment": environment()},
+             "deviations": {**leakage_deviations(hp, out, cells), **extra_deviations}, "environment": environment()},
         overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,
         correlations=correlations, comparisons=comparisons, not_applicable=na)
     doc = json_safe(doc)
@@ -322,7 +327,7 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
 def leakage_deviations(hp: dict, out: Path, cells: dict) -> dict:
     """The comparison's departures from the papers: its own (speaker balancing) and each attacker's,
     as its cells' results.json record them (``<attacker>: <name>``)."""
-    found = {}
+    found = bootstrap_deviation(str(hp.get("bootstrap_unit", "speaker")))
     if hp.get("balance_speakers") not in (None, False):
         found["balance_speakers"] = ("corpora are evaluated on as many speakers as the smallest has (seeded "
                                      "draw); the paper evaluates every speaker (balance_speakers: null)")

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..errors import DataError
-    from ..provenance import environment
+    from ..provenance import bootstrap_deviation, environment
     from .core import MetricSettings
     from .results import evaluate_trials, write_report
     from .scores import read_scores, read_speakers, read_utt2spk
@@ -84,9 +84,7 @@ def run(args) -> int:
                     "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers,
                     "accent_grouping": args.accent_grouping},
         "seed": args.seed, "timings_s": timings, "bootstrap_unit": args.bootstrap_unit,
-        "deviations": ({"bootstrap_unit_trial": "CIs resample trials, which are not independent when they share "
-                        "test speakers: too narrow (give --utt2spk)"} if args.bootstrap_unit == "trial" and args.n_boot
-                       else {}),
+        "deviations": bootstrap_deviation(args.bootstrap_unit) if args.n_boot else {},
         "environment": environment(),
     }
     written = write_report(args.out, results, run_info, plots=not args.no_plots)

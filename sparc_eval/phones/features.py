@@ -28,7 +28,7 @@ SOURCES = ("transcript", "audio")
 class PhoneFeatures:
     """utterance -> (T, 39|40) one-hot matrix (paper equation 1), with an on-disk cache."""
 
-    def __init__(self, *, source: str = "transcript", durations: bool = False, silence: bool = False,
+    def __init__(self, *, source: str = "transcript", durations: bool = False, silence="auto",
                  text: str = "spoken", recognizer: str = "pocketsphinx", recognizer_options: dict | None = None,
                  cache_dir=None, use_cache: bool = True):
         if source not in SOURCES:
@@ -38,6 +38,8 @@ class PhoneFeatures:
                             hint="set source: audio (a phone recognizer) or durations: False")
         if text not in TEXT_CHOICES:
             raise DataError(f"phone text {text!r} is not one of {', '.join(TEXT_CHOICES)}")
+        # auto: a recognizer's silence is a phone (40 columns, as in the paper); transcripts have none
+        silence = source == "audio" if silence == "auto" else bool(silence)
         self.source, self.durations, self.silence, self.text = source, durations, silence, text
         self.recognizer_name, self.recognizer_options = recognizer, dict(recognizer_options or {})
         self._g2p = self._recognizer = None

@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import provenance
 from ..errors import DataError
-from ..words import reference_text_deviation, spoken_manifest
+from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
 from .protocol import check_protocol, trial_deviations
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
@@ -291,9 +291,7 @@ def run_deviations(config: TrialConfig, protocol: str, *, topic_on: bool, topic_
         out["probes_cut"] = (f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
                              f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "
                              "skips such probes instead)")
-    if unit == "trial":
-        out["bootstrap_unit"] = ("CIs resample trials, treating trials that share a probe or a test speaker as "
-                                 "independent (too narrow); the default resamples test speakers")
+    out.update(provenance.bootstrap_deviation(unit))
     return provenance.merge_deviations(out, *(scorer_deviations(s) for s in scorers))
 
 
@@ -419,10 +417,10 @@ def _auto_or(value, cast):
 
 
 def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
-    """The ``shared_text*`` keys. The text presets say ``shared_text: auto`` (on iff the corpus's
-    loader marks read passages); a dict without the key (the leakage analysis) keeps it on."""
-    shared = hparams.get("shared_text", True)
-    enabled = shared.get("enabled", True) if isinstance(shared, dict) else shared
+    """The ``shared_text*`` keys; by default ``auto``: on iff the corpus's loader marks read
+    passages (EdAcc), since SPARC's protocol removes nothing."""
+    shared = hparams.get("shared_text", "auto")
+    enabled = shared.get("enabled", "auto") if isinstance(shared, dict) else shared
     return SharedTextConfig(
         enabled=_auto_or(enabled, bool), n=int(hparams.get("shared_text_n", 4)),
         min_speakers=_auto_or(hparams.get("shared_text_min_speakers", "auto"), int),
@@ -481,6 +479,8 @@ def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
     columns = hparams.get("columns")
     manifest = load_corpus(hparams["data_folder"], columns=columns)
     check_column_mapping(manifest, columns)
+    if hparams.get("anonymized"):  # a corpus anonymized by another tool: its utterances say so
+        manifest = mark_anonymized(manifest, keeps_words=hparams.get("anon_keeps_words"))
     words = hparams.get("words") or "spoken"  # anonymized speech: the words it says (sparc_eval.words)
     words_deviation = reference_text_deviation(manifest, words)
     manifest = spoken_manifest(manifest, words)

@@ -745,8 +745,7 @@ class TrialBuilder:
         cm = known_other[cross]
         if cfg.negatives_cross_series:
             cm &= ~((label_codes[cross] != mine) & pool.same_series)
-        if cfg.positives_cross_series:
-            cm &= ~((label_codes[cross] == mine) & pool.same_series)
+        # positives_cross_series is appendix A.4's speaker-task control: attribute tasks keep their positives
         k = cfg.attribute_partners["cross_episode"]
         if self.topic_on:
             posm, negm = cm & (label_codes[cross] == mine), cm & (label_codes[cross] != mine)
