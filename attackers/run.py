@@ -363,22 +363,28 @@ def run_attack(hp: dict, run_opts=None, *, hparams_file=None, overrides=None, pl
         results.setdefault("not_applicable", {})[key] = why
     timings["metrics"] = time.perf_counter() - start
     run_info = {
-        "dataset": plan.eval_original.name, "features": hp["feature_type"],
-        "anonymizer": hp.get("anonymizer_name") or (None if hp.get("scenario", "original") == "original"
-                                                     else str(hp.get("anon_eval_folder"))),
-        "scenario": hp.get("scenario", "original"), "hparams": str(hparams_file) if hparams_file else None,
-        "overrides": overrides or None, "seed": hp.get("seed"), "split": plan.split.source,
+        **run_description(hp, plan, hparams_file=hparams_file, overrides=overrides),
         "n_train_speakers": len(speakers), "n_train_utterances": len(train_utts),
-        "n_enroll_speakers": len(plan.split.enroll), "n_trial_utterances": len(plan.split.trial_ids),
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "phone_text": hp.get("phone_text", "spoken") if extractor is not None else None,
-        "model_size": hp.get("model_size", "cpu"), "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
-        "accent_grouping": hp.get("accent_grouping", "coarse"),
         "deviations": attack_deviations(hp, [*plan.train, *enroll_utts, *trial_utts]),
-        "environment": environment(),
     }
     write_report(out, results, run_info, plots=hp.get("plots", True))
     return out / "results.json"
+
+
+def run_description(hp: dict, plan: DataPlan, *, hparams_file=None, overrides=None) -> dict:
+    """results.json's ``run``: what was evaluated, how, and on what machine and software."""
+    scenario = hp.get("scenario", "original")
+    return {
+        "dataset": plan.eval_original.name, "features": hp["feature_type"],
+        "anonymizer": hp.get("anonymizer_name") or (None if scenario == "original" else str(hp.get("anon_eval_folder"))),
+        "scenario": scenario, "hparams": str(hparams_file) if hparams_file else None,
+        "overrides": overrides or None, "seed": hp.get("seed"), "split": plan.split.source,
+        "n_enroll_speakers": len(plan.split.enroll), "n_trial_utterances": len(plan.split.trial_ids),
+        "phone_text": hp.get("phone_text", "spoken") if hp["feature_type"] != "mel" else None,
+        "model_size": hp.get("model_size", "cpu"), "bootstrap_unit": hp.get("bootstrap_unit", "speaker"),
+        "accent_grouping": hp.get("accent_grouping", "coarse"), "environment": environment(),
+    }
 
 
 def attack_deviations(hp: dict, utterances) -> dict:
