@@ -1,6 +1,7 @@
 """Speed and memory of the metrics core against SpeechBrain's EER and scikit-learn's ROC/AUC.
 
     python benchmarks/bench_metrics.py [--sizes 1e4 1e5 1e6 1e7] [--speechbrain-max 1e5]
+                                       [--cli-sizes 1e6 1e7] [--cli-repeat 3] [--cli-only]
 
 For each size n (10% target trials, continuous scores, so every score is its own threshold):
 
@@ -12,20 +13,33 @@ For each size n (10% target trials, continuous scores, so every score is its own
 Each prints one ratio line: time (best of a few runs), peak traced memory (tracemalloc; numpy
 and scikit-learn allocations are traced, torch's are not), bytes per trial (memory linear in n
 shows as a constant), the speed-up, and the EER difference to SpeechBrain. Then: 1,000
-bootstrap resamples of 10^5 trials, and the start-up time of ``sparc-eval metrics --help``
-against ``python -c pass`` (baseline), each in a fresh subprocess.
+bootstrap resamples of 10^5 trials (default binned, and exact), and the start-up time of
+``sparc-eval metrics --help`` against ``python -c pass`` (baseline), each in a fresh subprocess.
+
+Last, the command as a new user runs it: the default ``sparc-eval metrics --scores FILE --out DIR``
+(1,000 resamples, CIs and plots included) on score files of 10^6 and 10^7 trials (n / 1,000 test
+utterances against 1,000 enrollment models), each a fresh subprocess, against the numpy + scikit-learn one-liner of the issue (``np.loadtxt(dtype=str)``,
+``roc_curve`` + ``roc_auc_score``, EER from the ROC; no CIs, no plots) on the same 10^6 file,
+run alternately in the same run (medians of ``--cli-repeat``) so that the machine's load hits
+both: the ratio, the CLI's times at each size, the growth exponent log(t2/t1)/log(n2/n1), the
+CLI's peak memory, and the load average.
 
 Targets (issue): >= 200x SpeechBrain at 10^5 with the same EER within 1e-3; no slower than
-scikit-learn at 10^6; 10^7 in memory linear in n; bootstrap < 30 s; start-up < 1 s.
+scikit-learn at 10^6; 10^7 in memory linear in n; bootstrap < 30 s; start-up < 1 s; the default
+CLI no slower than the one-liner at 10^6 (ratio <= 1.0) and about linear to 10^7.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -105,14 +119,94 @@ def subprocess_time(cmd, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+ONE_LINER = (  # the issue's: read with numpy, ROC and AUC with scikit-learn, EER from the ROC
+    "import sys, numpy as np; from sklearn.metrics import roc_curve, roc_auc_score; "
+    "a = np.loadtxt(sys.argv[1], dtype=str); s = a[:, 2].astype(float); y = a[:, 3] == 'target'; "
+    "fpr, tpr, _ = roc_curve(y, s); auc = roc_auc_score(y, s); i = np.argmin(np.abs(1 - tpr - fpr)); "
+    "print((fpr[i] + 1 - tpr[i]) / 2, auc)")
+ONE_LINER_COLUMNS = ONE_LINER.replace(  # for reference: the same with a faster numpy read
+    "a = np.loadtxt(sys.argv[1], dtype=str); s = a[:, 2].astype(float); y = a[:, 3] == 'target'",
+    "s, y = np.loadtxt(sys.argv[1], usecols=(2, 3), converters={3: lambda w: w == 'target'}).T")
+
+
+def write_score_file(path, n: int) -> None:
+    """``<enroll> <test> <score> <label>`` lines: every one of n / 1,000 test utterances against
+    each of 1,000 enrollment models, as in Kaldi / VoicePrivacy trial lists."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as pcsv
+
+    scores, labels = data(n)
+    ids = pa.array(np.arange(n))
+    table = pa.table({
+        "enroll": pc.binary_join_element_wise("spk", pc.cast(pc.remainder(ids, 1000), pa.string()), ""),
+        "test": pc.binary_join_element_wise("utt", pc.cast(pc.divide(ids, 1000), pa.string()), ""),
+        "score": pa.array(scores), "label": pa.array(np.where(labels, "target", "nontarget"))})
+    pcsv.write_csv(table, path, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
+
+
+def run_time(cmd) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+                   env={**os.environ, "MPLBACKEND": "Agg"})
+    return time.perf_counter() - t0
+
+
+def cli_vs_one_liner(sizes, repeat: int) -> None:
+    """The default CLI (fresh subprocesses) against the one-liner on the first size, then the CLI
+    on each further size; see the module docstring."""
+    sizes = [int(x) for x in sizes]
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = lambda n: [sys.executable, "-m", "sparc_eval.cli", "metrics", "--scores",  # noqa: E731
+                         f"{tmp}/s{n}.txt", "--out", f"{tmp}/out{n}"]
+        times, docs = {}, {}
+        for n in sizes:
+            write_score_file(f"{tmp}/s{n}.txt", n)
+            if n == sizes[0]:
+                pairs = [(run_time([sys.executable, "-c", ONE_LINER, f"{tmp}/s{n}.txt"]), run_time(cli(n)))
+                         for _ in range(repeat)]
+                t_one = statistics.median(p[0] for p in pairs)
+                t_cols = run_time([sys.executable, "-c", ONE_LINER_COLUMNS, f"{tmp}/s{n}.txt"])
+                times[n] = statistics.median(p[1] for p in pairs)
+            else:
+                times[n] = run_time(cli(n))
+            docs[n] = json.loads(Path(f"{tmp}/out{n}/results.json").read_text())["run"]
+            os.remove(f"{tmp}/s{n}.txt")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
+    n0 = sizes[0]
+    doc = docs[n0]
+    print(f"default CLI vs one-liner at n={n0}: sparc-eval metrics {times[n0]:.2f} s (CIs from "
+          f"{doc['bootstrap']['resamples']} resamples, {doc['bootstrap']['method']} with "
+          f"{doc['bootstrap'].get('bins')} bins; plots) / numpy+scikit-learn one-liner {t_one:.2f} s "
+          f"(no CIs, no plots) = {times[n0] / t_one:.2f} (target <= 1.0; medians of {repeat}, alternated)", flush=True)
+    print(f"  CLI stages at n={n0} (s): {doc['timings_s']}; CI error bound vs the exact bootstrap: "
+          f"{doc['bootstrap'].get('ci_error_bound')}")
+    print(f"  for reference, the one-liner reading only columns 3-4 (np.loadtxt usecols + converters): {t_cols:.2f} s")
+    for n in sizes[1:]:
+        growth = math.log(times[n] / times[n0]) / math.log(n / n0)
+        boot = docs[n]["bootstrap"]
+        print(f"  CLI at n={n}: {times[n]:.2f} s, {times[n] / times[n0]:.1f}x the time of n={n0} "
+              f"(growth exponent {growth:.2f}; 1 = linear); stages (s): {docs[n]['timings_s']}; "
+              f"bins {boot.get('bins')}, EER CI error bound {boot['ci_error_bound']['eer']:.1e}")
+    print(f"  peak memory of a CLI run (largest child): {peak:.2f} GiB; load average before "
+          f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6, 1e7])
     ap.add_argument("--speechbrain-max", type=float, default=1e5)
     ap.add_argument("--boot-n", type=float, default=1e5)
     ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--cli-sizes", type=float, nargs="+", default=[1e6, 1e7])
+    ap.add_argument("--cli-repeat", type=int, default=3)
+    ap.add_argument("--cli-only", action="store_true", help="only the default CLI against the one-liner")
     args = ap.parse_args(argv)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    if args.cli_only:
+        cli_vs_one_liner(args.cli_sizes, args.cli_repeat)
+        return 0
 
     sb = None
     try:
@@ -143,6 +237,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     res = bootstrap_metrics(scores, labels, n_boot=args.n_boot, seed=0)
     t_boot = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exact = bootstrap_metrics(scores, labels, n_boot=args.n_boot, seed=0, method="exact")
+    t_exact = time.perf_counter() - t0
     # baseline: the plain loop, materialising and re-sorting every resample (same draws), timed on 50
     draws = _Plan(labels, "trial", True, None, 0).trial_draws(range(50))
     t0 = time.perf_counter()
@@ -155,10 +252,12 @@ def main(argv=None) -> int:
     bootstrap_metrics(coarse, labels, n_boot=args.n_boot, seed=0)
     t_coarse = time.perf_counter() - t0
     print(f"bootstrap: {args.n_boot} resamples of {int(args.boot_n)} trials (EER, AUC, TPR@FPR, minDCF; "
-          f"stratified): {t_boot:.2f} s ({1000 * t_boot / args.n_boot:.1f} ms per resample) against a plain loop "
+          f"stratified): default ({res.method}, {res.bins} bins) {t_boot:.2f} s "
+          f"({1000 * t_boot / args.n_boot:.1f} ms per resample), exact {t_exact:.2f} s, against a plain loop "
           f"that re-indexes and re-sorts each resample {t_naive:.2f} s (extrapolated from 50) -> "
           f"{t_naive / t_boot:.1f}x; integer scores 1..5: {t_coarse:.2f} s; target < 30 s; "
-          f"EER 95% CI [{res.ci()['eer'][0]:.4f}, {res.ci()['eer'][1]:.4f}]", flush=True)
+          f"EER 95% CI [{res.ci()['eer'][0]:.4f}, {res.ci()['eer'][1]:.4f}], exact [{exact.ci()['eer'][0]:.4f}, "
+          f"{exact.ci()['eer'][1]:.4f}], bound {res.ci_error_bound()['eer']:.1e}", flush=True)
 
     t_base = subprocess_time([sys.executable, "-c", "pass"])
     t_numpy = subprocess_time([sys.executable, "-c", "import numpy"])
@@ -169,7 +268,8 @@ def main(argv=None) -> int:
         capture_output=True, text=True, cwd=REPO).stdout.strip()
     print(f"start-up: sparc-eval metrics --help {t_cli:.3f} s against baseline python -c pass {t_base:.3f} s "
           f"(+{t_cli - t_base:.3f} s; python -c 'import numpy' {t_numpy:.3f} s); target < 1 s; "
-          f"heavy modules imported: {heavy}")
+          f"heavy modules imported: {heavy}", flush=True)
+    cli_vs_one_liner(args.cli_sizes, args.cli_repeat)
     return 0
 
 

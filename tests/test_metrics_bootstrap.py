@@ -140,3 +140,11 @@ def test_paired_bootstrap():
     assert (r.ci95["eer"][1] - r.ci95["eer"][0]) < (ua[1] - ua[0]) + (ub[1] - ub[0])
     with pytest.raises(DataError):
         B.paired_bootstrap(s, s[:-1], y, n_boot=5)
+
+
+def test_small_inputs_keep_the_exact_draws():
+    """The numbers pinned above are the exact method's: "auto" keeps it up to 20,000 trials."""
+    s, y = make(2000, seed=9)
+    res = B.bootstrap_metrics(s, y, n_boot=5)
+    assert res.method == "exact" and res.bounds is None and res.ci_error_bound() is None
+    assert res.info() == {"method": "exact", "resamples": 5, "valid_resamples": 5, "unit": "trial", "seed": 0}

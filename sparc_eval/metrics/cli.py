@@ -14,6 +14,8 @@ import time
 
 
 def register(subparsers) -> None:
+    from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, DEFAULT_BINS
+
     p = subparsers.add_parser(
         "metrics", help="verification metrics and plots from a score file",
         description="EER, AUC, TPR@FPR, minDCF with bootstrap CIs, per-speaker and segment EERs, "
@@ -28,6 +30,14 @@ def register(subparsers) -> None:
     p.add_argument("--bootstrap-unit", choices=("trial", "speaker"), default=None,
                    help="resample test speakers (the default with --utt2spk: trials that share a speaker are "
                         "not independent) or trials (stratified by label; the default without --utt2spk)")
+    p.add_argument("--bootstrap-method", choices=BOOTSTRAP_METHODS, default="auto",
+                   help="draw each resample's count table over score bins (binned: O(bins) per resample, CI "
+                        "error bounded and recorded in results.json), from the trials themselves (exact: O(trials)), "
+                        f"or binned above {AUTO_EXACT_MAX_TRIALS:,} trials (auto, default)")
+    p.add_argument("--bootstrap-bins", type=int, default=None, metavar="B",
+                   help=f"most score bins of the binned bootstrap (default {DEFAULT_BINS['trial']} resampling "
+                        f"trials, {DEFAULT_BINS['speaker']} resampling speakers; exact when there are at most B "
+                        "distinct scores)")
     p.add_argument("--eer", choices=("speechbrain", "rocch"), default="speechbrain",
                    help="EER definition: SpeechBrain/VoicePrivacy (default) or the convex-hull interpolated EER")
     p.add_argument("--fpr", type=float, nargs="+", default=[0.01, 0.001], metavar="RATE",
@@ -64,6 +74,8 @@ def run(args) -> int:
         raise DataError(f"bad metric option: {err}") from None
     if args.n_boot < 0:
         raise DataError("--n-boot must be >= 0")
+    if args.bootstrap_bins is not None and args.bootstrap_bins < 2:
+        raise DataError("--bootstrap-bins must be >= 2")
     if args.bootstrap_unit is None:
         args.bootstrap_unit = "speaker" if utt2spk is not None else "trial"
         if args.n_boot:
@@ -73,13 +85,16 @@ def run(args) -> int:
     results = evaluate_trials(trials.enroll, trials.test, trials.scores, trials.labels, utt2spk=utt2spk,
                               speakers=speakers, n_boot=args.n_boot, seed=args.seed,
                               bootstrap_unit=args.bootstrap_unit, settings=settings,
-                              min_segment_speakers=args.min_segment_speakers, accent_grouping=args.accent_grouping)
+                              min_segment_speakers=args.min_segment_speakers, accent_grouping=args.accent_grouping,
+                              bootstrap_method=args.bootstrap_method, bootstrap_bins=args.bootstrap_bins)
     timings = {"read": round(t_read, 4), **{k: round(v, 4) for k, v in (results.timings_s or {}).items()}}
     run_info = {
         "dataset": args.dataset, "features": args.features, "anonymizer": args.anonymizer,
         "scenario": args.scenario,
         "hparams": {"scores": str(args.scores), "utt2spk": args.utt2spk, "speakers": args.speakers,
-                    "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit, "eer_method": args.eer,
+                    "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit,
+                    "bootstrap_method": args.bootstrap_method, "bootstrap_bins": args.bootstrap_bins,
+                    "eer_method": args.eer,
                     "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
                     "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers,
                     "accent_grouping": args.accent_grouping},

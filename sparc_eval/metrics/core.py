@@ -508,7 +508,12 @@ def min_dcf_from_counts(t, n, *, p_target=DEFAULT_P_TARGET, c_miss=1.0, c_fa=1.0
 def metrics_from_counts(t, n, settings: MetricSettings = MetricSettings()) -> dict:
     """Every metric for each row of ``(t, n)`` from one set of cumulative sums:
     ``{"eer", "auc", "tpr_at_fpr": {target: array}, "min_dcf"}``."""
-    r = Rates(t, n)
+    return metrics_from_rates(Rates(t, n), settings)
+
+
+def metrics_from_rates(r: Rates, settings: MetricSettings = MetricSettings()) -> dict:
+    """:func:`metrics_from_counts` on cumulative sums already computed (the binned bootstrap
+    reuses them for its error bounds)."""
     eer = _rocch_eer(r) if settings.eer_method == "rocch" else _eer(r)[0]
     return {
         "eer": eer,

@@ -26,7 +26,7 @@ import numpy as np
 from ..atomic import write_json, write_text
 from ..errors import DataError
 from ..provenance import report_lines
-from .bootstrap import DEFAULT_BINS, bootstrap_metrics
+from .bootstrap import bootstrap_metrics
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (Counts, MetricSettings, check_trials, compact, fpr_key, group_counts, point_metrics,
                    roc_points, sort_trials, thin_curve)
@@ -72,7 +72,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                     fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
                     c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
                     accent_grouping: str = "coarse", bootstrap_method: str = "auto",
-                    bootstrap_bins: int = DEFAULT_BINS) -> Evaluation:
+                    bootstrap_bins: Optional[int] = None) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
     - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
@@ -87,8 +87,8 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
       or saying nothing about the accent) are listed in ``not_applicable``.
     - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"trial"`` or ``"speaker"``
       (test speakers, needs ``utt2spk``), seeded by ``seed``; ``bootstrap_method`` ``"auto"``,
-      ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins
-      (:mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
+      ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins (None: the unit's
+      default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
 
     Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
@@ -140,7 +140,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                 raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
             boot = bootstrap_metrics(s, y, n_boot=n_boot, seed=seed, unit=bootstrap_unit, groups=groups,
                                      stratify=stratify, weights=w, level=level, settings=settings,
-                                     method=bootstrap_method, bins=bootstrap_bins)
+                                     method=bootstrap_method, bins=bootstrap_bins, sorted_trials=st)
             ci = boot.ci()
             ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
             overall["ci95"] = {"eer": ci["eer"], "auc": ci["auc"], "tpr_at_fpr": ci["tpr_at_fpr"],
@@ -345,12 +345,23 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
         lines.append(f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
                      f"{'test speakers' if unit == 'speaker' else 'trials'} (seed {details.get('seed')})"
                      + ("." if unit == "speaker" else "; trials that share a test speaker are not independent, "
-                        "so these CIs are too narrow (give --utt2spk to resample speakers)."))
+                        "so these CIs are too narrow (give --utt2spk to resample speakers).")
+                     + _binned_note(details.get("bootstrap")))
     if run.get("deviations") is not None or run.get("environment"):
         lines += report_lines(run)
     if plots:
         lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def _binned_note(info: Optional[dict]) -> str:
+    if not info or info.get("method") != "binned":
+        return ""
+    if info.get("exact_bins"):
+        return f" Drawn as count tables over the {info['bins']} distinct scores (exact)."
+    eer = (info.get("ci_error_bound") or {}).get("eer")
+    return (f" Drawn as count tables over {info['bins']} score bins: each CI endpoint lies within the bounds in "
+            f"results.json (run.bootstrap.ci_error_bound; EER {_pct(eer)}) of the exact bootstrap's.")
 
 
 def write_report(out_dir, results: dict, run_info: Optional[dict] = None, plots: bool = True,
@@ -377,6 +388,8 @@ def write_report(out_dir, results: dict, run_info: Optional[dict] = None, plots:
         timings = dict(run_info.get("timings_s") or {})
         timings["plots"] = round(time.perf_counter() - t0, 4)
         run_info["timings_s"] = timings
+    if details.get("bootstrap") is not None:  # which bootstrap made the CIs (exact, or binned with B bins)
+        run_info = {"bootstrap": details["bootstrap"], **(run_info or {})}
     doc = build_results(results, run_info)
     doc["not_applicable"].update(na_extra)
     write_json(out_dir / "results.json", doc)

@@ -13,6 +13,11 @@ Rules, each broken one raising :class:`sparc_eval.errors.DataError` naming the f
 - a file with no trials is an error. One-class files are read fine; the metrics then follow
   the null + not_applicable rule of results.json.
 
+Reading is columnar (pyarrow.csv, about 0.3 s per 10^6 lines) for the common case: printable
+ASCII, fields separated by single spaces, ``\n`` line ends, and a file that breaks no rule. Any
+other file (tabs, CR, blank lines, non-ASCII ids) or any broken rule goes through the
+line-by-line parser, which gives the same trials and the errors naming the line.
+
 utt2spk (Kaldi): ``<utt-id> <speaker>`` per line; a repeated utterance id is an error.
 
 Speaker attribute file (``--speakers``): JSON lines (one object per line with a ``speaker``
@@ -44,7 +49,8 @@ LABEL_WORDS = {"target": True, "nontarget": False}
 
 @dataclass
 class ScoreTrials:
-    """Trials read from a score file; ``lines[i]`` is the 1-based line of trial i."""
+    """Trials read from a score file; ``lines[i]`` is the 1-based line of trial i; ``enroll`` and
+    ``test`` are object arrays of str."""
 
     enroll: np.ndarray
     test: np.ndarray
@@ -57,13 +63,22 @@ class ScoreTrials:
         return int(self.scores.size)
 
 
-def _read_lines(path):
+def _read_bytes(path) -> bytes:
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise DataError("file not found", path=path) from None
+
+
+def _decode_lines(data: bytes, path):
+    try:
+        return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as err:
         raise DataError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+
+
+def _read_lines(path):
+    return _decode_lines(_read_bytes(path), path)
 
 
 def parse_scores(lines, path="<memory>") -> ScoreTrials:
@@ -79,8 +94,8 @@ def parse_scores(lines, path="<memory>") -> ScoreTrials:
         raise DataError("no trials in the score file", path=path)
     rows = [fields[i] for i in numbers]
     line_no = np.asarray(numbers, dtype=np.int64) + 1
-    enroll = np.array([r[0] for r in rows])
-    test = np.array([r[1] for r in rows])
+    enroll = np.array([r[0] for r in rows], dtype=object)
+    test = np.array([r[1] for r in rows], dtype=object)
     words = [r[3] for r in rows]
     try:
         scores = np.array([r[2] for r in rows], dtype=np.float64)
@@ -122,9 +137,58 @@ def _check_duplicates(enroll, test, line_no, path):
         seen[pair] = ln
 
 
+_PRINTABLE = bytes(range(32, 127))
+
+
+def _fast_scores(data: bytes, path):
+    """The trials of a plain, valid file read by columns, or None when the file is not plain
+    or breaks a rule (then :func:`parse_scores` reads it and names the line)."""
+    if not data.isascii():
+        return None
+    breaks = data.translate(None, _PRINTABLE)  # what is not printable must be line ends only
+    if breaks.count(b"\n") != len(breaks):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as pcsv
+
+    names = ["enroll", "test", "score", "label"]
+    try:
+        table = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                                            ignore_empty_lines=False),  # a blank line fails here
+            convert_options=pcsv.ConvertOptions(
+                column_types=dict(zip(names, [pa.string(), pa.string(), pa.float64(), pa.string()])),
+                null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    n = table.num_rows
+    if n == 0 or n != len(breaks) + (0 if data.endswith(b"\n") else 1):
+        return None
+    scores = table["score"].to_numpy()
+    labels = pc.equal(table["label"], "target").to_numpy(zero_copy_only=False)
+    known = pc.sum(pc.equal(table["label"], "nontarget")).as_py() or 0
+    enroll, test = (pc.dictionary_encode(table[name].combine_chunks()) for name in ("enroll", "test"))
+    pairs = np.sort(enroll.indices.to_numpy().astype(np.int64) * len(test.dictionary) + test.indices.to_numpy())
+    if not np.isfinite(scores).all() or int(labels.sum()) + known != n or (pairs[1:] == pairs[:-1]).any():
+        return None
+    return ScoreTrials(_object_ids(enroll), _object_ids(test), scores, labels, np.arange(1, n + 1, dtype=np.int64),
+                       str(path))
+
+
+def _object_ids(codes) -> np.ndarray:
+    """Ids as an object array of str from their dictionary codes (one str object per distinct id)."""
+    return codes.dictionary.to_numpy(zero_copy_only=False)[codes.indices.to_numpy()]
+
+
 def read_scores(path) -> ScoreTrials:
     """Read a score file (see the module rules)."""
-    return parse_scores(_read_lines(path), str(path))
+    data = _read_bytes(path)
+    fast = _fast_scores(data, path)
+    if fast is not None:
+        return fast
+    return parse_scores(_decode_lines(data, path), str(path))
 
 
 def format_score(x: float) -> str:
@@ -236,15 +300,18 @@ def read_speakers(path) -> dict:
 def map_ids(ids, mapping: dict, *, what: str, path=None, keep_unmapped: bool = False) -> np.ndarray:
     """Map each id through ``mapping``; unknown ids raise DataError naming the first few
     (or stay as they are with ``keep_unmapped``)."""
-    ids = np.asarray(ids).astype(str)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    missing = [u for u in uniq.tolist() if u not in mapping]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes = pc.dictionary_encode(pa.array(np.asarray(ids).astype(str)))  # hashed: 4x a sort of 10^6 ids
+    uniq = codes.dictionary.to_pylist()
+    missing = sorted(u for u in uniq if u not in mapping)
     if missing and not keep_unmapped:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise DataError(f"{len(missing)} {what} not found: {shown}", path=path,
                         hint=f"every {what.rstrip('s')} must be listed")
-    mapped = np.array([str(mapping.get(u, u)) for u in uniq.tolist()])
-    return mapped[inv]
+    mapped = np.array([str(mapping.get(u, u)) for u in uniq])
+    return mapped[codes.indices.to_numpy(zero_copy_only=False)]
 
 
 def align_trials(a: ScoreTrials, b: ScoreTrials):
