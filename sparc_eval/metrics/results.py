@@ -179,15 +179,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     elif test_spk is None:
         na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
     else:
-        from ..attributes import accent_groups, segment_table
-
-        table = segment_table(speakers, accent_grouping)
-        trial_speakers = set(test_spk.tolist()) | set(enroll_spk.tolist())
-        listed = {k: v for k, v in speakers.items() if str(k) in trial_speakers and "accent" in v}
-        for label, why in accent_groups(listed, accent_grouping)[1].items():
-            n = why["n_speakers"]
-            na[f"segments.accent_left_out.{label}"] = f"{n} speaker{'s' if n != 1 else ''} in no segment: {why['reason']}"
-        _check_listed(np.unique(np.concatenate([test_spk, enroll_spk])), table)
+        table = _segment_table(speakers, test_spk, enroll_spk, accent_grouping, na)
         segs, skipped, reasons = segment_eers(st, enroll_spk, test_spk, table, weights=w,
                                               method=settings.eer_method, min_speakers=min_segment_speakers)
         out["segments"] = segs
@@ -203,6 +195,21 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     out.details = details
     out.timings_s = timings
     return out
+
+
+def _segment_table(speakers: dict, test_spk, enroll_spk, accent_grouping: str, na: dict) -> dict:
+    """Segment values of every trial speaker (a DataError names the unlisted ones); accent labels
+    in no segment (missing, or naming no accent) go to ``na``."""
+    from ..attributes import accent_groups, segment_table
+
+    table = segment_table(speakers, accent_grouping)
+    trial_speakers = set(test_spk.tolist()) | set(enroll_spk.tolist())
+    listed = {k: v for k, v in speakers.items() if str(k) in trial_speakers and "accent" in v}
+    for label, why in accent_groups(listed, accent_grouping)[1].items():
+        n = why["n_speakers"]
+        na[f"segments.accent_left_out.{label}"] = f"{n} speaker{'s' if n != 1 else ''} in no segment: {why['reason']}"
+    _check_listed(np.unique(np.concatenate([test_spk, enroll_spk])), table)
+    return table
 
 
 def _check_listed(speaker_ids, table: dict) -> None:
