@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from sparc_eval.atomic import write_json
-from sparc_eval.corpora import load_corpus
+from sparc_eval.corpora.specs import load_spec, load_specs
 from sparc_eval.errors import DataError
 from sparc_eval.manifest import Manifest
 from sparc_eval.provenance import bootstrap_deviation, environment
 from sparc_eval.scoring import score_pairs, write_score_file
-from sparc_eval.splits import Split, make_split
+from sparc_eval.splits import Split, make_split, speaker_halves
 from sparc_eval.words import mark_anonymized, reference_text_deviation
 
 from .model_size import size_deviation, size_overrides
@@ -47,37 +47,6 @@ EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_
 
 
 # --- corpora -------------------------------------------------------------------------------------
-
-def load_spec(spec, *, cache_folder, root=None) -> Manifest:
-    """A corpus from a path, or the built-in demo corpus for ``demo:reading`` / ``demo:conversation``."""
-    spec = str(spec)
-    if spec.startswith("demo:"):
-        from sparc_eval.demo import build_demo_corpus
-
-        mode = spec.split(":", 1)[1] or "reading"
-        return build_demo_corpus(Path(cache_folder) / f"demo_{mode}", mode=mode, progress=False)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*loading as text-only")
-        return load_corpus(spec, root=root)
-
-
-def load_specs(specs, **kwargs) -> Manifest:
-    specs = [specs] if isinstance(specs, (str, Path)) else list(specs)
-    utterances = [u for spec in specs for u in load_spec(spec, **kwargs)]
-    return Manifest(utterances, name="+".join(map(str, specs))).validate()
-
-
-def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tuple:
-    """Disjoint (training, evaluation) speaker sets of one corpus, seeded."""
-    speakers = manifest.speakers()
-    order = np.random.default_rng(seed).permutation(len(speakers))
-    n_eval = max(2, int(round(len(speakers) * eval_fraction)))
-    if len(speakers) - n_eval < 2:
-        raise DataError(f"{manifest.name}: {len(speakers)} speakers are too few to train on some and "
-                        f"evaluate on others", hint="give a separate eval_folder")
-    evaluated = {speakers[i] for i in order[:n_eval]}
-    return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(lambda u: u.speaker in evaluated)
-
 
 def load_anonymized(specs, hp: dict, *, cache_folder) -> Manifest:
     """An anonymized corpus, each utterance marked as such (what its words are follows

@@ -119,3 +119,15 @@ def make_split(manifest, *, enrolls_dir=None, trials_dirs=None, enroll_list=None
             raise DataError("enroll_list and trial_list go together")
         return from_id_lists(manifest, enroll_list, trial_list)
     return seeded_split(manifest, seed=seed, **seeded)
+
+
+def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tuple:
+    """Disjoint (training, evaluation) speaker sets of one corpus, seeded."""
+    speakers = manifest.speakers()
+    order = np.random.default_rng(seed).permutation(len(speakers))
+    n_eval = max(2, int(round(len(speakers) * eval_fraction)))
+    if len(speakers) - n_eval < 2:
+        raise DataError(f"{manifest.name}: {len(speakers)} speakers are too few to train on some and "
+                        f"evaluate on others", hint="give a separate eval_folder")
+    evaluated = {speakers[i] for i in order[:n_eval]}
+    return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(lambda u: u.speaker in evaluated)

@@ -28,8 +28,10 @@ import numpy as np
 
 from ..atomic import write_json
 from ..attributes import accent_groups, check_accent_grouping
+from ..corpora.specs import load_spec, load_specs
 from ..errors import DataError
 from ..provenance import bootstrap_deviation, environment
+from ..splits import speaker_halves
 from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
                     run_ecapa_cell, run_text_cell)
@@ -127,8 +129,6 @@ def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
 
 def load_evaluation_corpus(hp: dict, corpus: CorpusSpec):
     """The corpus's evaluation speakers, as the ECAPA recipe sees them."""
-    from attackers.run import load_spec, load_specs, speaker_halves
-
     cache = hp["cache_folder"]
     if corpus.train_folders:
         return load_spec(corpus.data_folder, cache_folder=cache)
@@ -249,8 +249,6 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
         text_manifest = None
         reads_text = any(a.kind == "text" for a in attackers)  # only they need the words (an error if undeclared)
         if reads_text and c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
-            from attackers.run import load_spec
-
             anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
             ids = {u.id for u in ev.manifest}
             anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
