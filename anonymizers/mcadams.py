@@ -72,14 +72,33 @@ def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: f
     starts = shift * np.arange(n_frames)
     frames = padded[starts[:, None] + np.arange(winlen)[None, :]] * win
 
-    # LPC by the autocorrelation method, with a tiny white-noise floor for silent frames
+    a = _lpc(frames, lp_order)
+    a_new = _warp_poles(a, alpha)
+    out_frames = _refilter(frames, a, a_new) * win
+    out = _overlap_add(out_frames, starts, padded.size, shift)
+    y = out[winlen:winlen + n]
+    if not np.all(np.isfinite(y)):
+        raise DataError("McAdams produced non-finite samples (unstable LPC filter)")
+    peak_in, peak_out = np.max(np.abs(x)), np.max(np.abs(y))
+    if peak_out > 0:
+        y = y * (peak_in / peak_out)
+    return y.astype(np.float32)
+
+
+def _lpc(frames: np.ndarray, lp_order: int) -> np.ndarray:
+    """LPC by the autocorrelation method, with a tiny white-noise floor for silent frames."""
+    winlen = frames.shape[1]
     nfft = 1 << int(np.ceil(np.log2(2 * winlen)))
     spec = np.fft.rfft(frames, nfft, axis=1)
     r = np.fft.irfft(spec.real ** 2 + spec.imag ** 2, nfft, axis=1)[:, :lp_order + 1]
     r[:, 0] = r[:, 0] * (1.0 + 1e-9) + 1e-12
-    a = _levinson(r, lp_order)
+    return _levinson(r, lp_order)
 
-    # poles: eigenvalues of the companion matrices; warp the angles of complex poles
+
+def _warp_poles(a: np.ndarray, alpha: float) -> np.ndarray:
+    """Poles as eigenvalues of the companion matrices; the angles of complex poles raised to
+    ``alpha`` (radius kept); the polynomials of the moved poles."""
+    n_frames, lp_order = a.shape[0], a.shape[1] - 1
     companion = np.zeros((n_frames, lp_order, lp_order))
     companion[:, 0, :] = -a[:, 1:]
     companion[:, np.arange(1, lp_order), np.arange(lp_order - 1)] = 1.0
@@ -88,9 +107,13 @@ def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: f
     is_complex = np.abs(poles.imag) > 1e-10
     warped = np.sign(angle) * np.minimum(np.abs(angle) ** alpha, np.pi)
     new_angle = np.where(is_complex, warped, angle)
-    a_new = _poly_from_roots(radius * np.exp(1j * new_angle))
+    return _poly_from_roots(radius * np.exp(1j * new_angle))
 
-    # residual (FIR with each frame's own filter), then the warped all-pole filter
+
+def _refilter(frames: np.ndarray, a: np.ndarray, a_new: np.ndarray) -> np.ndarray:
+    """The residual (FIR with each frame's own filter ``a``), through the all-pole filter ``a_new``."""
+    n_frames, winlen = frames.shape
+    lp_order = a.shape[1] - 1
     residual = np.zeros_like(frames)
     for k in range(lp_order + 1):
         residual[:, k:] += a[:, k:k + 1] * frames[:, :winlen - k]
@@ -98,23 +121,21 @@ def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: f
     a_rev = a_new[:, :0:-1]  # a_p ... a_1
     for t in range(winlen):
         history[:, lp_order + t] = residual[:, t] - np.einsum("fk,fk->f", a_rev, history[:, t:t + lp_order])
-    out_frames = history[:, lp_order:] * win
+    return history[:, lp_order:]
 
-    # overlap-add in blocks of one shift
-    out = np.zeros(padded.size)
+
+def _overlap_add(out_frames: np.ndarray, starts: np.ndarray, size: int, shift: int) -> np.ndarray:
+    """Overlap-add frames starting at ``starts`` into ``size`` samples; in blocks of one shift
+    (fast) when the window is a whole number of shifts, else sample by sample."""
+    n_frames, winlen = out_frames.shape
+    out = np.zeros(size)
     grid = out.reshape(-1, shift) if out.size % shift == 0 else None
     if grid is not None and winlen % shift == 0:
         for b in range(winlen // shift):
             grid[b:b + n_frames] += out_frames[:, b * shift:(b + 1) * shift]
     else:
         np.add.at(out, starts[:, None] + np.arange(winlen)[None, :], out_frames)
-    y = out[winlen:winlen + n]
-    if not np.all(np.isfinite(y)):
-        raise DataError("McAdams produced non-finite samples (unstable LPC filter)")
-    peak_in, peak_out = np.max(np.abs(x)), np.max(np.abs(y))
-    if peak_out > 0:
-        y = y * (peak_in / peak_out)
-    return y.astype(np.float32)
+    return out
 
 
 class McAdams(Anonymizer):

@@ -207,7 +207,15 @@ def main(argv=None) -> int:
     if args.cli_only:
         cli_vs_one_liner(args.cli_sizes, args.cli_repeat)
         return 0
+    core_vs_libraries(args.sizes, args.speechbrain_max)
+    bootstrap_speed(int(args.boot_n), args.n_boot)
+    startup_time()
+    cli_vs_one_liner(args.cli_sizes, args.cli_repeat)
+    return 0
 
+
+def core_vs_libraries(sizes, speechbrain_max: float) -> None:
+    """One line per size: our metrics core against scikit-learn, and SpeechBrain up to its max."""
     sb = None
     try:
         sb = speechbrain_eer()
@@ -217,7 +225,7 @@ def main(argv=None) -> int:
     warm = data(1000)
     ours(*warm)
     sklearn_roc(*warm)  # imports and first-call caches stay out of the measurements
-    for n in (int(x) for x in args.sizes):
+    for n in (int(x) for x in sizes):
         scores, labels = data(n)
         big = n >= 10**7
         t_ours, m_ours, (eer, auc, tprs) = measure(ours, scores, labels, repeat=1 if big else 3)
@@ -227,18 +235,21 @@ def main(argv=None) -> int:
                 f"sklearn roc_curve+roc_auc_score {t_sk:.4f} s, {mib(m_sk)} ({m_sk / n:.0f} B/trial) "
                 f"-> {t_sk / t_ours:.1f}x faster; |AUC diff| {abs(auc - auc_sk):.1e}, "
                 f"|TPR@1% diff| {abs(tprs[0.01] - tpr_sk):.1e}")
-        if sb is not None and n <= args.speechbrain_max:
+        if sb is not None and n <= speechbrain_max:
             t_sb, _, eer_sb = measure(sb, scores, labels, repeat=1, trace=False)
             line += f" | speechbrain EER {t_sb:.2f} s -> {t_sb / t_ours:.0f}x faster; |EER diff| {abs(eer - eer_sb):.1e}"
         print(line, flush=True)
         del scores, labels, fpr, tpr
 
-    scores, labels = data(int(args.boot_n), seed=1)
+
+def bootstrap_speed(boot_n: int, n_boot: int) -> None:
+    """Default (binned) and exact bootstrap against a plain re-sorting loop, and on integer scores."""
+    scores, labels = data(boot_n, seed=1)
     t0 = time.perf_counter()
-    res = bootstrap_metrics(scores, labels, n_boot=args.n_boot, seed=0)
+    res = bootstrap_metrics(scores, labels, n_boot=n_boot, seed=0)
     t_boot = time.perf_counter() - t0
     t0 = time.perf_counter()
-    exact = bootstrap_metrics(scores, labels, n_boot=args.n_boot, seed=0, method="exact")
+    exact = bootstrap_metrics(scores, labels, n_boot=n_boot, seed=0, method="exact")
     t_exact = time.perf_counter() - t0
     # baseline: the plain loop, materialising and re-sorting every resample (same draws), timed on 50
     draws = _Plan(labels, "trial", True, None, 0).trial_draws(range(50))
@@ -246,19 +257,23 @@ def main(argv=None) -> int:
     for d in draws:
         c = core.counts(scores[d], labels[d])
         core.metrics_from_counts(c.t, c.n)
-    t_naive = (time.perf_counter() - t0) / len(draws) * args.n_boot
+    t_naive = (time.perf_counter() - t0) / len(draws) * n_boot
     coarse = np.clip(np.round(scores * 1.2 + 3), 1, 5)  # LLM-judge-like integer scores 1..5
     t0 = time.perf_counter()
-    bootstrap_metrics(coarse, labels, n_boot=args.n_boot, seed=0)
+    bootstrap_metrics(coarse, labels, n_boot=n_boot, seed=0)
     t_coarse = time.perf_counter() - t0
-    print(f"bootstrap: {args.n_boot} resamples of {int(args.boot_n)} trials (EER, AUC, TPR@FPR, minDCF; "
+    print(f"bootstrap: {n_boot} resamples of {boot_n} trials (EER, AUC, TPR@FPR, minDCF; "
           f"stratified): default ({res.method}, {res.bins} bins) {t_boot:.2f} s "
-          f"({1000 * t_boot / args.n_boot:.1f} ms per resample), exact {t_exact:.2f} s, against a plain loop "
+          f"({1000 * t_boot / n_boot:.1f} ms per resample), exact {t_exact:.2f} s, against a plain loop "
           f"that re-indexes and re-sorts each resample {t_naive:.2f} s (extrapolated from 50) -> "
           f"{t_naive / t_boot:.1f}x; integer scores 1..5: {t_coarse:.2f} s; target < 30 s; "
           f"EER 95% CI [{res.ci()['eer'][0]:.4f}, {res.ci()['eer'][1]:.4f}], exact [{exact.ci()['eer'][0]:.4f}, "
           f"{exact.ci()['eer'][1]:.4f}], bound {res.ci_error_bound()['eer']:.1e}", flush=True)
 
+
+def startup_time() -> None:
+    """``sparc-eval metrics --help`` in a fresh process against ``python -c pass``, and which
+    heavy modules building its parser imports (none should be)."""
     t_base = subprocess_time([sys.executable, "-c", "pass"])
     t_numpy = subprocess_time([sys.executable, "-c", "import numpy"])
     t_cli = subprocess_time([sys.executable, "-m", "sparc_eval.cli", "metrics", "--help"])
@@ -269,8 +284,6 @@ def main(argv=None) -> int:
     print(f"start-up: sparc-eval metrics --help {t_cli:.3f} s against baseline python -c pass {t_base:.3f} s "
           f"(+{t_cli - t_base:.3f} s; python -c 'import numpy' {t_numpy:.3f} s); target < 1 s; "
           f"heavy modules imported: {heavy}", flush=True)
-    cli_vs_one_liner(args.cli_sizes, args.cli_repeat)
-    return 0
 
 
 if __name__ == "__main__":

@@ -100,13 +100,7 @@ def main(argv=None) -> int:
         print(f"skipped: no data at {args.data} (set SPARC_EVAL_DATA)")
         return 0
     cores = pin_cores(2)
-    manifest = load_corpus(args.data)
-    utts = list(manifest)[: args.limit] if args.limit else list(manifest)
-
-    t0 = time.perf_counter()
-    audio = [(u, *read_utterance(u)) for u in utts]
-    read_s = time.perf_counter() - t0
-    seconds = sum(len(w) / sr for _, w, sr in audio)
+    audio, seconds, read_s = read_corpus(args.data, args.limit)
     print(f"corpus: {args.data}: {len(audio)} utterances, {seconds:.0f} s of audio "
           f"({seconds / 3600:.3f} h), {cores} CPU core(s)")
     print(f"baseline real time: RTF 1.0; reading+decoding the FLAC files: RTF {read_s / seconds:.4f}")
@@ -116,6 +110,41 @@ def main(argv=None) -> int:
                "read_rtf": read_s / seconds, "target_rtf": TARGET_RTF}
     allphone = make_recognizer("pocketsphinx")
     align = make_recognizer("align")
+    runs, missed = time_backends(audio, seconds, results, allphone, align)
+    report_load(load_before, results)
+
+    hyp = {k: phones_of(v) for k, v in runs["pocketsphinx"]["outputs"].items()}
+    aligned = {k: phones_of(v) for k, v in runs["align"]["outputs"].items()}
+    refs = references(audio, aligned, align)
+    pers = phone_error_rates(refs, hyp, aligned, [u.id for u, _, _ in audio])
+    results["per"] = pers
+
+    failed = [f"{k} PER {pers[k]:.3f} > {bound}" for k, bound in PER_BOUNDS.items()
+              if k in pers and pers[k] > bound]
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+    if failed:
+        print(f"PER bound exceeded: {'; '.join(failed)}")
+        return 1
+    if missed and args.strict:
+        print(f"RTF target missed by: {', '.join(missed)}")
+        return 1
+    return 0
+
+
+def read_corpus(data: str, limit) -> tuple:
+    """([(utt, wav, sr)] of the first ``limit`` utterances, seconds of audio, seconds reading it)."""
+    manifest = load_corpus(data)
+    utts = list(manifest)[: limit] if limit else list(manifest)
+    t0 = time.perf_counter()
+    audio = [(u, *read_utterance(u)) for u in utts]
+    read_s = time.perf_counter() - t0
+    return audio, sum(len(w) / sr for _, w, sr in audio), read_s
+
+
+def time_backends(audio, seconds: float, results: dict, allphone, align) -> tuple:
+    """Run and time each backend, print its RTF and record it in ``results``; ``(runs by
+    recognizer name, labels of the backends that missed the RTF target)``."""
     missed = []
     runs = {}
     for label, rec, with_text in (("pocketsphinx allphone", allphone, False),
@@ -131,7 +160,11 @@ def main(argv=None) -> int:
               f"{1 / rtf:.0f}x faster than real time")
         results[rec.name] = {"rtf": rtf, "cpu_rtf": cpu_rtf, "init_s": run["init_s"],
                              "settings": rec.settings()}
+    return runs, missed
 
+
+def report_load(load_before, results: dict) -> None:
+    """Print the load average around the timed runs: a busy machine inflates wall-clock RTF."""
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     if load_before is not None:
         busy = max(load_before, load_after) > (os.cpu_count() or 1)
@@ -140,8 +173,9 @@ def main(argv=None) -> int:
                  if busy else ""))
         results["load_average"] = [load_before, load_after]
 
-    hyp = {k: phones_of(v) for k, v in runs["pocketsphinx"]["outputs"].items()}
-    aligned = {k: phones_of(v) for k, v in runs["align"]["outputs"].items()}
+
+def references(audio, aligned: dict, align) -> dict:
+    """Reference phones by name: forced alignment, dictionary, and G2P (when it can be imported)."""
     dictionary = {u.id: align.dictionary_transcription(u.text) for u, _, _ in audio}
     refs = {"forced alignment": aligned, "dictionary": dictionary}
     try:
@@ -153,8 +187,11 @@ def main(argv=None) -> int:
             refs["G2P"] = {u.id: g2p.phones(u.text) for u, _, _ in audio}
     except ImportError as err:
         print(f"G2P reference skipped: {err}")
+    return refs
 
-    ids = [u.id for u, _, _ in audio]
+
+def phone_error_rates(refs: dict, hyp: dict, aligned: dict, ids: list) -> dict:
+    """Print and return the corpus PERs of allphone and of forced alignment against each reference."""
     pers = {}
     for ref_name in ("forced alignment", "G2P"):
         if ref_name in refs:
@@ -170,19 +207,7 @@ def main(argv=None) -> int:
                       / max(1, phone_error_rate(refs["forced alignment"][i], hyp[i])[1]) for i in ids)
     print(f"allphone vs forced alignment, per utterance: median {utt_pers[len(utt_pers) // 2]:.3f}, "
           f"best {utt_pers[0]:.3f}, worst {utt_pers[-1]:.3f}")
-    results["per"] = pers
-
-    failed = [f"{k} PER {pers[k]:.3f} > {bound}" for k, bound in PER_BOUNDS.items()
-              if k in pers and pers[k] > bound]
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
-    if failed:
-        print(f"PER bound exceeded: {'; '.join(failed)}")
-        return 1
-    if missed and args.strict:
-        print(f"RTF target missed by: {', '.join(missed)}")
-        return 1
-    return 0
+    return pers
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Train an ECAPA-TDNN attacker and evaluate how well it identifies (anonymized) speakers.
+"""Train an attacker and evaluate how well it identifies (anonymized) speakers.
 
     python recipes/train_attacker.py hparams/phones.yaml [--data_folder=PATH] [--key=value ...]
 
-Writes results.json, report.md, scores.txt, plots, the training log and checkpoints under
-output_folder; the last line printed is the path of results.json. Re-running resumes from the
-last checkpoint. On several GPUs: torchrun --nproc_per_node=N recipes/train_attacker.py ...
+The hparams name the attacker (``attacker:``, sparc_eval/attack.py), its data, features and
+training. Writes results.json, report.md, scores.txt, plots, the training log and checkpoints
+under output_folder; the last line printed is the path of results.json. Re-running resumes from
+the last checkpoint. On several processes or GPUs:
+torchrun --nproc_per_node=N recipes/train_attacker.py ...
 """
 
 import sys
@@ -16,19 +18,34 @@ from sparc_eval.speechbrain_compat import import_speechbrain
 
 def main(argv=None):
     sb = import_speechbrain()
-    from attackers.run import parse_overrides, prepare, run_attack
+    from sparc_eval.attack import load_attack, run_attack
+    from sparc_eval.data_plan import DataSettings
+    from sparc_eval.evaluation import EvaluationSettings
+    from sparc_eval.recipe_cli import parse_overrides
 
     hparams_file, run_opts, overrides = sb.parse_arguments(sys.argv[1:] if argv is None else argv)
     try:
         overrides = parse_overrides(overrides)
-        hparams, plan = prepare(hparams_file, overrides)
+        sb.utils.distributed.ddp_init_group(run_opts)
+        loaded = {}
+
+        def prepare():  # data preparation (the demo corpus, manifest caches) once, on the main process
+            loaded["attack"] = load_attack(hparams_file, overrides, run_opts)
+
+        sb.utils.distributed.run_on_main(prepare, post_func=prepare)
+        hparams, plan, attacker = loaded["attack"]
         sb.create_experiment_directory(experiment_directory=hparams["output_folder"],
                                        hyperparams_to_save=hparams_file, overrides=overrides)
-        results = run_attack(hparams, run_opts, hparams_file=hparams_file, overrides=overrides, plan=plan)
+        result = run_attack(attacker, plan, hparams.get("results_folder") or hparams["output_folder"],
+                            settings=EvaluationSettings.from_hparams(hparams), data=DataSettings.from_hparams(hparams),
+                            run_info={"hparams": str(hparams_file), "overrides": overrides or None,
+                                      "seed": hparams.get("seed")},
+                            plots=hparams.get("plots", True), is_main=sb.utils.distributed.if_main_process())
     except DataError as err:
         print(f"train_attacker: error: {err}", file=sys.stderr)
         return 2
-    print(results)
+    if result.results_path is not None:
+        print(result.results_path)
     return 0
 
 

@@ -48,6 +48,9 @@ import soundfile as sf
 from .atomic import atomic_open, write_json
 from .audio import read_utterance, resample
 from .backends import AnonymizerOutputError, DiskFull
+# keys are digest(..., n=None, default=repr): full length, repr() for what JSON cannot hold, as the
+# ledgers and shard reports of earlier runs were made
+from .digest import digest, file_digest
 from .errors import DataError
 from .manifest import AudioRef, Manifest
 
@@ -105,10 +108,6 @@ def name_of(anonymizer) -> str:
     return str(name or type(anonymizer).__name__.lower())
 
 
-def _hash(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
-
-
 class _Fingerprints:
     """Content hashes of input files, remembered in ``out_dir/.fingerprints.jsonl`` by
     (path, size, mtime) so a re-run does not read every file again."""
@@ -126,11 +125,7 @@ class _Fingerprints:
         st = os.stat(path)
         key = (str(path), st.st_size, st.st_mtime_ns)
         if key not in self.memo:
-            digest = hashlib.sha256()
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            self.memo[key] = digest.hexdigest()
+            self.memo[key] = file_digest(path, n=None)
             try:
                 with open(self.path, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps({"path": key[0], "size": key[1], "mtime_ns": key[2],
@@ -159,8 +154,8 @@ def _read_jsonl_lenient(path: Path) -> list:
 
 def utterance_key(utt, settings_hash: str, fingerprint) -> str:
     audio = utt.audio
-    return _hash({"audio": fingerprint(audio.path), "start": audio.start, "stop": audio.stop,
-                  "settings": settings_hash, "rate": SAMPLE_RATE, "subtype": SUBTYPE})
+    return digest({"audio": fingerprint(audio.path), "start": audio.start, "stop": audio.stop,
+                   "settings": settings_hash, "rate": SAMPLE_RATE, "subtype": SUBTYPE}, n=None, default=repr)
 
 
 def read_ledger(out_dir: Path) -> dict:
@@ -226,58 +221,16 @@ def process_batch(anonymizer, batch, out_dir) -> list:
     dict per utterance: ``ok`` with the ledger entry fields, or a failure."""
     out_dir = Path(out_dir)
     rate = getattr(anonymizer, "sample_rate", SAMPLE_RATE)
-    results, ready = [], []
-    for utt, key in batch:
-        try:
-            wav, sr = read_utterance(utt, sample_rate=rate)
-        except Exception as err:  # noqa: BLE001 - every failure is reported, the run goes on
-            results.append(_failure(utt, err))
-            continue
-        ready.append((utt, key, wav, sr, copy.deepcopy(utt)))
+    results, ready = _read_inputs(batch, rate)
     if not ready:
         return results
-
-    outputs = None
-    if len(ready) > 1 and callable(getattr(anonymizer, "anonymize_batch", None)):
-        start = time.perf_counter()
-        try:
-            outputs = anonymizer.anonymize_batch([(wav, sr, work) for _, _, wav, sr, work in ready])
-            if len(outputs) != len(ready):
-                raise AnonymizerOutputError(f"anonymize_batch returned {len(outputs)} results for {len(ready)} inputs")
-            per_item = (time.perf_counter() - start) / len(ready)
-            outputs = [(out, per_item, None) for out in outputs]
-        except Exception:  # noqa: BLE001 - find the bad one by running them one at a time
-            outputs = None
-            for _, _, _, _, work in ready:  # fresh copies: a failed batch may have written extras
-                work.extra.clear()
-    if outputs is None:
-        outputs = []
-        for utt, _, wav, sr, work in ready:
-            work.extra.clear()
-            work.extra.update(copy.deepcopy(utt.extra))
-            start = time.perf_counter()
-            try:
-                out = anonymizer.anonymize(wav, sr, work)
-                outputs.append((out, time.perf_counter() - start, None))
-            except Exception as err:  # noqa: BLE001
-                outputs.append((None, time.perf_counter() - start, err))
-
+    outputs = _anonymize_ready(anonymizer, ready)
     for (utt, key, wav, sr, work), (out, compute_s, err) in zip(ready, outputs):
         if err is not None:
             results.append(_failure(utt, err))
             continue
         try:
-            audio = _check_output(out, utt)
-            data = _wav_bytes(audio)
-            rel = output_relpath(utt)
-            try:
-                with atomic_open(out_dir / rel, "wb") as handle:
-                    handle.write(data)
-            except OSError as os_err:
-                if _is_disk_full(os_err):
-                    raise DiskFull(f"no space left writing {out_dir / rel}",
-                                   hint="free space and run again: finished files are kept") from None
-                raise
+            audio, data, rel = _write_output(out, utt, out_dir)
         except Exception as err:  # noqa: BLE001
             results.append(_failure(utt, err))
             continue
@@ -286,6 +239,77 @@ def process_batch(anonymizer, batch, out_dir) -> list:
                         "duration": round(audio.size / SAMPLE_RATE, 4), "input_s": round(wav.size / sr, 4),
                         "compute_s": round(compute_s, 6), "extra": added})
     return results
+
+
+def _read_inputs(batch, rate) -> tuple:
+    """(failures of the unreadable, ``(utt, key, wav, sr, work copy)`` of the rest); the
+    anonymizer gets the copy, so what it adds to ``extra`` can be told from the input's."""
+    results, ready = [], []
+    for utt, key in batch:
+        try:
+            wav, sr = read_utterance(utt, sample_rate=rate)
+        except Exception as err:  # noqa: BLE001 - every failure is reported, the run goes on
+            results.append(_failure(utt, err))
+            continue
+        ready.append((utt, key, wav, sr, copy.deepcopy(utt)))
+    return results, ready
+
+
+def _anonymize_ready(anonymizer, ready) -> list:
+    """``(output, compute seconds, error or None)`` per item: one batch call when the anonymizer
+    has ``anonymize_batch``, else (or when the batch call fails) one call per utterance."""
+    outputs = None
+    if len(ready) > 1 and callable(getattr(anonymizer, "anonymize_batch", None)):
+        outputs = _anonymize_as_batch(anonymizer, ready)
+    if outputs is None:
+        outputs = _anonymize_one_by_one(anonymizer, ready)
+    return outputs
+
+
+def _anonymize_as_batch(anonymizer, ready):
+    """The batch call's outputs with the time shared evenly, or None when it failed."""
+    start = time.perf_counter()
+    try:
+        outputs = anonymizer.anonymize_batch([(wav, sr, work) for _, _, wav, sr, work in ready])
+        if len(outputs) != len(ready):
+            raise AnonymizerOutputError(f"anonymize_batch returned {len(outputs)} results for {len(ready)} inputs")
+        per_item = (time.perf_counter() - start) / len(ready)
+        return [(out, per_item, None) for out in outputs]
+    except Exception:  # noqa: BLE001 - find the bad one by running them one at a time
+        for _, _, _, _, work in ready:  # fresh copies: a failed batch may have written extras
+            work.extra.clear()
+        return None
+
+
+def _anonymize_one_by_one(anonymizer, ready) -> list:
+    outputs = []
+    for utt, _, wav, sr, work in ready:
+        work.extra.clear()
+        work.extra.update(copy.deepcopy(utt.extra))
+        start = time.perf_counter()
+        try:
+            out = anonymizer.anonymize(wav, sr, work)
+            outputs.append((out, time.perf_counter() - start, None))
+        except Exception as err:  # noqa: BLE001
+            outputs.append((None, time.perf_counter() - start, err))
+    return outputs
+
+
+def _write_output(out, utt, out_dir: Path) -> tuple:
+    """Check one anonymizer output and write its wav atomically: ``(audio, wav bytes, relpath)``.
+    A full disk raises :class:`DiskFull` (the run stops); other errors fail the utterance."""
+    audio = _check_output(out, utt)
+    data = _wav_bytes(audio)
+    rel = output_relpath(utt)
+    try:
+        with atomic_open(out_dir / rel, "wb") as handle:
+            handle.write(data)
+    except OSError as os_err:
+        if _is_disk_full(os_err):
+            raise DiskFull(f"no space left writing {out_dir / rel}",
+                           hint="free space and run again: finished files are kept") from None
+        raise
+    return audio, data, rel
 
 
 # ------------------------------------------------------------------------------------------------
@@ -413,23 +437,9 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
     ``anonymization.json`` records. ``manifest`` is a Manifest or any path ``load_corpus``
     reads; ``anonymizer`` is an object or a registered name / dotted path (built with
     ``anonymizer_options``)."""
-    from .plugins import load_anonymizer
-
     wall_start = time.perf_counter()
-    if not isinstance(manifest, Manifest):
-        from .corpora import load_corpus
-
-        manifest = load_corpus(manifest)
-    if isinstance(anonymizer, str):
-        anonymizer = load_anonymizer(anonymizer, **dict(anonymizer_options or {}))
-    elif anonymizer_options:
-        raise DataError("anonymizer_options need an anonymizer name, not an object")
-    if runner not in ("local", "ray"):
-        raise DataError(f"runner {runner!r}: one of local, ray")
-    if int(batch_size) < 1:
-        raise DataError(f"batch_size must be >= 1, got {batch_size}")
-    batch_size = int(batch_size)
-    shard = parse_shard(shard)
+    manifest, anonymizer = _resolve_inputs(manifest, anonymizer, anonymizer_options)
+    batch_size, shard = _check_run_options(runner, batch_size, shard)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not manifest.has_audio:
@@ -439,14 +449,65 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
     utterances = list(manifest)
     if limit is not None:
         utterances = utterances[:int(limit)]
-    all_ids = [u.id for u in utterances]
     items = [u for k, u in enumerate(utterances) if k % shard[1] == shard[0]]
     name = name_of(anonymizer)
     settings = settings_of(anonymizer)
-    settings_hash = _hash(settings)
+    settings_hash = digest(settings, n=None, default=repr)
     suffix = _suffix(shard)
 
-    # what is done already
+    done, failures, todo, cached = _split_done(items, settings_hash, out_dir)
+    ray_options = dict(num_workers=num_workers, num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address)
+    sink, setup_s = _run_todo(anonymizer, todo, out_dir, suffix, _ResultSink(done, failures), progress=progress,
+                              name=name, runner=runner, batch_size=batch_size, ray_options=ray_options)
+    if sink.disk_full:
+        _raise_disk_full(items, done, out_dir)
+
+    # outputs of this run
+    done_all = {u.id: done[u.id] for u in items if u.id in done}
+    records = _manifest_records(items, done_all, out_dir, name, getattr(anonymizer, "keeps_words", None))
+    report = {**_report_head(anonymizer, name, settings, settings_hash, manifest, [u.id for u in utterances]),
+              **_report_counts(shard, runner, items, records, sink, cached),
+              **_report_timings(sink.stats, setup_s, wall_start, done_all),
+              "ids": [u.id for u in items]}
+    _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
+    _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
+    write_json(out_dir / f"anonymization{suffix}.json", report)
+
+    path = out_dir / f"manifest{suffix}.jsonl"
+    if shard[1] > 1 and merge and _all_shards_present(out_dir, shard[1], settings_hash, report["input_ids_hash"]):
+        merge_shards(out_dir, shard[1])
+    result = _load_output_manifest(path) if records else Manifest([], name=str(path))
+    result.report = report
+    return result
+
+
+def _resolve_inputs(manifest, anonymizer, anonymizer_options) -> tuple:
+    """(Manifest, anonymizer object) from what the caller gave: objects, or a path and a name."""
+    from .plugins import load_anonymizer
+
+    if not isinstance(manifest, Manifest):
+        from .corpora import load_corpus
+
+        manifest = load_corpus(manifest)
+    if isinstance(anonymizer, str):
+        anonymizer = load_anonymizer(anonymizer, **dict(anonymizer_options or {}))
+    elif anonymizer_options:
+        raise DataError("anonymizer_options need an anonymizer name, not an object")
+    return manifest, anonymizer
+
+
+def _check_run_options(runner, batch_size, shard) -> tuple:
+    """(batch size as an int, ``(i, n)`` shard), or a DataError for an unknown runner or a bad value."""
+    if runner not in ("local", "ray"):
+        raise DataError(f"runner {runner!r}: one of local, ray")
+    if int(batch_size) < 1:
+        raise DataError(f"batch_size must be >= 1, got {batch_size}")
+    return int(batch_size), parse_shard(shard)
+
+
+def _split_done(items, settings_hash: str, out_dir: Path) -> tuple:
+    """(ledger entries by id, failures, ``(utt, key)`` still to do, count reused from the ledger).
+    An entry whose key no longer matches (new audio, new settings) is dropped, so it is redone."""
     fingerprint = _Fingerprints(out_dir)
     done = read_ledger(out_dir)
     failures, todo, cached = [], [], 0
@@ -464,94 +525,134 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
         else:
             done.pop(utt.id, None)
             todo.append((utt, key))
+    return done, failures, todo, cached
 
-    # do the rest
-    stats = {"processed": 0, "input_s": 0.0, "output_s": 0.0, "compute_s": 0.0}
-    disk_full = []
-    bar = None
+
+class _ResultSink:
+    """Takes each batch's results as they come: a finished utterance goes into the ledger at once
+    (flushed, so an interruption keeps it) and ``done``, a failure into ``failures``. Called, it
+    returns True to stop the run: the disk is full."""
+
+    def __init__(self, done: dict, failures: list):
+        self.done, self.failures = done, failures
+        self.ledger = self.bar = None  # set by _run_todo while the run lasts
+        self.stats = {"processed": 0, "input_s": 0.0, "output_s": 0.0, "compute_s": 0.0}
+        self.disk_full = []
+
+    def __call__(self, results) -> bool:
+        for result in results:
+            if result.pop("ok"):
+                if not self._record(result):
+                    return True
+            else:
+                self.failures.append(result)
+                if result["error"] == "DiskFull":
+                    self.disk_full.append(result["id"])
+        if self.bar is not None:
+            self.bar.update(len(results))
+            self.bar.set_postfix(failed=len(self.failures))
+        return bool(self.disk_full)
+
+    def _record(self, result) -> bool:
+        """Ledger line and counts of one finished utterance; False when the disk is full."""
+        try:
+            self.ledger.write(json.dumps(result, ensure_ascii=False) + "\n")
+            self.ledger.flush()
+        except OSError as err:
+            if _is_disk_full(err):
+                self.disk_full.append(result["id"])
+                return False
+            raise
+        self.done[result["id"]] = result
+        self.stats["processed"] += 1
+        self.stats["input_s"] += result["input_s"]
+        self.stats["output_s"] += result["duration"]
+        self.stats["compute_s"] += result["compute_s"]
+        return True
+
+
+def _run_todo(anonymizer, todo, out_dir: Path, suffix: str, sink: _ResultSink, *, progress: bool, name: str,
+              runner: str, batch_size: int, ray_options: dict) -> tuple:
+    """Run ``todo`` through the runner into ``sink`` (with a progress bar and the ledger open);
+    ``(sink, set-up seconds)``. The ledger is opened even with nothing to do, as a mark of the run."""
     if progress and todo:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc=f"anonymize[{name}]", unit="utt", dynamic_ncols=True)
-    ledger = open(out_dir / f".done{suffix}.jsonl", "a", encoding="utf-8")
-
-    def on_result(results) -> bool:
-        for result in results:
-            if result.pop("ok"):
-                try:
-                    ledger.write(json.dumps(result, ensure_ascii=False) + "\n")
-                    ledger.flush()
-                except OSError as err:
-                    if _is_disk_full(err):
-                        disk_full.append(result["id"])
-                        return True
-                    raise
-                done[result["id"]] = result
-                stats["processed"] += 1
-                stats["input_s"] += result["input_s"]
-                stats["output_s"] += result["duration"]
-                stats["compute_s"] += result["compute_s"]
-            else:
-                failures.append(result)
-                if result["error"] == "DiskFull":
-                    disk_full.append(result["id"])
-        if bar is not None:
-            bar.update(len(results))
-            bar.set_postfix(failed=len(failures))
-        return bool(disk_full)
-
+        sink.bar = tqdm(total=len(todo), desc=f"anonymize[{name}]", unit="utt", dynamic_ncols=True)
+    sink.ledger = open(out_dir / f".done{suffix}.jsonl", "a", encoding="utf-8")
     setup_s = 0.0
     try:
         if todo:
             if runner == "ray":
-                setup_s = _run_ray(anonymizer, todo, out_dir, batch_size, on_result, num_workers=num_workers,
-                                   num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address)
+                setup_s = _run_ray(anonymizer, todo, out_dir, batch_size, sink, **ray_options)
             else:
-                setup = getattr(anonymizer, "setup", None)
-                start = time.perf_counter()
-                if callable(setup):
-                    setup()
-                setup_s = time.perf_counter() - start
-                _run_local(anonymizer, todo, out_dir, batch_size, on_result)
+                setup_s = _set_up(anonymizer)
+                _run_local(anonymizer, todo, out_dir, batch_size, sink)
     finally:
-        if bar is not None:
-            bar.close()
-        try:
-            ledger.flush()
-            os.fsync(ledger.fileno())
-        except OSError:
-            pass
-        ledger.close()
+        if sink.bar is not None:
+            sink.bar.close()
+        _close_ledger(sink.ledger)
+    return sink, setup_s
 
-    if disk_full:
-        finished = sum(1 for u in items if u.id in done)
-        raise DiskFull(f"disk full while writing to {out_dir}: {finished} of {len(items)} utterances are "
-                       f"finished and kept, {len(items) - finished} are not",
-                       hint="free space and run the same command again: it resumes")
 
-    # outputs of this run
-    done_all = {u.id: done[u.id] for u in items if u.id in done}
-    records = _manifest_records(items, done_all, out_dir, name, getattr(anonymizer, "keeps_words", None))
-    failed_ids = {f["id"] for f in failures}
-    all_compute = sum(e.get("compute_s", 0.0) for e in done_all.values())
-    all_input = sum(e.get("input_s", 0.0) for e in done_all.values())
-    report = {
+def _set_up(anonymizer) -> float:
+    """Call the anonymizer's optional ``setup()`` (model loading); its seconds."""
+    setup = getattr(anonymizer, "setup", None)
+    start = time.perf_counter()
+    if callable(setup):
+        setup()
+    return time.perf_counter() - start
+
+
+def _close_ledger(ledger) -> None:
+    try:
+        ledger.flush()
+        os.fsync(ledger.fileno())  # the ledger is what a resumed run trusts: on disk before we go
+    except OSError:
+        pass
+    ledger.close()
+
+
+def _raise_disk_full(items, done: dict, out_dir: Path):
+    finished = sum(1 for u in items if u.id in done)
+    raise DiskFull(f"disk full while writing to {out_dir}: {finished} of {len(items)} utterances are "
+                   f"finished and kept, {len(items) - finished} are not",
+                   hint="free space and run the same command again: it resumes")
+
+
+def _report_head(anonymizer, name, settings, settings_hash, manifest, all_ids) -> dict:
+    """What the run was: the anonymizer and its settings, the input (ids hashed for merging)."""
+    return {
         "anonymizer": name,
         "keeps_words": getattr(anonymizer, "keeps_words", None),
         "settings": settings,
         "settings_hash": settings_hash,
         "input": manifest.name,
         "read_passages": bool(getattr(manifest, "read_passages", False)),  # the input loader's mark, kept
-        "input_ids_hash": _hash(all_ids),
+        "input_ids_hash": digest(all_ids, n=None, default=repr),
+    }
+
+
+def _report_counts(shard, runner, items, records, sink: _ResultSink, cached: int) -> dict:
+    return {
         "shard": list(shard),
         "runner": runner,
         "utterances": len(items),
         "finished": len(records),
-        "processed": stats["processed"],
+        "processed": sink.stats["processed"],
         "cached": cached,
-        "failed": len(failed_ids),
+        "failed": len({f["id"] for f in sink.failures}),
         "complete": len(records) == len(items),
         "sample_rate": SAMPLE_RATE,
+    }
+
+
+def _report_timings(stats, setup_s, wall_start, done_all) -> dict:
+    """Audio seconds, timings and real-time factors: of this run (``rtf``, ``rtf_wall``) and of
+    every finished utterance, reused ones included (``rtf_all``)."""
+    all_compute = sum(e.get("compute_s", 0.0) for e in done_all.values())
+    all_input = sum(e.get("input_s", 0.0) for e in done_all.values())
+    return {
         "input_audio_s": round(stats["input_s"], 3),
         "output_audio_s": round(stats["output_s"], 3),
         "timings_s": {"setup": round(setup_s, 3), "anonymize": round(stats["compute_s"], 3),
@@ -561,18 +662,7 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
         "rtf_all": round(all_compute / all_input, 5) if all_input else None,
         "finished_input_s": round(all_input, 3),
         "finished_compute_s": round(all_compute, 3),
-        "ids": [u.id for u in items],
     }
-    _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
-    _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
-    write_json(out_dir / f"anonymization{suffix}.json", report)
-
-    path = out_dir / f"manifest{suffix}.jsonl"
-    if shard[1] > 1 and merge and _all_shards_present(out_dir, shard[1], settings_hash, report["input_ids_hash"]):
-        merge_shards(out_dir, shard[1])
-    result = _load_output_manifest(path) if records else Manifest([], name=str(path))
-    result.report = report
-    return result
 
 
 def _shard_reports(out_dir: Path, n: int) -> dict:

@@ -7,7 +7,6 @@ that hold the same content, and a change of settings never returns stale values.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_open
+from .digest import digest, text_digest
+from .digest import file_digest as whole_file_digest
 
 
 def default_cache_dir() -> Path:
@@ -22,7 +23,7 @@ def default_cache_dir() -> Path:
 
 
 def settings_digest(settings: dict) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return digest(settings)
 
 
 _FILE_HASHES: dict = {}
@@ -33,11 +34,7 @@ def file_digest(path) -> str:
     stat = os.stat(path)
     memo = (str(path), stat.st_size, stat.st_mtime_ns)
     if memo not in _FILE_HASHES:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _FILE_HASHES[memo] = digest.hexdigest()
+        _FILE_HASHES[memo] = whole_file_digest(path, n=None)
     return _FILE_HASHES[memo]
 
 
@@ -50,7 +47,7 @@ def content_key(utt, *, source: str, text: str | None = None) -> str:
             payload += ":text:" + text
     else:
         payload = "text:" + (utt.text if text is None else text)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return text_digest(payload, n=None)
 
 
 class ArrayCache:

@@ -80,6 +80,15 @@ def environment() -> dict:
     }
 
 
+# results.json's layout: raised when a key changes meaning or moves (CHANGELOG.md says how)
+SCHEMA_VERSION = 2
+
+
+def versions() -> dict:
+    """``schema_version`` and ``sparc_eval_version``: which layout and which code wrote a results.json."""
+    return {"schema_version": SCHEMA_VERSION, "sparc_eval_version": _version("sparc-eval")}
+
+
 def merge_deviations(*parts) -> dict:
     """One ``{name: sentence}`` dict from several (later parts win on a repeated name)."""
     out = {}

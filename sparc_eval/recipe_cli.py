@@ -8,14 +8,41 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .errors import DataError
 
 
-def parse_arguments(argv):
-    """(hparams file, overrides dict) from ``file --key=value --key value ...``."""
+def parse_value(text: str):
+    """One override value as YAML (``0.8``, ``[1, 2]``, ``true``); text that is not YAML stays text."""
     import yaml
 
+    try:
+        return yaml.safe_load(text) if text != "" else None
+    except yaml.YAMLError:
+        return text
+
+
+def parse_overrides(overrides) -> dict:
+    """Overrides as a dict: SpeechBrain's YAML string (``sb.parse_arguments``) or a dict; a key
+    given twice keeps its last value, as on any command line."""
+    import yaml
+
+    if not overrides:
+        return {}
+    if isinstance(overrides, dict):
+        return dict(overrides)
+    try:
+        parsed = yaml.safe_load(overrides)
+    except yaml.YAMLError as err:
+        raise DataError(f"malformed --key=value override ({err})") from None
+    if not isinstance(parsed, dict):
+        raise DataError(f"overrides must be --key=value pairs, got {overrides!r}")
+    return parsed
+
+
+def parse_arguments(argv):
+    """(hparams file, overrides dict) from ``file --key=value --key value ...``."""
     argv = list(argv)
     if not argv or argv[0].startswith("--"):
         raise DataError("usage: HPARAMS.yaml [--key=value ...]")
@@ -29,11 +56,19 @@ def parse_arguments(argv):
             if not rest:
                 raise DataError(f"--{key} needs a value")
             value = rest.pop(0)
-        try:
-            overrides[key] = yaml.safe_load(value) if value != "" else None
-        except yaml.YAMLError:
-            overrides[key] = value
+        overrides[key] = parse_value(value)
     return hparams_file, overrides
+
+
+def defined_keys(hparams_file) -> set:
+    """The top-level keys an hparams file defines (what hyperpyyaml accepts as overrides)."""
+    import re
+
+    try:
+        text = Path(hparams_file).read_text(encoding="utf-8")
+    except OSError as err:
+        raise DataError(f"cannot read the hparams file ({err.strerror})", path=hparams_file) from None
+    return set(re.findall(r"^([A-Za-z_]\w*)\s*:", text, re.M))
 
 
 def load_hparams(hparams_file, overrides: dict) -> dict:

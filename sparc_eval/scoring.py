@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .atomic import atomic_open
 from .errors import DataError
 
 
@@ -39,10 +38,3 @@ def score_pairs(embeddings: dict, enroll: dict, pairs: list) -> np.ndarray:
     row = {s: i for i, s in enumerate(speakers)}
     col = {t: j for j, t in enumerate(trial_ids)}
     return matrix[[row[s] for s, _, _ in pairs], [col[t] for _, t, _ in pairs]]
-
-
-def write_score_file(path, pairs: list, scores: np.ndarray) -> None:
-    """``<enroll> <test> <score> <target|nontarget>`` per line (GUIDE section 4)."""
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        for (spk, utt, is_target), score in zip(pairs, scores):
-            handle.write(f"{spk} {utt} {float(score):.6f} {'target' if is_target else 'nontarget'}\n")

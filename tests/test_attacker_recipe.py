@@ -14,6 +14,13 @@ TINY = ["--channels=[32,32,32,32,96]", "--emb_dim=32", "--number_of_epochs=2", "
         "--n_boot=50", "--progress=False"]
 
 
+def plan_data(hp: dict):
+    from sparc_eval.data_plan import DataSettings
+    from sparc_eval.data_plan import plan_data as plan
+
+    return plan(DataSettings.from_hparams(hp))
+
+
 def _recipe():
     spec = importlib.util.spec_from_file_location("train_attacker", REPO / "recipes/train_attacker.py")
     module = importlib.util.module_from_spec(spec)
@@ -114,8 +121,6 @@ def test_semi_informed_needs_the_anonymized_corpus(demo_dir, tmp_path, capsys):
                             "--scenario=semi-informed", *TINY)
     assert code == 2 and "anon_eval_folder" in err
     with pytest.raises(DataError):
-        from attackers.run import plan_data
-
         plan_data({"scenario": "bogus", "cache_folder": str(tmp_path), "data_folder": str(demo_dir)})
 
 
@@ -130,8 +135,6 @@ def _manifest_dir(path, speakers, n, *, skip=()):
 
 
 def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
-    from attackers.run import plan_data
-
     train = _manifest_dir(tmp_path / "train", ["t1", "t2", "t3"], 4)
     original = _manifest_dir(tmp_path / "eval", ["e1", "e2", "e3"], 30)
     anonymized = _manifest_dir(tmp_path / "anon", ["e1", "e2", "e3"], 30, skip={"e2-5"})
@@ -147,11 +150,12 @@ def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
 
 
 def test_model_signature_sees_nested_model_settings(demo_dir, tmp_path):
-    from attackers.run import load_hparams, model_signature
+    from attackers.resume import model_signature
+    from sparc_eval.attack import load_attack
 
     overrides = {"data_folder": str(demo_dir), "output_folder": str(tmp_path), "cache_folder": str(tmp_path)}
-    base = model_signature(load_hparams(REPO / "hparams/phones.yaml", overrides))
-    assert model_signature(load_hparams(REPO / "hparams/phones.yaml", overrides)) == base
+    base = model_signature(load_attack(REPO / "hparams/phones.yaml", overrides)[0])
+    assert model_signature(load_attack(REPO / "hparams/phones.yaml", overrides)[0]) == base
     edited = tmp_path / "phones.yaml"
     edited.write_text((REPO / "hparams/phones.yaml").read_text().replace("margin: 0.2", "margin: 0.3"))
-    assert model_signature(load_hparams(edited, overrides)) != base
+    assert model_signature(load_attack(edited, overrides)[0]) != base

@@ -3,13 +3,16 @@ corpus in both modes, and the parts (vocabulary, fair splits, bootstrap comparis
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sparc_eval.errors import DataError
+from sparc_eval.evaluation import BootstrapSettings
 from sparc_eval.leakage.compare import compare_cells, verdict
+from sparc_eval.trials import Trials
 from sparc_eval.leakage.evaluation_set import balanced_count, choose_speakers, restrict_split
 from sparc_eval.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.manifest import Manifest, Utterance
@@ -129,41 +132,40 @@ def _trials(n_spk, n_utt, shift, rng, prefix="t"):
                 spk.append(f"s{s}")
                 labels.append(e == s)
     labels = np.array(labels)
-    return {"enroll": np.array(enroll), "test": np.array(test), "test_speaker": np.array(spk),
-            "labels": labels, "scores": rng.normal(size=labels.size) + shift * labels}
+    return Trials(enroll, test, rng.normal(size=labels.size) + shift * labels, labels, test_speaker=spk)
 
 
 def test_comparisons_pair_when_trials_are_shared():
     rng = np.random.default_rng(0)
     a = _trials(12, 6, 1.0, rng)
-    b = {**a, "scores": a["scores"] + 0.8 * a["labels"] + 0.1 * rng.normal(size=a["labels"].size)}
-    shuffled = {k: v[::-1] for k, v in b.items()}  # order does not matter
+    b = replace(a, score=a.score + 0.8 * a.label + 0.1 * rng.normal(size=a.label.size))
+    shuffled = b.select(np.arange(len(b))[::-1])  # order does not matter
     paired = compare_cells(a, shuffled, n_boot=200, seed=0)
     assert paired["paired"] and paired["eer_diff"] < 0
     assert paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
     other = _trials(12, 6, 1.8, rng, prefix="x")  # other trials of the same speakers: paired on speakers
     assert compare_cells(a, other, n_boot=200, seed=0)["paired"] == "speakers"
-    other["test_speaker"] = np.char.add("other-", other["test_speaker"])  # another corpus's speakers
+    other = replace(other, test_speaker=np.char.add("other-", other.test_speaker.astype(str)))  # another corpus's
     unpaired = compare_cells(a, other, n_boot=200, seed=0)
     assert unpaired["paired"] is False
     # sharing trials cancels the common noise: the paired interval is the narrower one
-    p = paired_bootstrap(a["scores"], b["scores"], a["labels"], n_boot=300, seed=1).ci95["eer"]
-    u = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=300, seed=1).ci95["eer"]
+    p = paired_bootstrap(a.score, b.score, a.label, n_boot=300, seed=1).ci95["eer"]
+    u = unpaired_bootstrap(a.score, a.label, b.score, b.label, n_boot=300, seed=1).ci95["eer"]
     assert p[1] - p[0] < u[1] - u[0]
     # speakers that are easy or hard for both systems: pairing on speakers narrows the interval too
-    spk = a["test_speaker"]
+    spk = a.test_speaker.astype(str)
     ease = dict(zip(np.unique(spk), rng.normal(scale=1.5, size=12)))
-    lift = np.array([ease[s] for s in spk]) * a["labels"]
-    x_scores, y_scores = a["scores"] + lift, rng.normal(size=spk.size) + (1.4 * a["labels"]) + lift
-    sp = speaker_paired_bootstrap(x_scores, a["labels"], spk, y_scores, a["labels"], spk, n_boot=300, seed=1).ci95["eer"]
-    un = unpaired_bootstrap(x_scores, a["labels"], y_scores, a["labels"], n_boot=300, seed=1, unit="speaker",
+    lift = np.array([ease[s] for s in spk]) * a.label
+    x_scores, y_scores = a.score + lift, rng.normal(size=spk.size) + (1.4 * a.label) + lift
+    sp = speaker_paired_bootstrap(x_scores, a.label, spk, y_scores, a.label, spk, n_boot=300, seed=1).ci95["eer"]
+    un = unpaired_bootstrap(x_scores, a.label, y_scores, a.label, n_boot=300, seed=1, unit="speaker",
                             groups_a=spk, groups_b=spk).ci95["eer"]
     assert sp[1] - sp[0] < un[1] - un[0]
     # a few unscored trials (an LLM judge's failures) keep the comparison paired, on the trials both scored
-    holes = {**b, "scores": np.where(np.arange(b["scores"].size) % 50 == 0, np.nan, b["scores"])}
+    holes = replace(b, score=np.where(np.arange(len(b)) % 50 == 0, np.nan, b.score))
     partial = compare_cells(a, holes, n_boot=100, seed=0)
-    assert partial["paired"] and partial["n_trials_a"] == partial["n_trials_b"] < a["scores"].size
-    same = compare_cells(a, {**a}, n_boot=100, seed=0)
+    assert partial["paired"] and partial["n_trials_a"] == partial["n_trials_b"] < len(a)
+    same = compare_cells(a, a, n_boot=100, seed=0)
     assert same["eer_diff"] == 0 and "no significant" in verdict(same, "A", "B")
 
 
@@ -378,10 +380,18 @@ SEGMENT_ACCENTS = {  # coarse: Irish 3, Spanish 3; fine: irish 3, spanish 2, cat
 
 
 def test_cell_segments_follow_the_accent_grouping():
-    from sparc_eval.leakage.cells import CellSettings, cell_metrics
+    from sparc_eval.evaluation import EvaluationSettings, SegmentSettings, evaluate
+    from sparc_eval.leakage.cells import cell_summary
 
-    trials = _trials(10, 4, 1.5, np.random.default_rng(0))
-    trials["enroll_speaker"] = np.char.replace(trials["enroll"], "e", "s")
+    base = _trials(10, 4, 1.5, np.random.default_rng(0))
+    trials = replace(base, enroll_speaker=np.char.replace(base.enroll.astype(str), "e", "s"))
+
+    def CellSettings(n_boot, segment_attributes, accent_grouping="coarse"):  # the cells' evaluation settings
+        return EvaluationSettings(bootstrap=BootstrapSettings(n_boot=n_boot), segments=SegmentSettings(
+            attributes=tuple(segment_attributes), accent_grouping=accent_grouping))
+
+    def cell_metrics(trials, speakers, settings):
+        return cell_summary(evaluate(trials, speakers, settings), trials)
     speakers = {f"s{i}": {"speaker": f"s{i}", "sex": "FM"[i % 2], "accent": a}
                 for i, a in enumerate(SEGMENT_ACCENTS.values())}
 
@@ -469,16 +479,18 @@ def test_paper_settings_evaluate_every_edacc_speaker_with_coarse_accent_groups()
     assert _plain_yaml(REPO / "hparams" / "leakage.yaml")["accent_grouping"] == "coarse"
 
 
-def test_text_cell_trials_match_scores_by_id_when_some_are_unscored(tmp_path):
-    """Unscored trials are left out of a text score file: the cell pairs scores with trials by id."""
-    from sparc_eval.leakage.cells import text_trials
+def test_unscored_trials_are_kept_out_of_score_files_and_metrics(tmp_path):
+    """Unscored trials (score NaN: an LLM judge without a reply) are counted, left out of the score
+    file and of the metrics, and the scored ones keep their speakers."""
+    from sparc_eval.evaluation import BootstrapSettings as Boot, EvaluationSettings, evaluate
 
-    (tmp_path / "scores").mkdir()
-    (tmp_path / "trials").mkdir()
-    rows = [("A/e1", "p1", "A", "A"), ("B/e1", "p1", "B", "A"), ("C/e1", "p2", "C", "B")]
-    (tmp_path / "trials/speaker_P200_L20.jsonl").write_text("".join(
-        json.dumps({"enroll": {"id": e, "speaker": es}, "probe": {"id": t, "speaker": ts}}) + "\n"
-        for e, t, es, ts in rows))
-    (tmp_path / "scores/speaker_P200_L20.txt").write_text("A/e1 p1 0.9 target\nC/e1 p2 0.1 nontarget\n")
-    got = text_trials(tmp_path, "P200_L20")
-    assert got["enroll_speaker"].tolist() == ["A", "C"] and got["test_speaker"].tolist() == ["A", "B"]
+    rows = [("A/e1", "p1", "A", "A", 0.9, True), ("B/e1", "p1", "B", "A", np.nan, False),
+            ("C/e1", "p2", "C", "B", 0.1, False), ("B/e2", "p2", "B", "B", 0.7, True)]
+    t = Trials(*zip(*[(e, p, s, y) for e, p, _, _, s, y in rows]), test_speaker=[r[3] for r in rows],
+               enroll_speaker=[r[2] for r in rows])
+    assert t.write(tmp_path / "scores.txt") == 1 and t.n_unscored == 1
+    got = Trials.read(tmp_path / "scores.txt", t.utt2spk())
+    assert got.enroll.tolist() == ["A/e1", "C/e1", "B/e2"] and got.test_speaker.tolist() == ["A", "B", "B"]
+    assert t.scored().enroll_speakers.tolist() == ["A", "C", "B"]
+    ev = evaluate(t, None, EvaluationSettings(bootstrap=Boot(n_boot=0)))
+    assert ev["overall"]["n_target"] + ev["overall"]["n_nontarget"] == 3 and ev.details["n_unscored"] == 1

@@ -115,7 +115,7 @@ def demo_dir(demo_reading_corpus):
 
 
 def _prepare(demo_dir, tmp_path, hparams="phones.yaml", **overrides):
-    from attackers.run import prepare
+    from sparc_eval.attack import load_attack as prepare
 
     base = {"data_folder": str(demo_dir), "output_folder": str(tmp_path / "out"), "cache_folder": str(tmp_path)}
     return prepare(REPO / "hparams" / hparams, {**base, **overrides})[0]
@@ -221,7 +221,7 @@ def test_recipe_segments_list_accents_in_no_segment():
 def test_run_folders_from_before_the_new_keys_still_resume(demo_dir, tmp_path):
     """A checkpoint folder written before model_size, attention_channels and silence: auto existed
     resumes when the model is the same, and is refused when it is not."""
-    from attackers.run import check_resume, fingerprint_of
+    from attackers.resume import check_resume, fingerprint_of
 
     hp = _prepare(demo_dir, tmp_path)
     new = fingerprint_of(hp)

@@ -318,67 +318,15 @@ def build_demo_corpus(out_dir, *, mode: str = "reading", n_speakers: int = 48, u
     out_dir.mkdir(parents=True, exist_ok=True)
     wav_root = out_dir / "wav"
     manifest_path = out_dir / "manifest.jsonl"
-    settings_path = out_dir / "settings.json"
-    settings = _settings(mode, n_speakers, utts_per_speaker, seed)
-
-    old = None
-    if settings_path.is_file():
-        try:
-            old = json.loads(settings_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = None
-        if old != settings:
-            if progress:
-                print(f"demo corpus: {out_dir} was built with other settings; rebuilding it", file=sys.stderr)
-            shutil.rmtree(wav_root, ignore_errors=True)
-            manifest_path.unlink(missing_ok=True)
-    elif manifest_path.exists():
-        raise DataError(f"{out_dir} holds a manifest.jsonl but no demo corpus settings.json",
-                        hint="choose an empty or a demo corpus directory")
-    if old != settings:
-        write_json(settings_path, settings)
+    _stamp_settings(out_dir, _settings(mode, n_speakers, utts_per_speaker, seed), progress)
 
     _remove_orphan_temp_files(wav_root)
     plan = plan_demo_corpus(mode=mode, n_speakers=n_speakers, utts_per_speaker=utts_per_speaker, seed=seed)
-    frames: dict = {}
-    todo = []
-    for utt, spk in plan:
-        path = wav_root / spk.id / f"{utt.id}.wav"
-        utt.audio = AudioRef(str(path))
-        done = _wav_frames(path)
-        if done is None:
-            todo.append((utt, spk, path))
-        else:
-            frames[utt.id] = done
-
+    frames, todo = _existing_audio(plan, wav_root)
     if todo:
         workers = workers or max(1, min(4, os.cpu_count() or 1))
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            print(f"demo corpus: synthesizing {len(todo)} of {len(plan)} utterances into {out_dir}",
-                  file=sys.stderr, flush=True)
-            # a bar only on a terminal (disable=None): logs get the two summary lines
-            bar = tqdm(total=len(todo), desc=f"demo corpus ({mode})", unit="utt", file=sys.stderr,
-                       leave=False, disable=None)
-
-        def run(job):
-            utt, spk, path = job
-            n = _synthesize_to(path, spk, utt.text)
-            if bar is not None:
-                bar.update(1)
-            return utt.id, n
-
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-        try:
-            results = [run(job) for job in todo] if pool is None else list(pool.map(run, todo))
-        finally:
-            if pool is not None:  # on Ctrl-C, drop what has not started
-                pool.shutdown(wait=True, cancel_futures=True)
-            if bar is not None:
-                bar.close()
-        frames.update(results)
+        bar = _announce_synthesis(len(todo), len(plan), out_dir, mode) if progress else None
+        frames.update(_synthesize_all(todo, workers, bar))
 
     utterances = []
     for utt, _ in plan:
@@ -390,6 +338,77 @@ def build_demo_corpus(out_dir, *, mode: str = "reading", n_speakers: int = 48, u
         print(f"demo corpus: {len(todo)} utterances synthesized, {len(plan) - len(todo)} reused, "
               f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
     return manifest
+
+
+def _stamp_settings(out_dir: Path, settings: dict, progress: bool) -> None:
+    """Write ``settings.json``; a folder built with other settings loses its wav files and
+    manifest first, and one with a manifest but no settings (not a demo corpus) is refused."""
+    settings_path = out_dir / "settings.json"
+    manifest_path = out_dir / "manifest.jsonl"
+    old = None
+    if settings_path.is_file():
+        try:
+            old = json.loads(settings_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if old != settings:
+            if progress:
+                print(f"demo corpus: {out_dir} was built with other settings; rebuilding it", file=sys.stderr)
+            shutil.rmtree(out_dir / "wav", ignore_errors=True)
+            manifest_path.unlink(missing_ok=True)
+    elif manifest_path.exists():
+        raise DataError(f"{out_dir} holds a manifest.jsonl but no demo corpus settings.json",
+                        hint="choose an empty or a demo corpus directory")
+    if old != settings:
+        write_json(settings_path, settings)
+
+
+def _existing_audio(plan, wav_root: Path) -> tuple:
+    """Point each planned utterance at its wav; ``({id: frames} of the complete ones,
+    [(utt, speaker, path)] still to synthesize)``."""
+    frames: dict = {}
+    todo = []
+    for utt, spk in plan:
+        path = wav_root / spk.id / f"{utt.id}.wav"
+        utt.audio = AudioRef(str(path))
+        done = _wav_frames(path)
+        if done is None:
+            todo.append((utt, spk, path))
+        else:
+            frames[utt.id] = done
+    return frames, todo
+
+
+def _announce_synthesis(n_todo: int, n_planned: int, out_dir: Path, mode: str):
+    """Print what is about to be synthesized; the progress bar to update (closed by the caller)."""
+    from tqdm import tqdm
+
+    print(f"demo corpus: synthesizing {n_todo} of {n_planned} utterances into {out_dir}",
+          file=sys.stderr, flush=True)
+    # a bar only on a terminal (disable=None): logs get the two summary lines
+    return tqdm(total=n_todo, desc=f"demo corpus ({mode})", unit="utt", file=sys.stderr,
+                leave=False, disable=None)
+
+
+def _synthesize_all(todo, workers: int, bar) -> list:
+    """Synthesize every ``(utt, speaker, path)`` of ``todo`` on ``workers`` threads;
+    ``[(id, frames)]`` in ``todo``'s order. ``bar``: a progress bar to update and close, or None."""
+
+    def run(job):
+        utt, spk, path = job
+        n = _synthesize_to(path, spk, utt.text)
+        if bar is not None:
+            bar.update(1)
+        return utt.id, n
+
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        return [run(job) for job in todo] if pool is None else list(pool.map(run, todo))
+    finally:
+        if pool is not None:  # on Ctrl-C, drop what has not started
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,50 +1,51 @@
 """One cell of the comparison: one attacker on one corpus under one condition.
 
-Two kinds of attacker share the cell format (``cell.json``):
+Every attacker follows the contract of :mod:`sparc_eval.attack` and is run by
+:func:`sparc_eval.attack.run_attack`, once per cell, with the comparison's evaluation settings:
+the cell folder holds its scores.txt (full precision), utt2spk, results.json and report, and
+``cell.json`` (the summary the comparison reads). An attacker is given either
 
-- ``text``: a SPARC transcript scorer (TF-IDF, stylometric, sentence embeddings, LLM judge),
-  evaluated by :func:`sparc_eval.text.evaluate.evaluate_text` on the speaker task;
-- ``ecapa``: an ECAPA-TDNN attacker trained and evaluated by :mod:`attackers.run` (phones,
-  phone+duration or mel features), its split thinned to the evaluation set.
+- by an attacker recipe's hparams file (``hparams:``, e.g. hparams/phones.yaml): the corpus's
+  data keys are set on it and its split is thinned to the evaluation set; a trained model lives
+  in its model folder, shared by the corpora it was trained for; or
+- as an object in the comparison's hparams (``attacker: !new:...``, or ``kind:`` a registered
+  name): an attacker that makes its own trials (a SPARC text scorer) reads the evaluation set.
 
-Every cell also gets per-speaker and segment EERs, and keeps its trial scores on disk for the
-paired comparisons (:mod:`.compare`). A finished cell is reused when its settings are unchanged.
+A finished cell is reused when its settings, inputs and model are unchanged.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import Optional
 
 from ..atomic import atomic_open, write_json
+from ..attack import load_attack, not_applicable as attack_not_applicable, run_attack
+from ..data_plan import DataPlan, DataSettings, plan_data
+from ..digest import digest, file_digest, folder_digest, lines_digest
 from ..errors import DataError
+from ..evaluation import EvaluationSettings
+from ..manifest import Manifest
+from ..recipe_cli import defined_keys
+from ..trials import Trials
 from .evaluation_set import EvaluationSet, restrict_split
-
-ATTACKER_KINDS = ("text", "ecapa")
 
 
 @dataclass
 class AttackerSpec:
     name: str
-    kind: str                          # text | ecapa
-    scorer: object = None              # text: a TextScorer
-    hparams: str | None = None         # ecapa: the attacker recipe's hparams file
+    kind: Optional[str] = None                # as the hparams named it (text, ecapa, ...), for the record
+    attacker: object = None                   # an attacker object
+    hparams: Optional[str] = None             # or an attacker recipe's hparams file
     overrides: dict = field(default_factory=dict)
-    model_folder: str | None = None    # ecapa: where the trained model lives (shared by corpora)
-    P: int = 200
-    L: int = 20
-    trial_settings: dict = field(default_factory=dict)
+    model_folder: Optional[str] = None        # hparams attackers: where the trained model lives
 
     def describe(self) -> dict:
-        if self.kind == "text":
-            return {"kind": "text", "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
-                    "scorer_settings": self.scorer.settings(), "P": self.P, "L": self.L,
-                    "trial_settings": self.trial_settings}
-        return {"kind": "ecapa", "hparams": self.hparams, "overrides": self.overrides,
+        if self.attacker is not None:
+            return {"kind": self.kind, "class": type(self.attacker).__name__, **self.attacker.describe()}
+        return {"kind": self.kind, "hparams": self.hparams, "overrides": self.overrides,
                 "model_folder": self.model_folder}
 
 
@@ -52,10 +53,10 @@ class AttackerSpec:
 class CorpusSpec:
     name: str
     data_folder: str
-    train_folders: list | None = None
-    settings: dict = field(default_factory=dict)   # split and anonymization keys for the ECAPA recipe
+    train_folders: Optional[list] = None
+    settings: dict = field(default_factory=dict)   # split and anonymization keys of the attacker recipe
 
-    def ecapa_overrides(self) -> dict:
+    def data_overrides(self) -> dict:
         """The attacker recipe's data keys for this corpus. With ``train_folders`` the corpus is
         the evaluation folder; without, the recipe holds out part of its speakers."""
         out = dict(self.settings)
@@ -65,28 +66,26 @@ class CorpusSpec:
             out["data_folder"] = self.data_folder
         return out
 
+    def data_settings(self, cache_folder) -> DataSettings:
+        return DataSettings.from_hparams({**self.data_overrides(), "cache_folder": cache_folder})
 
-def cell_key(*parts) -> str:
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+@dataclass
+class CellContext:
+    """What every cell of one comparison shares."""
+    settings: EvaluationSettings
+    common: dict                         # hparams keys set on every attacker recipe (cache, progress...)
+    cache_folder: str
+    trials_per_speaker: Optional[int] = None
+    plots: bool = True
+    log: object = print
+
+
+# --- cache keys ----------------------------------------------------------------------------------
 
 def manifest_digest(manifest) -> str:
     """What a cell reads of its corpus: ids, speakers and words (new transcripts = a new cell)."""
-    h = hashlib.sha256()
-    for u in manifest:
-        h.update(f"{u.id}\t{u.speaker}\t{u.text}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def file_digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
-def attributes_digest(manifest) -> str:
-    """The speakers' metadata: segment EERs change with it."""
-    text = json.dumps(manifest.speaker_attributes(), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return lines_digest(f"{u.id}\t{u.speaker}\t{u.text}\n" for u in manifest)
 
 
 def inputs_digest(settings: dict) -> dict:
@@ -100,19 +99,23 @@ def inputs_digest(settings: dict) -> dict:
             if path is not None and path.is_file():
                 out[f"{key}[{i}]"] = file_digest(path)
             elif path is not None and path.is_dir():
-                h = hashlib.sha256()
-                for f in sorted(path.rglob("*")):
-                    if f.is_file():
-                        st = f.stat()
-                        h.update(f"{f.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
-                out[f"{key}[{i}]"] = h.hexdigest()[:16]
+                out[f"{key}[{i}]"] = folder_digest(path)
     return out
 
 
-def newest_checkpoint(save_folder) -> str | None:
-    """The name of the model's newest checkpoint: more training means new scores."""
+def newest_checkpoint(save_folder) -> Optional[str]:
+    """The name of a model folder's newest checkpoint: more training means new scores."""
     ckpts = sorted(p.name for p in Path(save_folder).glob("CKPT*")) if save_folder else []
     return ckpts[-1] if ckpts else None
+
+
+def cell_key(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, view: Manifest,
+             ctx: CellContext) -> str:
+    save_folder = spec.overrides.get("save_folder") or (Path(spec.model_folder) / "save" if spec.model_folder else None)
+    return digest(["cell", spec.describe(), file_digest(spec.hparams) if spec.hparams else None,
+                   corpus.data_overrides(), inputs_digest(corpus.settings), manifest_digest(view),
+                   digest(evalset.manifest.speaker_attributes()), condition, ctx.trials_per_speaker,
+                   ctx.settings.digest_parts(), newest_checkpoint(save_folder)])
 
 
 def _finished(cell_dir: Path, key: str):
@@ -136,177 +139,95 @@ def not_applicable(attacker: AttackerSpec, corpus: str, condition: str, why: str
             "status": status, "reason": why}
 
 
-@dataclass
-class CellSettings:
-    """How every cell's metrics are computed, so that cells and comparisons agree."""
-    n_boot: int = 1000
-    seed: int = 0
-    unit: str = "speaker"             # bootstrap unit of the cells' CIs and of the comparisons
-    min_segment_speakers: int = 3
-    segment_attributes: list | None = None   # attributes segmented (None: every speaker attribute)
-    accent_grouping: str = "coarse"          # coarse | fine (sparc_eval.attributes.ACCENT_GROUPINGS)
+# --- running a cell ------------------------------------------------------------------------------
 
-
-def cell_metrics(trials: dict, speakers_table: dict, settings: CellSettings) -> dict | None:
-    """Overall (CI over ``settings.unit``), per-speaker and segment EERs of a cell's trials;
-    None when the trials have one class only."""
-    from ..attributes import SEGMENT_NAMES, segment_table
-    from ..metrics import evaluate_trials
-
-    # segment values made here, under the chosen accent grouping; evaluate_trials keeps them as they are
-    speakers_table = segment_table(speakers_table, accent_grouping=settings.accent_grouping)
-    if settings.segment_attributes is not None:  # segment only these (sex, age, accent), not e.g. a voice name
-        keep_attrs = {SEGMENT_NAMES.get(a, a) for a in settings.segment_attributes}  # age or age_group alike
-        speakers_table = {s: {k: v for k, v in attrs.items() if k in keep_attrs}
-                          for s, attrs in speakers_table.items()}
-    keep = np.isfinite(trials["scores"])
-    test, spk = trials["test"][keep], trials["test_speaker"][keep]
-    utt2spk = dict(zip(test.tolist(), spk.tolist()))
-    ev = evaluate_trials(trials["enroll_speaker"][keep], test, trials["scores"][keep], trials["labels"][keep],
-                         utt2spk=utt2spk, speakers=speakers_table, n_boot=settings.n_boot, seed=settings.seed,
-                         bootstrap_unit=settings.unit, min_segment_speakers=settings.min_segment_speakers)
-    if ev["overall"]["eer"] is None:
-        return None
-    left_out = {k.split(".", 1)[1]: v for k, v in ev["not_applicable"].items()
-                if k.startswith("segments.") and v.endswith("skipped")}
-    return {"overall": ev["overall"], "per_speaker": ev["per_speaker"], "segments": ev["segments"],
-            "segments_left_out": left_out, "n_trial_speakers": len(set(spk.tolist())),
-            "n_missing_scores": int((~keep).sum())}
-
-
-def _complete(base: dict, trials: dict, speakers_table: dict, settings: CellSettings, key: str,
-              cell_dir: Path) -> dict:
-    metrics = cell_metrics(trials, speakers_table, settings)
-    if metrics is None:
-        cell = {**base, "status": "not_applicable", "reason": "the trials have one class only: no EER"}
-    else:
-        cell = {**base, "status": "ok", **metrics}
-    cell["key"] = key
-    write_json(cell_dir / "cell.json", cell)
-    return cell
-
-
-# --- text attackers ------------------------------------------------------------------------------
-
-def run_text_cell(attacker: AttackerSpec, evalset: EvaluationSet, condition: str, cell_dir: Path, *,
-                  metrics: CellSettings, plots: bool, text_manifest=None, log=print) -> dict:
-    """``text_manifest``: what the attacker reads when it is not the evaluation set's own text
-    (an anonymized corpus's transcripts, :func:`sparc_eval.words.spoken_manifest`). Shared text is
-    the evaluation set's (``shared_ids``), the same utterances for every attacker."""
-    from ..text.evaluate import evaluate_text, setting_key, trial_config_from_hparams
-
+def _view(evalset: EvaluationSet, condition: str, text_manifest: Optional[Manifest]) -> Manifest:
+    """What an attacker with its own trials reads: the evaluation set, or what its anonymized
+    speech says (``text_manifest``), without the shared text under ``no_shared``."""
     manifest = evalset.manifest if text_manifest is None else text_manifest
     if condition == "no_shared" and evalset.shared_ids:
         manifest = manifest.subset(lambda u: u.id not in evalset.shared_ids)
-    key = cell_key("text", attacker.describe(), manifest_digest(manifest), attributes_digest(evalset.manifest),
-                   vars(metrics))
-    done = _finished(cell_dir, key)
-    if done:
-        log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: reused {cell_dir}")
-        return done
-    config = trial_config_from_hparams({**attacker.trial_settings, "seed": metrics.seed, "shared_text": False})
-    setting = setting_key(attacker.P, attacker.L)
-    doc = evaluate_text(manifest, attacker.scorer, tasks=["speaker"], settings=[(attacker.P, attacker.L)],
-                        config=config, output_folder=cell_dir, n_boot=metrics.n_boot, seed=metrics.seed,
-                        dataset=evalset.name, plots=plots, log=lambda msg: None)
-    block = doc["tasks"]["speaker"].get(setting)
-    if not (block and block["conditions"].get("combined")):
-        why = doc["not_applicable"].get(f"tasks.speaker.{setting}.conditions.combined") or \
-            doc["not_applicable"].get(f"tasks.speaker.{setting}") or "no trials with both classes"
-        cell = {**not_applicable(attacker, evalset.name, condition, why), "key": key}
-        write_json(cell_dir / "cell.json", cell)
-        return cell
-    base = {"attacker": attacker.name, "kind": "text", "corpus": evalset.name, "condition": condition,
-            "results": "results.json",
-            "n_utterances": len(manifest),
-            "trials": {"scores": f"scores/speaker_{setting}.txt", "trials": f"trials/speaker_{setting}.jsonl"}}
-    return _complete(base, text_trials(cell_dir, setting), evalset.manifest.speaker_attributes(), metrics, key,
-                     cell_dir)
+    return manifest
 
 
-def text_trials(cell_dir: Path, setting: str) -> dict:
-    """A text cell's scored trials: enrollment speaker, probe id and speaker, score, label. Trials the
-    scorer left unscored are not in the score file (the text evaluation lists them), so the two
-    files are matched on (enrollment id, probe id), not on line order."""
-    from ..metrics import read_scores
-
-    scores = read_scores(cell_dir / "scores" / f"speaker_{setting}.txt")
-    speakers = {}
-    with open(cell_dir / "trials" / f"speaker_{setting}.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                rec = json.loads(line)
-                speakers[(rec["enroll"]["id"], rec["probe"]["id"])] = (rec["enroll"]["speaker"], rec["probe"]["speaker"])
-    try:
-        pairs = [speakers[(e, t)] for e, t in zip(scores.enroll.tolist(), scores.test.tolist())]
-    except KeyError as err:
-        raise DataError(f"scored trial {err.args[0]} is not in the trial file", path=cell_dir,
-                        hint="the cell was interrupted while writing; delete the folder and run again") from None
-    return {"enroll": scores.enroll, "enroll_speaker": np.array([p[0] for p in pairs]), "test": scores.test,
-            "test_speaker": np.array([p[1] for p in pairs]), "scores": scores.scores, "labels": scores.labels}
+def _plan(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, view: Manifest,
+          ctx: CellContext, cell_dir: Path) -> tuple:
+    """(attacker, data plan, data settings) of a cell."""
+    if spec.hparams:
+        defined = defined_keys(spec.hparams)
+        common = {k: v for k, v in ctx.common.items() if k in defined}  # conveniences, where the file has them
+        overrides = {**spec.overrides, **corpus.data_overrides(), **common,
+                     "output_folder": spec.model_folder, "results_folder": str(cell_dir)}
+        hp, plan, attacker = load_attack(spec.hparams, overrides)
+        return attacker, plan, DataSettings.from_hparams(hp)
+    attacker = spec.attacker
+    if attacker.needs.split:  # it scores a split of the corpus, as the attacker recipe makes it
+        data = corpus.data_settings(ctx.cache_folder)
+        return attacker, plan_data(data), data
+    scenario = corpus.settings.get("scenario", "original")
+    empty = Manifest([], name="no training data")
+    return attacker, DataPlan(empty, view, view, None, evalset.manifest, scenario), None
 
 
-# --- ECAPA attackers -----------------------------------------------------------------------------
-
-def run_ecapa_cell(attacker: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str,
-                   cell_dir: Path, *, common: dict, trials_per_speaker, metrics: CellSettings,
-                   log=print) -> dict:
-    from attackers.run import needs_audio, prepare, run_attack
-
-    overrides = {**attacker.overrides, **corpus.ecapa_overrides(), **common,
-                 "output_folder": attacker.model_folder, "results_folder": str(cell_dir)}
-    drop = evalset.shared_ids if condition == "no_shared" else frozenset()
-
-    save_folder = attacker.overrides.get("save_folder") or Path(attacker.model_folder) / "save"
-
-    def key_now():
-        return cell_key("ecapa", attacker.describe(), file_digest(attacker.hparams), corpus.ecapa_overrides(),
-                        inputs_digest(corpus.settings), manifest_digest(evalset.manifest),
-                        attributes_digest(evalset.manifest), sorted(drop), trials_per_speaker, vars(metrics),
-                        newest_checkpoint(save_folder))
-
-    done = _finished(cell_dir, key_now())
-    if done:
-        log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: reused {cell_dir}")
-        return done
-    hp, plan = prepare(attacker.hparams, overrides)
-    if needs_audio(hp):
-        for role, manifest in (("training", plan.train), ("enrollment", plan.enroll), ("trial", plan.trials)):
-            if not manifest.has_audio:
-                return not_applicable(attacker, evalset.name, condition,
-                                      f"{hp['feature_type']} features need audio; the {role} corpus is text-only")
+def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellContext) -> None:
+    """The plan's split limited to the evaluation set's speakers (without shared text under
+    ``no_shared``), the same speakers and utterances for every attacker."""
     missing = evalset.speakers - set(plan.eval_original.speakers())
     if missing:
         raise DataError(f"the attacker's evaluation speakers differ from the corpus's ({sorted(missing)[:3]} "
                         f"are missing)", hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)")
+    drop = evalset.shared_ids if condition == "no_shared" else frozenset()
     plan.split = restrict_split(plan.split, plan.eval_original.utt2spk(), speakers=evalset.speakers, drop_ids=drop,
-                                trials_per_speaker=trials_per_speaker, seed=metrics.seed)
-    log(f"[leakage] {evalset.name} / {attacker.name} / {condition}: training or resuming {attacker.model_folder}")
-    run_attack(hp, None, hparams_file=attacker.hparams, overrides=overrides, plan=plan)
-    utt2spk = plan.eval_original.utt2spk()
-    trials = ecapa_trials(cell_dir, utt2spk)
-    with atomic_open(cell_dir / "utt2spk", "w", encoding="utf-8") as handle:  # for ecapa_trials on a reused cell
-        handle.writelines(f"{u} {utt2spk[u]}\n" for u in sorted(set(trials["test"].tolist())))
-    base = {"attacker": attacker.name, "kind": "ecapa", "corpus": evalset.name, "condition": condition,
-            "results": "results.json", "features": hp["feature_type"], "model_folder": attacker.model_folder,
-            "n_train_speakers": len(plan.train.speakers()),
-            "n_utterances": len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
-            "trials": {"scores": "scores.txt"}}
-    return _complete(base, trials, plan.eval_original.speaker_attributes(), metrics, key_now(), cell_dir)
+                                trials_per_speaker=ctx.trials_per_speaker, seed=ctx.settings.bootstrap.seed)
 
 
-def ecapa_trials(cell_dir: Path, utt2spk: dict | None = None) -> dict:
-    from ..metrics import read_scores, read_utt2spk
+def cell_summary(evaluation, trials: Trials) -> dict:
+    """What cell.json keeps of the cell's one evaluation."""
+    left_out = {k.split(".", 1)[1]: v for k, v in evaluation["not_applicable"].items()
+                if k.startswith("segments.") and v.endswith("skipped")}
+    return {"overall": evaluation["overall"], "per_speaker": evaluation["per_speaker"],
+            "segments": evaluation["segments"], "segments_left_out": left_out,
+            "n_trial_speakers": len(set(trials.scored().test_speaker.tolist())), "n_missing_scores": trials.n_unscored}
 
-    scores = read_scores(cell_dir / "scores.txt")
-    utt2spk = utt2spk if utt2spk is not None else read_utt2spk(cell_dir / "utt2spk")
-    return {"enroll": scores.enroll, "enroll_speaker": scores.enroll, "test": scores.test,
-            "test_speaker": np.array([utt2spk[t] for t in scores.test.tolist()]),
-            "scores": scores.scores, "labels": scores.labels}
+
+def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, cell_dir: Path,
+             ctx: CellContext, *, text_manifest: Optional[Manifest] = None) -> dict:
+    view = _view(evalset, condition, text_manifest if spec.attacker is not None else None)
+    where = f"{evalset.name} / {spec.name} / {condition}"
+    done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx))
+    if done:
+        ctx.log(f"[leakage] {where}: reused {cell_dir}")
+        return done
+    attacker, plan, data = _plan(spec, corpus, evalset, condition, view, ctx, cell_dir)
+    why = attack_not_applicable(attacker, plan)
+    if why:
+        return not_applicable(spec, evalset.name, condition, why)
+    if plan.split is not None:
+        _thin(plan, evalset, condition, ctx)
+    ctx.log(f"[leakage] {where}: running {attacker.name}" + (f" ({spec.model_folder})" if spec.model_folder else ""))
+    result = run_attack(attacker, plan, cell_dir, settings=ctx.settings, data=data, plots=ctx.plots,
+                        run_info={"hparams": spec.hparams, "overrides": spec.overrides or None,
+                                  "seed": ctx.settings.bootstrap.seed},
+                        speakers=evalset.manifest.speaker_attributes() if plan.split is None else None)
+    with atomic_open(cell_dir / "utt2spk", "w", encoding="utf-8") as handle:  # for the scores of a reused cell
+        handle.writelines(f"{t} {s}\n" for t, s in sorted(result.trials.utt2spk().items()))
+    base = {"attacker": spec.name, "kind": spec.kind, "corpus": evalset.name, "condition": condition,
+            "results": "results.json", "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
+            "n_utterances": len(view) if plan.split is None else
+            len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()), **attacker.describe()}
+    if spec.model_folder:
+        base["model_folder"] = spec.model_folder
+    if result.evaluation["overall"]["eer"] is None:
+        cell = {**base, "status": "not_applicable", "reason": "the trials have one class only: no EER"}
+    else:
+        cell = {**base, "status": "ok", **cell_summary(result.evaluation, result.trials)}
+    cell["key"] = cell_key(spec, corpus, evalset, condition, view, ctx)  # after training: its newest checkpoint
+    write_json(cell_dir / "cell.json", cell)
+    return cell
 
 
-def cell_trials(cell: dict, cell_dir: Path) -> dict:
-    """The trials of a finished cell, for comparisons."""
-    if cell["kind"] == "text":
-        return text_trials(cell_dir, Path(cell["trials"]["scores"]).stem.split("_", 1)[1])
-    return ecapa_trials(cell_dir)
+def cell_trials(cell_dir: Path) -> Trials:
+    """The scored trials of a finished cell, for comparisons."""
+    from ..metrics import read_utt2spk
+
+    return Trials.read(cell_dir / "scores.txt", read_utt2spk(cell_dir / "utt2spk"))

@@ -20,49 +20,39 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from ..trials import Trials
 
 
-def _keys(trials: dict) -> np.ndarray:
-    return np.char.add(np.char.add(trials["enroll"].astype(str), "\t"), trials["test"].astype(str))
-
-
-def _finite(trials: dict) -> dict:
-    keep = np.isfinite(trials["scores"])
-    return {k: v[keep] for k, v in trials.items()}
-
-
-def compare_cells(a: dict, b: dict, *, n_boot: int, seed: int, unit: str = "speaker") -> dict:
-    """``a`` and ``b``: trials of two cells (:func:`.cells.cell_trials`). Returns the EERs, the
-    difference b - a with its 95% CI and p-value, and how it was computed."""
-    ka, kb = _keys(a), _keys(b)
+def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "speaker") -> dict:
+    """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
+    EERs, the difference b - a with its 95% CI and p-value, and how it was computed."""
+    ka, kb = a.keys(), b.keys()
     same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
     if same_trials:
-        a = {k: v[np.argsort(ka)] for k, v in a.items()}
-        b = {k: v[np.argsort(kb)] for k, v in b.items()}
-        same_trials = bool(np.array_equal(a["labels"], b["labels"]))
-    paired = False
+        a, b = a.select(np.argsort(ka)), b.select(np.argsort(kb))
+        same_trials = bool(np.array_equal(a.label, b.label))
+    groups = (lambda t: t.test_speaker if unit == "speaker" else None)
     if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
         paired = "trials"
-        both = np.isfinite(a["scores"]) & np.isfinite(b["scores"])
-        result = paired_bootstrap(a["scores"][both], b["scores"][both], a["labels"][both], n_boot=n_boot, seed=seed,
-                                  unit=unit, groups=a["test_speaker"][both] if unit == "speaker" else None)
-        a, b = ({k: v[both] for k, v in x.items()} for x in (a, b))
-    elif unit == "speaker" and set(_finite(a)["test_speaker"].tolist()) == set(_finite(b)["test_speaker"].tolist()):
+        both = np.isfinite(a.score) & np.isfinite(b.score)
+        a, b = a.select(both), b.select(both)
+        result = paired_bootstrap(a.score, b.score, a.label, n_boot=n_boot, seed=seed, unit=unit, groups=groups(a))
+    elif unit == "speaker" and set(a.scored().test_speaker.tolist()) == set(b.scored().test_speaker.tolist()):
         paired = "speakers"
-        a, b = _finite(a), _finite(b)
-        result = speaker_paired_bootstrap(a["scores"], a["labels"], a["test_speaker"], b["scores"], b["labels"],
-                                          b["test_speaker"], n_boot=n_boot, seed=seed)
+        a, b = a.scored(), b.scored()
+        result = speaker_paired_bootstrap(a.score, a.label, a.test_speaker, b.score, b.label, b.test_speaker,
+                                          n_boot=n_boot, seed=seed)
     else:
-        a, b = _finite(a), _finite(b)
-        result = unpaired_bootstrap(a["scores"], a["labels"], b["scores"], b["labels"], n_boot=n_boot, seed=seed,
-                                    unit=unit, groups_a=a["test_speaker"] if unit == "speaker" else None,
-                                    groups_b=b["test_speaker"] if unit == "speaker" else None)
+        paired = False
+        a, b = a.scored(), b.scored()
+        result = unpaired_bootstrap(a.score, a.label, b.score, b.label, n_boot=n_boot, seed=seed, unit=unit,
+                                    groups_a=groups(a), groups_b=groups(b))
     d = result.as_dict()
     return {"paired": paired, "unit": unit, "n_boot": n_boot, "n_valid": d["n_valid"],
             "eer_a": d["a"]["eer"], "eer_b": d["b"]["eer"], "eer_diff": d["diff"]["eer"],
             "eer_diff_ci95": d["ci95"]["eer"], "eer_p_value": d["p_value"]["eer"],
             "auc_diff": d["diff"]["auc"], "auc_diff_ci95": d["ci95"]["auc"],
-            "n_trials_a": int(a["scores"].size), "n_trials_b": int(b["scores"].size)}
+            "n_trials_a": len(a), "n_trials_b": len(b)}
 
 
 def verdict(comparison: dict, name_a: str, name_b: str, verb: str = "leaks more") -> str:

@@ -152,6 +152,21 @@ def plot_segments(path, doc, cond) -> Path | None:
 # --- report.md ------------------------------------------------------------------------------------
 
 def render_leakage_report(doc: dict, plots: dict) -> str:
+    """report.md of a leakage comparison: one section renderer after another."""
+    lines = _intro(doc)
+    lines += _fairness(doc)
+    lines += _eer_tables(doc, plots)
+    lines += _comparisons(doc)
+    lines += _shared_text_changes(doc)
+    lines += _vocabulary(doc)
+    lines += _shared_text(doc)
+    lines += _distinctiveness(doc, plots)
+    lines += _segments(doc, plots)
+    lines += _closing(doc)
+    return "\n".join(lines) + "\n"
+
+
+def _intro(doc: dict) -> list:
     run, conditions = doc["run"], doc["run"]["conditions"]
     attackers = run["features"]
     lines = ["# Content leakage comparison", ""]
@@ -160,12 +175,16 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
               (f"95% CIs from {run['n_boot']} bootstrap resamples of {run['bootstrap_unit']}s. " if run["n_boot"]
                else "no CIs and no comparisons (n_boot = 0). ") +
               "Lower EER = the attacker recognises speakers better = more leakage.", ""]
+    return lines
+
+
+def _fairness(doc: dict) -> list:
     f = doc["fairness"]
-    lines += ["## How the comparison is made fair", ""]
+    lines = ["## How the comparison is made fair", ""]
     spk = ", ".join(f"{n} {k} of {f['speakers_available'][n]}" for n, k in f["speakers_per_corpus"].items())
+    per = f["balance_trial_utterances"]
     lines += [f"- Speakers evaluated per corpus: {spk} (balance_speakers: {f['balance_speakers']}).",
-              f"- Trial utterances per speaker (ECAPA): "
-              f"{'all' if f['balance_trial_utterances'] is None else 'at most ' + str(f['balance_trial_utterances'])}; "
+              f"- Trial utterances per speaker (ECAPA): {'all' if per is None else 'at most ' + str(per)}; "
               f"text attackers: {f['text_attackers']}.",
               f"- Differences are bootstrapped over {f['bootstrap_unit']}s: paired on trials when two cells share "
               "their trials, on speakers when they share only their test speakers (text vs ECAPA, with vs without "
@@ -174,27 +193,45 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     counts = sorted({n for by_a in f["trial_speakers_per_cell"].values() for by_c in by_a.values()
                      for n in by_c.values() if n is not None})
     if counts:
-        lines.append(f"- Trial speakers per cell: {counts[0]}" + (f" to {counts[-1]} (splits and probes can leave "
-                                                                 "some speakers without trials)" if len(counts) > 1 else "") + ".")
+        more = f" to {counts[-1]} (splits and probes can leave some speakers without trials)" if len(counts) > 1 else ""
+        lines.append(f"- Trial speakers per cell: {counts[0]}{more}.")
     lines.append("")
-    for cond in conditions:
+    return lines
+
+
+def _eer_cell(cell: dict) -> str:
+    if cell["status"] != "ok":
+        return "failed" if cell["status"] == "failed" else "n/a"
+    ov = cell["overall"]
+    same = " (no shared text: = all)" if cell.get("same_as") else ""
+    return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{same}"
+
+
+def _eer_tables(doc: dict, plots: dict) -> list:
+    attackers = doc["run"]["features"]
+    lines = []
+    for cond in doc["run"]["conditions"]:
         lines += [f"## EER per corpus and attacker: {CONDITION_TITLES[cond]}", "",
                   "| corpus | " + " | ".join(attackers) + " |", "|---|" + "---|" * len(attackers)]
         for corpus in doc["cells"]:
-            row = []
-            for attacker in attackers:
-                cell = doc["cells"][corpus][attacker][cond]
-                if cell["status"] != "ok":
-                    row.append("failed" if cell["status"] == "failed" else "n/a")
-                else:
-                    ov = cell["overall"]
-                    same = " (no shared text: = all)" if cell.get("same_as") else ""
-                    row.append(f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{same}")
+            row = [_eer_cell(doc["cells"][corpus][attacker][cond]) for attacker in attackers]
             lines.append(f"| {corpus} | " + " | ".join(row) + " |")
         lines.append("")
     if plots.get("eer"):
         lines += [f"![EER per corpus and attacker]({plots['eer'].name})", ""]
+    return lines
 
+
+def _diff_ci(r: dict) -> tuple:
+    """The row's EER difference CI (" [lo, hi]" in points, or "") and its p value."""
+    ci = r["eer_diff_ci95"]
+    ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+    p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
+    return ci_s, p
+
+
+def _comparisons(doc: dict) -> list:
+    lines = []
     for kind, title in (("corpora", "Which corpus leaks more"), ("attackers", "Which attacker finds more")):
         rows = doc["comparisons"].get(kind) or []
         if not rows:
@@ -205,34 +242,37 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             who = r["attacker"] if kind == "corpora" else r["corpus"]
-            ci = r["eer_diff_ci95"]
             diff = "n/a" if r["eer_diff"] is None else f"{100 * r['eer_diff']:+.1f}"
-            ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
-            p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
+            ci_s, p = _diff_ci(r)
             lines.append(f"| {r['condition']} | {who} | {r['a']} | {r['b']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} "
                          f"| {diff}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |")
         lines.append("")
+    return lines
 
+
+def _shared_text_changes(doc: dict) -> list:
     rows = doc["comparisons"].get("shared_text") or []
-    if rows:
-        lines += ["## What shared text changes", "",
-                  "EER without shared text minus EER with it, in points (the same test speakers resampled for "
-                  "both, where they are the same).", "",
-                  "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | paired | verdict |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in rows:
-            ci = r["eer_diff_ci95"]
-            ci_s = "" if not ci or ci[0] is None else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
-            p = "n/a" if r["eer_p_value"] is None else f"{r['eer_p_value']:.3f}"
-            lines.append(f"| {r['corpus']} | {r['attacker']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} | "
-                         f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |")
-        lines.append("")
+    if not rows:
+        return []
+    lines = ["## What shared text changes", "",
+             "EER without shared text minus EER with it, in points (the same test speakers resampled for "
+             "both, where they are the same).", "",
+             "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | paired | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ci_s, p = _diff_ci(r)
+        lines.append(f"| {r['corpus']} | {r['attacker']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} | "
+                     f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |")
+    lines.append("")
+    return lines
 
-    lines += ["## Vocabulary", "",
-              "Type/token ratio of the corpus and per speaker on equal-length samples; the share of a speaker's "
-              "tokens (and word types) that no other speaker of the corpus uses.", "",
-              "| corpus | condition | speakers | utterances | tokens | types | TTR | speaker TTR (first N tokens) "
-              "| unique-token share | unique-type share |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+def _vocabulary(doc: dict) -> list:
+    lines = ["## Vocabulary", "",
+             "Type/token ratio of the corpus and per speaker on equal-length samples; the share of a speaker's "
+             "tokens (and word types) that no other speaker of the corpus uses.", "",
+             "| corpus | condition | speakers | utterances | tokens | types | TTR | speaker TTR (first N tokens) "
+             "| unique-token share | unique-type share |", "|---|---|---|---|---|---|---|---|---|---|"]
     for corpus, block in doc["corpora"].items():
         for cond, c in block["conditions"].items():
             v = c["vocabulary"]
@@ -244,8 +284,11 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                          f"{v['n_types']} | {ttr} | {sttr} | "
                          f"{_pct(v['unique_token_share']['mean'])}% | {_pct(v['unique_type_share']['mean'])}% |")
     lines.append("")
+    return lines
 
-    lines += ["## Shared (scripted) text", ""]
+
+def _shared_text(doc: dict) -> list:
+    lines = ["## Shared (scripted) text", ""]
     for corpus, block in doc["corpora"].items():
         s = block["shared_text"]
         line = (f"- {corpus}: {s['n_removed']} of {s['n_utterances']} utterances ({_pct(s.get('fraction_removed'))}%) "
@@ -256,12 +299,17 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
                      f"precision {_pct(flags['precision'])}% ({flags['n_scripted']} flagged)")
         lines.append(line + ".")
     lines.append("")
+    return lines
 
-    lines += ["## Distinctiveness and per-speaker EER", "",
-              "Signed Pearson r between a speaker's phone-frequency distinctiveness (or unique-token share) "
-              "and their per-speaker EER; negative = distinctive speakers are easier to recognise "
-              "(content-leakage paper section 4.1: |r| = 0.59 on LibriSpeech).", "",
-              "| corpus | condition | attacker | r (distinctiveness) | r (unique-token share) |", "|---|---|---|---|---|"]
+
+def _distinctiveness(doc: dict, plots: dict) -> list:
+    conditions = doc["run"]["conditions"]
+    lines = ["## Distinctiveness and per-speaker EER", "",
+             "Signed Pearson r between a speaker's phone-frequency distinctiveness (or unique-token share) "
+             "and their per-speaker EER; negative = distinctive speakers are easier to recognise "
+             "(content-leakage paper section 4.1: |r| = 0.59 on LibriSpeech).", "",
+             "| corpus | condition | attacker | r (distinctiveness) | r (unique-token share) |",
+             "|---|---|---|---|---|"]
     for corpus, by_cond in doc["correlations"].items():
         for cond, by_attacker in by_cond.items():
             for attacker, corr in by_attacker.items():
@@ -278,54 +326,77 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     for cond in conditions:
         if plots.get(f"distinct_{cond}"):
             lines += [f"![per-speaker EER vs distinctiveness, {cond}]({plots[f'distinct_{cond}'].name})", ""]
+    return lines
 
-    lines += ["## Population segments (intra / inter EER, %)", "",
-              "Intra: only the segment's speakers, as enrollment and trial speakers; inter: the segment's "
-              f"speakers as trial speakers against every enrollment speaker. Only values with at least "
-              f"{run['min_segment_speakers']} trial speakers; accents are grouped "
-              f"{run.get('accent_grouping', 'coarse')} (accent_grouping; the tables are in sparc_eval/attributes.py).",
-              ""]
+
+def _segments(doc: dict, plots: dict) -> list:
+    run, conditions = doc["run"], doc["run"]["conditions"]
+    lines = ["## Population segments (intra / inter EER, %)", "",
+             "Intra: only the segment's speakers, as enrollment and trial speakers; inter: the segment's "
+             f"speakers as trial speakers against every enrollment speaker. Only values with at least "
+             f"{run['min_segment_speakers']} trial speakers; accents are grouped "
+             f"{run.get('accent_grouping', 'coarse')} (accent_grouping; the tables are in sparc_eval/attributes.py).",
+             ""]
     for corpus in doc["cells"]:
         for cond in conditions:
-            rows = {}
-            left = {}
-            for attacker in attackers:
-                cell = doc["cells"][corpus][attacker][cond]
-                if cell["status"] != "ok":
-                    continue
-                for attr, values in (cell.get("segments") or {}).items():
-                    for value, seg in values.items():
-                        rows.setdefault((attr, value, seg["n_speakers"]), {})[attacker] = seg
-                left.update(cell.get("segments_left_out") or {})
-            if not rows:
-                continue
-            shown = [a for a in attackers if any(a in r for r in rows.values())]
-            lines += [f"### {corpus}, {CONDITION_TITLES[cond]}", "",
-                      "| segment | speakers | " + " | ".join(shown) + " |", "|---|---|" + "---|" * len(shown)]
-            for (attr, value, n), by_attacker in sorted(rows.items()):
-                cells_s = [f"{_pct(by_attacker[a]['intra_eer'])} / {_pct(by_attacker[a]['inter_eer'])}"
-                           if a in by_attacker else "" for a in shown]
-                lines.append(f"| {attr}={value} | {n} | " + " | ".join(cells_s) + " |")
-            if left:
-                lines += ["", f"Left out (fewer than {run['min_segment_speakers']} trial speakers): " +
-                          ", ".join(f"{k.replace('.', '=', 1)} ({v.split(' ')[0]})" for k, v in sorted(left.items())) + "."]
-            lines.append("")
+            lines += _segment_table(doc, corpus, cond)
     for corpus, block in doc["corpora"].items():
-        grouping = block.get("accent_grouping") or {}
-        if grouping:
-            lines += [f"Accent groups of {corpus} (self-reported accent: speakers): " + "; ".join(
-                f"**{g}** ← " + ", ".join(f"{raw} ({n})" for raw, n in raws.items()) for g, raws in grouping.items()),
-                ""]
-            by_reason = {}  # labels in no accent segment, whatever their number of speakers
-            for label, v in (block.get("accent_left_out") or {}).items():
-                by_reason.setdefault(v["reason"], []).append(f"{label} ({v['n_speakers']})")
-            if by_reason:
-                lines += [f"In no accent segment of {corpus}: " + "; ".join(
-                    f"{', '.join(labels)}: {why}" for why, labels in by_reason.items()) + ".", ""]
+        lines += _accent_groups(corpus, block)
     for cond in conditions:
         if plots.get(f"segments_{cond}"):
             lines += [f"![intra vs inter segment EER, {cond}]({plots[f'segments_{cond}'].name})", ""]
+    return lines
 
+
+def _segment_table(doc: dict, corpus: str, cond: str) -> list:
+    """Intra / inter EER per segment value and attacker of one corpus and condition ([] when none)."""
+    run, attackers = doc["run"], doc["run"]["features"]
+    rows = {}
+    left = {}
+    for attacker in attackers:
+        cell = doc["cells"][corpus][attacker][cond]
+        if cell["status"] != "ok":
+            continue
+        for attr, values in (cell.get("segments") or {}).items():
+            for value, seg in values.items():
+                rows.setdefault((attr, value, seg["n_speakers"]), {})[attacker] = seg
+        left.update(cell.get("segments_left_out") or {})
+    if not rows:
+        return []
+    shown = [a for a in attackers if any(a in r for r in rows.values())]
+    lines = [f"### {corpus}, {CONDITION_TITLES[cond]}", "",
+             "| segment | speakers | " + " | ".join(shown) + " |", "|---|---|" + "---|" * len(shown)]
+    for (attr, value, n), by_attacker in sorted(rows.items()):
+        cells_s = [f"{_pct(by_attacker[a]['intra_eer'])} / {_pct(by_attacker[a]['inter_eer'])}"
+                   if a in by_attacker else "" for a in shown]
+        lines.append(f"| {attr}={value} | {n} | " + " | ".join(cells_s) + " |")
+    if left:
+        lines += ["", f"Left out (fewer than {run['min_segment_speakers']} trial speakers): " +
+                  ", ".join(f"{k.replace('.', '=', 1)} ({v.split(' ')[0]})" for k, v in sorted(left.items())) + "."]
+    lines.append("")
+    return lines
+
+
+def _accent_groups(corpus: str, block: dict) -> list:
+    """Which self-reported accents make up each accent group of a corpus, and which are in none."""
+    grouping = block.get("accent_grouping") or {}
+    if not grouping:
+        return []
+    lines = [f"Accent groups of {corpus} (self-reported accent: speakers): " + "; ".join(
+        f"**{g}** ← " + ", ".join(f"{raw} ({n})" for raw, n in raws.items()) for g, raws in grouping.items()),
+        ""]
+    by_reason = {}  # labels in no accent segment, whatever their number of speakers
+    for label, v in (block.get("accent_left_out") or {}).items():
+        by_reason.setdefault(v["reason"], []).append(f"{label} ({v['n_speakers']})")
+    if by_reason:
+        lines += [f"In no accent segment of {corpus}: " + "; ".join(
+            f"{', '.join(labels)}: {why}" for why, labels in by_reason.items()) + ".", ""]
+    return lines
+
+
+def _closing(doc: dict) -> list:
+    run = doc["run"]
+    lines = []
     na = {k: v for k, v in doc["not_applicable"].items() if k.startswith("cells.")}
     if na:
         lines += ["## Not applicable", ""] + [f"- `{k[6:]}`: {v}" for k, v in na.items()] + [""]
@@ -334,7 +405,7 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
               "condition). The tables here resample " + f"{run['bootstrap_unit']}s; each cell's own report "
               "names the unit of its CIs.", ""]
     lines += report_lines(run)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_leakage_report(out_dir, doc: dict, *, plots: bool = True) -> Path:

@@ -17,7 +17,6 @@ not applicable with its reason; the others run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -27,14 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_json
-from ..attributes import accent_groups, check_accent_grouping
-from ..corpora.specs import load_spec, load_specs
+from ..attack import attacker_class, check_attacker
+from ..attributes import accent_groups
+from ..corpora.specs import load_spec
+from ..digest import text_digest
 from ..errors import DataError
-from ..provenance import bootstrap_deviation, environment
-from ..splits import speaker_halves
+from ..evaluation import EvaluationSettings
+from ..provenance import bootstrap_deviation, environment, versions
 from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
-from .cells import (ATTACKER_KINDS, AttackerSpec, CellSettings, CorpusSpec, cell_trials, not_applicable,
-                    run_ecapa_cell, run_text_cell)
+from .cells import AttackerSpec, CellContext, CorpusSpec, cell_trials, not_applicable, run_cell
 from .compare import compare_cells, verdict
 from .evaluation_set import CONDITIONS, EvaluationSet, balanced_count, choose_speakers
 from .vocabulary import vocabulary_stats
@@ -76,41 +76,47 @@ def corpus_specs(hp: dict) -> list:
     return out
 
 
+def _object_spec(name: str, spec: dict, seed: int) -> AttackerSpec:
+    """An attacker given in the comparison's hparams: ``attacker: !new:...``, or ``kind:`` a registered
+    attacker (``text``: a SPARC scorer, ``scorer: !new:attackers.text...``, with P, L and trial keys)."""
+    kind, options = spec.pop("kind", None), {k: v for k, v in spec.items() if k != "attacker"}
+    if spec.get("attacker") is not None:
+        if options:
+            raise DataError(f"attackers.{name}: unknown keys {sorted(options)}", hint="set them on the attacker itself")
+        return AttackerSpec(name, kind, attacker=check_attacker(spec["attacker"], f"attackers.{name}"))
+    if kind == "text" and options.get("scorer") is None:
+        raise DataError(f"attackers.{name}: a text attacker needs a scorer (!new:attackers.text...)")
+    try:
+        attacker = attacker_class(kind)(name=name, seed=seed, **options) if kind == "text" else attacker_class(kind)(**options)
+    except TypeError as err:
+        raise DataError(f"attackers.{name}: {err}") from None
+    return AttackerSpec(name, kind, attacker=check_attacker(attacker, f"attackers.{name}"))
+
+
 def attacker_specs(hp: dict) -> list:
     attackers = hp.get("attackers") or {}
     if not isinstance(attackers, dict) or not attackers:
-        raise DataError("hparams: attackers must map names to {kind: text|ecapa, ...}")
+        raise DataError("hparams: attackers must map names to {hparams: FILE} or {attacker: !new:...} or {kind: ...}")
     out = []
     for name in _enabled(attackers, hp.get("attackers_enabled"), "attackers"):
         spec = dict(attackers[name] or {})
-        kind = spec.get("kind")
-        if kind not in ATTACKER_KINDS:
-            raise DataError(f"attackers.{name}: kind must be one of {', '.join(ATTACKER_KINDS)}, not {kind!r}")
-        if kind == "text":
-            if spec.get("scorer") is None:
-                raise DataError(f"attackers.{name}: a text attacker needs a scorer (!new:attackers.text...)")
-            from ..text.evaluate import TRIAL_KEYS
-
-            unknown = set(spec) - {"kind", "scorer", "P", "L"} - set(TRIAL_KEYS)
-            if unknown:
-                raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
-            out.append(AttackerSpec(name, kind, scorer=spec["scorer"], P=int(spec.get("P", 200)),
-                                    L=int(spec.get("L", 20)),
-                                    trial_settings={k: spec[k] for k in TRIAL_KEYS if k in spec}))
-        else:
-            if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
-                raise DataError(f"attackers.{name}: hparams {spec.get('hparams')!r} is not a file",
-                                hint="e.g. hparams/phones.yaml (paths are relative to where you run the recipe)")
-            unknown = set(spec) - {"kind", "hparams", "overrides", "model_folder"}
-            if unknown:
-                raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
-            out.append(AttackerSpec(name, kind, hparams=str(spec["hparams"]), overrides=dict(spec.get("overrides") or {}),
-                                    model_folder=spec.get("model_folder")))
+        if "hparams" not in spec and spec.get("kind") != "ecapa":
+            out.append(_object_spec(name, spec, int(hp.get("seed", 0))))
+            continue
+        if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
+            raise DataError(f"attackers.{name}: hparams {spec.get('hparams')!r} is not a file",
+                            hint="e.g. hparams/phones.yaml (paths are relative to where you run the recipe)")
+        unknown = set(spec) - {"kind", "hparams", "overrides", "model_folder"}
+        if unknown:
+            raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
+        out.append(AttackerSpec(name, spec.get("kind"), hparams=str(spec["hparams"]),
+                                overrides=dict(spec.get("overrides") or {}),
+                                model_folder=spec.get("model_folder")))
     return out
 
 
 def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
-    """Where an ECAPA attacker's model lives: one per attacker and training data, so corpora
+    """Where an hparams attacker's model lives: one per attacker and training data, so corpora
     evaluated by an attacker trained elsewhere share it (trained once, resumed after)."""
     if attacker.model_folder:
         return str(attacker.model_folder)
@@ -119,7 +125,7 @@ def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
         anon = corpus.settings.get("anon_train_folders") or []
         trained_on += ["anonymized:"] + ([anon] if isinstance(anon, str) else list(anon))
     if corpus.train_folders:
-        where = "trained_" + hashlib.sha256("\n".join(map(str, trained_on)).encode()).hexdigest()[:8]
+        where = "trained_" + text_digest("\n".join(map(str, trained_on)), 8)
     else:
         where = f"held_out_{corpus.name}" + ("_semi_informed" if len(trained_on) else "")
     return str(Path(hp["output_folder"]) / "models" / attacker.name / where)
@@ -128,13 +134,8 @@ def model_folder(hp: dict, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
 # --- evaluation sets -----------------------------------------------------------------------------
 
 def load_evaluation_corpus(hp: dict, corpus: CorpusSpec):
-    """The corpus's evaluation speakers, as the ECAPA recipe sees them."""
-    cache = hp["cache_folder"]
-    if corpus.train_folders:
-        return load_spec(corpus.data_folder, cache_folder=cache)
-    whole = load_specs(corpus.data_folder, cache_folder=cache)
-    return speaker_halves(whole, eval_fraction=corpus.settings.get("eval_speaker_fraction", 0.5),
-                          seed=corpus.settings.get("split_seed", 0))[1]
+    """The corpus's evaluation speakers, as the attacker recipe holds them out."""
+    return corpus.data_settings(hp["cache_folder"]).evaluation_corpus()
 
 
 def shared_config(hp: dict):
@@ -199,79 +200,68 @@ def corpus_analysis(hp: dict, evalset: EvaluationSet, conditions, *, n_tokens: i
 
 # --- the run -------------------------------------------------------------------------------------
 
-def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -> Path:
-    """Run every cell, correlate, compare, write results.json / report.md / figures; returns
-    the path of results.json."""
-    from ..metrics.results import json_safe
-    from ..phones.frequencies import correlate
-    from .report import write_leakage_report
-
-    start = time.perf_counter()
-    if hp.get("num_threads"):
-        import torch
-
-        torch.set_num_threads(int(hp["num_threads"]))
-    out = Path(hp["output_folder"])
+def _conditions(hp: dict) -> list:
     conditions = hp.get("conditions") or list(CONDITIONS)
     conditions = [conditions] if isinstance(conditions, str) else list(conditions)
     bad = [c for c in conditions if c not in CONDITIONS]
     if bad:
         raise DataError(f"conditions {bad} are not among {list(CONDITIONS)}")
-    corpora, attackers = corpus_specs(hp), attacker_specs(hp)
-    balanced_count(hp.get("balance_speakers"), {"": 2}, "balance_speakers")  # a bad value fails before any work
-    try:
-        settings = CellSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed", 0)),
-                                unit=str(hp.get("bootstrap_unit", "speaker")),
-                                min_segment_speakers=int(hp.get("min_segment_speakers", 3)),
-                                segment_attributes=hp.get("segment_attributes"),
-                                accent_grouping=str(hp.get("accent_grouping", "coarse")))
-    except (TypeError, ValueError) as err:
-        raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
-    if settings.unit not in ("trial", "speaker"):
-        raise DataError(f"bootstrap_unit must be trial or speaker, not {settings.unit!r}")
-    check_accent_grouping(settings.accent_grouping)  # a bad grouping fails before any work
-    trials_cap = hp.get("balance_trial_utterances")
-    trials_cap = None if trials_cap in (None, "null") else int(trials_cap)
-    evalsets = build_evaluation_sets(hp, corpora, log=log)
-    common = {k: hp[k] for k in ECAPA_COMMON if hp.get(k) is not None}
+    return conditions
 
-    results_corpora, cells, na, extra_deviations = OrderedDict(), OrderedDict(), OrderedDict(), {}
-    n_tokens = sample_tokens(hp, evalsets, conditions)
-    for c in corpora:
-        ev = evalsets[c.name]
-        analysis = corpus_analysis(hp, ev, conditions, n_tokens=n_tokens)
-        grouped, left_out = accent_groups(ev.manifest.speaker_attributes(), settings.accent_grouping)
-        results_corpora[c.name] = {
-            "data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
+
+def _context(hp: dict, log) -> CellContext:
+    """The cells' shared settings, every bad value failing before any work."""
+    balanced_count(hp.get("balance_speakers"), {"": 2}, "balance_speakers")
+    settings = EvaluationSettings.from_hparams({"segment_attributes": None, **hp})
+    cap = hp.get("balance_trial_utterances")
+    return CellContext(settings=settings, common={k: hp[k] for k in ECAPA_COMMON if hp.get(k) is not None},
+                       cache_folder=hp["cache_folder"], trials_per_speaker=None if cap in (None, "null") else int(cap),
+                       plots=bool(hp.get("plots", True)), log=log)
+
+
+def _text_manifest(hp: dict, c: CorpusSpec, ev: EvaluationSet, attackers, deviations: dict):
+    """What attackers that read the words of a corpus's anonymized speech read (None: its own text)."""
+    reads_text = any(a.attacker is not None and a.attacker.needs.words for a in attackers)
+    if not (reads_text and c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder")):
+        return None
+    anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
+    ids = {u.id for u in ev.manifest}
+    anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
+                           keeps_words=c.settings.get("anon_keeps_words"))
+    words = c.settings.get("phone_text", "spoken")  # the text attackers read the words as the phones do
+    deviations.update({f"{c.name} text attackers: {k}": v for k, v in reference_text_deviation(anon, words).items()})
+    return spoken_manifest(anon, words)
+
+
+def _corpus_record(c: CorpusSpec, ev: EvaluationSet, analysis: dict, grouping: str) -> dict:
+    grouped, left_out = accent_groups(ev.manifest.speaker_attributes(), grouping)
+    return {"data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
             "has_audio": ev.manifest.has_audio, "n_speakers_available": ev.n_speakers_before_balance,
             "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
             "accent_grouping": grouped, "accent_left_out": left_out, "conditions": analysis}
-        text_manifest = None
-        reads_text = any(a.kind == "text" for a in attackers)  # only they need the words (an error if undeclared)
-        if reads_text and c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder"):
-            anon = load_spec(c.settings["anon_eval_folder"], cache_folder=hp["cache_folder"])
-            ids = {u.id for u in ev.manifest}
-            anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
-                                   keeps_words=c.settings.get("anon_keeps_words"))
-            words = c.settings.get("phone_text", "spoken")  # the text attackers read the words as the phones do
-            text_manifest = spoken_manifest(anon, words)
-            extra_deviations.update({f"{c.name} text attackers: {k}": v
-                                     for k, v in reference_text_deviation(anon, words).items()})
-        cells[c.name] = OrderedDict()
-        for a in attackers:
-            cells[c.name][a.name] = OrderedDict()
-            for cond in conditions:
-                if cond == "no_shared" and not ev.shared_ids and "all" in cells[c.name][a.name]:
-                    # nothing to remove: the same trials and scores as condition all
-                    cell = {**cells[c.name][a.name]["all"], "condition": cond, "same_as": "all"}
-                else:
-                    cell = _run_cell(hp, a, c, ev, cond, out, common=common, settings=settings, trials_cap=trials_cap,
-                                     text_manifest=text_manifest, log=log)
-                cells[c.name][a.name][cond] = cell
-                if cell["status"] != "ok":
-                    na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
-                else:
-                    log(f"[leakage] {c.name} / {a.name} / {cond}: EER {100 * cell['overall']['eer']:.1f}%")
+
+
+def _corpus_cells(hp, c, ev, attackers, conditions, out, ctx, na, text_manifest) -> OrderedDict:
+    cells = OrderedDict()
+    for a in attackers:
+        cells[a.name] = OrderedDict()
+        for cond in conditions:
+            if cond == "no_shared" and not ev.shared_ids and "all" in cells[a.name]:
+                # nothing to remove: the same trials and scores as condition all
+                cell = {**cells[a.name]["all"], "condition": cond, "same_as": "all"}
+            else:
+                cell = _run_cell(hp, a, c, ev, cond, out, ctx, text_manifest)
+            cells[a.name][cond] = cell
+            if cell["status"] != "ok":
+                na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
+            else:
+                ctx.log(f"[leakage] {c.name} / {a.name} / {cond}: EER {100 * cell['overall']['eer']:.1f}%")
+    return cells
+
+
+def _correlations(corpora, attackers, conditions, results_corpora, cells) -> OrderedDict:
+    """Per-speaker EER against phone-frequency distinctiveness and unique-word share."""
+    from ..phones.frequencies import correlate
 
     correlations = OrderedDict()
     for c in corpora:
@@ -288,37 +278,61 @@ def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -
                 eers = {s: v["eer"] for s, v in cell["per_speaker"].items()}
                 correlations[c.name].setdefault(cond, OrderedDict())[a.name] = {
                     "distinctiveness": correlate(distinct, eers), "unique_token_share": correlate(unique, eers)}
+    return correlations
 
-    comparisons = _comparisons(corpora, attackers, conditions, cells, out, settings, na, log=log)
-    fairness = {
-        "balance_speakers": hp.get("balance_speakers"), "balance_trial_utterances": trials_cap,
+
+def _fairness(hp, corpora, evalsets, cells, ctx: CellContext) -> dict:
+    return {
+        "balance_speakers": hp.get("balance_speakers"), "balance_trial_utterances": ctx.trials_per_speaker,
         "speakers_per_corpus": {n: len(e.speakers) for n, e in evalsets.items()},
         "speakers_available": {n: e.n_speakers_before_balance for n, e in evalsets.items()},
         "trial_speakers_per_cell": {c: {a: {cond: cell.get("n_trial_speakers") for cond, cell in by_cond.items()}
                                         for a, by_cond in by_attacker.items()} for c, by_attacker in cells.items()},
         "ecapa_training": {c.name: ("train_folders: " + ", ".join(c.train_folders)) if c.train_folders else
-                           f"the other {1 - c.settings.get('eval_speaker_fraction', 0.5):.0%} of its own speakers"
-                           for c in corpora},
-        "bootstrap_unit": settings.unit,
+                           f"the other {1 - c.data_settings(ctx.cache_folder).eval_speaker_fraction:.0%} of its own "
+                           "speakers" for c in corpora},
+        "bootstrap_unit": ctx.settings.bootstrap.unit,
         "text_attackers": "the same evaluation speakers; their trials per speaker are set by max_probes",
     }
+
+
+def compare_leakage(hp: dict, *, hparams_file=None, overrides=None, log=print) -> Path:
+    """Run every cell, correlate, compare, write results.json / report.md / figures; returns
+    the path of results.json."""
+    from ..metrics.results import json_safe
+    from .report import write_leakage_report
+
+    start = time.perf_counter()
+    out, conditions = Path(hp["output_folder"]), _conditions(hp)
+    corpora, attackers, ctx = corpus_specs(hp), attacker_specs(hp), _context(hp, log)
+    evalsets = build_evaluation_sets(hp, corpora, log=log)
+    results_corpora, cells, na, extra_deviations = OrderedDict(), OrderedDict(), OrderedDict(), {}
+    n_tokens = sample_tokens(hp, evalsets, conditions)
+    for c in corpora:
+        ev = evalsets[c.name]
+        analysis = corpus_analysis(hp, ev, conditions, n_tokens=n_tokens)
+        results_corpora[c.name] = _corpus_record(c, ev, analysis, ctx.settings.segments.accent_grouping)
+        text_manifest = _text_manifest(hp, c, ev, attackers, extra_deviations)
+        cells[c.name] = _corpus_cells(hp, c, ev, attackers, conditions, out, ctx, na, text_manifest)
+    correlations = _correlations(corpora, attackers, conditions, results_corpora, cells)
+    comparisons = _comparisons(corpora, attackers, conditions, cells, out, ctx.settings.bootstrap, na, log=log)
     na["overall"] = "a comparison of several attackers and corpora: see cells.<corpus>.<attacker>.<condition>"
     na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
-    doc = OrderedDict(
-        run={"dataset": [c.name for c in corpora], "features": [a.name for a in attackers], "anonymizer": None,
-             "scenario": sorted({c.settings.get("scenario", "original") for c in corpora}),
-             "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
-             "seed": settings.seed,
-             "conditions": conditions, "n_boot": settings.n_boot, "bootstrap_unit": settings.unit,
-             "min_segment_speakers": settings.min_segment_speakers, "accent_grouping": settings.accent_grouping,
-             "attackers": {a.name: a.describe() for a in attackers},
-             "timings_s": {"total": round(time.perf_counter() - start, 3)},
-             "deviations": {**leakage_deviations(hp, out, cells), **extra_deviations}, "environment": environment()},
-        overall=None, per_speaker=None, segments={}, fairness=fairness, corpora=results_corpora, cells=cells,
-        correlations=correlations, comparisons=comparisons, not_applicable=na)
+    settings = ctx.settings
+    run = {"dataset": [c.name for c in corpora], "features": [a.name for a in attackers], "anonymizer": None,
+           "scenario": sorted({c.settings.get("scenario", "original") for c in corpora}),
+           "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
+           "seed": settings.bootstrap.seed, "conditions": conditions, **settings.record(),
+           "attackers": {a.name: a.describe() for a in attackers},
+           "timings_s": {"total": round(time.perf_counter() - start, 3)},
+           "deviations": {**leakage_deviations(hp, out, cells), **extra_deviations}, "environment": environment(),
+           **versions()}
+    doc = OrderedDict(run=run, overall=None, per_speaker=None, segments={},
+                      fairness=_fairness(hp, corpora, evalsets, cells, ctx), corpora=results_corpora, cells=cells,
+                      correlations=correlations, comparisons=comparisons, not_applicable=na)
     doc = json_safe(doc)
     write_json(out / "results.json", doc)
-    write_leakage_report(out, doc, plots=bool(hp.get("plots", True)))
+    write_leakage_report(out, doc, plots=ctx.plots)
     return out / "results.json"
 
 
@@ -353,21 +367,19 @@ def sample_tokens(hp: dict, evalsets: dict, conditions) -> int:
     return max(50, int(min(lows))) if lows else 50
 
 
-def _run_cell(hp, a, c, ev, cond, out, *, common, settings, trials_cap, text_manifest, log) -> dict:
+def _run_cell(hp, a: AttackerSpec, c: CorpusSpec, ev: EvaluationSet, cond: str, out: Path, ctx: CellContext,
+              text_manifest) -> dict:
     cell_dir = out / "cells" / c.name / a.name / cond
     try:
-        if a.kind == "text":
-            return run_text_cell(a, ev, cond, cell_dir, metrics=settings, plots=bool(hp.get("plots", True)),
-                                 text_manifest=text_manifest, log=log)
-        spec = AttackerSpec(**{**vars(a), "model_folder": model_folder(hp, a, c)})
-        return run_ecapa_cell(spec, c, ev, cond, cell_dir, common=common, trials_per_speaker=trials_cap,
-                              metrics=settings, log=log)
+        if a.hparams:
+            a = AttackerSpec(**{**vars(a), "model_folder": model_folder(hp, a, c)})
+        return run_cell(a, c, ev, cond, cell_dir, ctx, text_manifest=text_manifest)
     except DataError as err:  # this cell cannot run; the others can
-        log(f"[leakage] {c.name} / {a.name} / {cond}: FAILED: {err}")
+        ctx.log(f"[leakage] {c.name} / {a.name} / {cond}: FAILED: {err}")
         return not_applicable(a, c.name, cond, str(err), status="failed")
 
 
-def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, log) -> dict:
+def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, log) -> dict:  # settings: bootstrap
     """Corpora compared per attacker, attackers per corpus, within each condition."""
     trials_cache = {}
 
@@ -375,7 +387,7 @@ def _comparisons(corpora, attackers, conditions, cells, out, settings, na, *, lo
         key = (corpus, attacker, cond)
         if key not in trials_cache:
             cell = cells[corpus][attacker][cond]
-            trials_cache[key] = cell_trials(cell, out / "cells" / corpus / attacker / cell.get("same_as", cond))
+            trials_cache[key] = cell_trials(out / "cells" / corpus / attacker / cell.get("same_as", cond))
         return trials_cache[key]
 
     def compare(x, y):

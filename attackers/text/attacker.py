@@ -1,0 +1,57 @@
+"""A SPARC transcript scorer as an attacker (sparc_eval/attack.py): speaker-task trials of probes
+of P words against L enrollment utterances, built from what the plan's trial corpus says.
+
+This is how the leakage comparison runs TF-IDF, stylometric, embedding and LLM scorers beside
+the ECAPA attackers. The full SPARC evaluation (four tasks, every P x L, conditions, ablations)
+is ``recipes/evaluate_text.py``, which uses the same trial builder and scorers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sparc_eval.attack import Needs
+from sparc_eval.errors import DataError
+from sparc_eval.text.protocol import trial_deviations
+from sparc_eval.text.evaluate import TRIAL_KEYS, score_trials, scored_trials, trial_config_from_hparams, usable_tasks
+from sparc_eval.text.trials import TrialBuilder
+from sparc_eval.trials import Trials  # noqa: F401  (what score() returns)
+
+
+class TextAttacker:
+    needs = Needs(words=True, training=False, split=False)
+
+    def __init__(self, scorer, P: int = 200, L: int = 20, seed: int = 0, name: str | None = None,
+                 protocol: str = "naturalvoices", **trial_settings):
+        unknown = set(trial_settings) - set(TRIAL_KEYS)
+        if unknown:
+            raise DataError(f"unknown trial settings {sorted(unknown)}", hint=f"known: {', '.join(sorted(TRIAL_KEYS))}")
+        self.scorer, self.P, self.L, self.seed = scorer, int(P), int(L), int(seed)
+        self.trial_settings, self.protocol, self._topic_on = dict(trial_settings), protocol, False
+        self.name = name or getattr(scorer, "name", type(scorer).__name__)
+
+    def fit(self, train) -> None:
+        """Nothing to learn from other speakers: the scorer fits on the trial texts (SPARC)."""
+
+    def score(self, plan) -> Trials:
+        manifest = plan.trials
+        why = usable_tasks(["speaker"], manifest.speaker_attributes())["speaker"]
+        if why:
+            raise DataError(f"{self.name}: {why}")
+        self.scorer.preflight()  # a missing API key or model fails here, before any work
+        builder = TrialBuilder(manifest, self._config(), L_max=self.L)
+        self._topic_on = builder.topic_on
+        ts = builder.build("speaker", [self.L])[self.L]
+        return scored_trials(ts, score_trials(self.scorer, ts))
+
+    def _config(self):
+        config = trial_config_from_hparams({**self.trial_settings, "seed": self.seed, "shared_text": False})
+        return replace(config, P=self.P, L=self.L)
+
+    def describe(self) -> dict:
+        return {"features": "text", "scorer": self.name, "scorer_settings": self.scorer.settings(),
+                "P": self.P, "L": self.L, "trial_settings": self.trial_settings}
+
+    def deviations(self, plan) -> dict:
+        trials = trial_deviations(self._config(), self.protocol, topic_on=self._topic_on)
+        return {**trials, **self.scorer.deviations()}

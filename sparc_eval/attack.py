@@ -1,0 +1,221 @@
+"""The attacker contract, and running an attacker end to end: plan, fit, score, evaluate.
+
+An attacker is any object with::
+
+    name: str
+    needs: Needs                      # what it reads: audio, words; whether it trains
+    fit(train: Manifest) -> None      # learn from the training data (a no-op if it does not train)
+    score(plan: DataPlan) -> Trials   # score the plan's trials (or trials of its own protocol)
+    describe() -> dict                # plain settings for results.json (``run``) and cache keys
+    deviations(plan) -> dict          # {name: sentence} for each departure from the paper it names
+    timings_s: dict                   # optional: seconds per stage of its own (features, embeddings...)
+
+Attackers live in ``attackers/`` (or any package) and reach the library through hparams: an
+``attacker:`` key built by ``!new:package.module.Class`` (an object), or by
+``!name:package.module.Class`` for an attacker built from the whole hparams (SpeechBrain's
+Brain needs modules, optimiser and checkpointer): the class is then called with the hparams and
+SpeechBrain's ``run_opts``. Such a class may define ``derived_hparams(hparams, plan)``: keys its
+definitions take from the data (the number of training speakers, the input size), set by a
+second load. Registered names (entry-point group ``sparc_eval.attackers``) serve hparams that
+name an attacker by ``kind``. The library never imports an attacker.
+
+Whether an attacker applies to the data (an audio attacker on a text-only corpus) is decided
+by :func:`not_applicable` before any work.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Protocol, runtime_checkable
+
+from .data_plan import DataPlan, DataSettings, plan_data
+from .errors import DataError
+from .evaluation import EvaluationSettings, evaluate
+from .manifest import Manifest
+from .trials import Trials
+
+ATTACKER_GROUP = "sparc_eval.attackers"
+EVALUATION_KEYS = {"seed", "n_boot", "bootstrap_unit", "bootstrap_method", "bootstrap_bins", "accent_grouping",
+                   "min_segment_speakers", "segment_attributes", "output_folder", "results_folder"}
+LIBRARY_KEYS = DataSettings.keys() | EVALUATION_KEYS  # an attacker's hparams file may leave these out
+
+
+@dataclass(frozen=True)
+class Needs:
+    audio: bool = False      # its features come from audio
+    words: bool = False      # it reads what the utterances say
+    training: bool = True    # fit() learns from the plan's training data
+    split: bool = True       # it scores the plan's enrollment/trial split (False: trials of its own protocol)
+
+
+@runtime_checkable
+class Attacker(Protocol):
+    name: str
+    needs: Needs
+
+    def fit(self, train: Manifest) -> None: ...
+
+    def score(self, plan: DataPlan) -> Trials: ...
+
+    def describe(self) -> dict: ...
+
+    def deviations(self, plan: DataPlan) -> dict: ...
+
+
+def check_attacker(obj, where: str = "attacker"):
+    missing = [m for m in ("fit", "score", "describe", "deviations") if not callable(getattr(obj, m, None))]
+    if missing or not isinstance(getattr(obj, "needs", None), Needs):
+        raise DataError(f"{where} ({type(obj).__name__}) is not an attacker: it lacks "
+                        f"{', '.join(missing) or 'needs (a sparc_eval.attack.Needs)'}",
+                        hint="see sparc_eval/attack.py for the contract")
+    return obj
+
+
+def attacker_class(kind: str):
+    """The attacker class registered under ``kind`` (entry-point group ``sparc_eval.attackers``)."""
+    from .plugins import entry_points
+
+    registered = entry_points(ATTACKER_GROUP)
+    if kind not in registered:
+        raise DataError(f"no attacker is registered as {kind!r}; registered: {', '.join(sorted(registered)) or 'none'}",
+                        hint="name one, or build the attacker with !new:package.module.Class")
+    return registered[kind].load()
+
+
+# --- attackers from hparams ----------------------------------------------------------------------
+
+def _factory(obj):
+    """The class behind ``!name:`` (a class or a functools.partial of one), else None."""
+    if isinstance(obj, type):
+        return obj
+    if isinstance(obj, functools.partial) and isinstance(obj.func, type):
+        return obj.func
+    return None
+
+
+def build_attacker(hp: dict, run_opts: Optional[dict] = None):
+    """The hparams' ``attacker``: an object as it is, a ``!name:`` class called with the hparams."""
+    obj = hp.get("attacker")
+    if obj is None:
+        raise DataError("the hparams name no attacker", path=hp.get("hparams_file"),
+                        hint="add attacker: !new:package.module.Class (see sparc_eval/attack.py)")
+    if _factory(obj) is not None:
+        obj = obj(hp, run_opts=run_opts)
+    return check_attacker(obj)
+
+
+def load_attack(hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None) -> tuple:
+    """(hparams, data plan, attacker) of an attacker recipe's hparams file: the hparams loaded, the
+    data planned from their data keys, and loaded again with the keys the attacker derives from
+    the data (``derived_hparams``), so that its model is sized for it."""
+    from .recipe_cli import defined_keys, load_hparams
+    from .speechbrain_compat import ensure_torchaudio
+
+    ensure_torchaudio()  # hparams may name SpeechBrain classes, which import torchaudio
+    overrides = dict(overrides or {})
+    # data and evaluation keys the file leaves to the library's defaults are set after loading
+    defined = defined_keys(hparams_file)
+    late = {k: v for k, v in overrides.items() if k not in defined and k in LIBRARY_KEYS}
+    early = {k: v for k, v in overrides.items() if k not in late}
+
+    def load(extra):
+        hp = load_hparams(hparams_file, {**early, **extra})
+        hp.update(late)
+        hp["overrides"] = overrides  # what the user set; derived keys are recorded by the attacker
+        return hp
+
+    hp = load({})
+    plan = plan_data(DataSettings.from_hparams(hp))
+    factory = _factory(hp.get("attacker"))
+    derived = factory.derived_hparams(hp, plan) if hasattr(factory, "derived_hparams") else {}
+    if derived:
+        hp = load(derived)
+    return hp, plan, build_attacker(hp, run_opts)
+
+
+# --- running an attacker -------------------------------------------------------------------------
+
+def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
+    """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
+    if not attacker.needs.audio:
+        return None
+    roles = ([("training", plan.train)] if attacker.needs.training else []) + [
+        ("enrollment", plan.enroll), ("trial", plan.trials)]
+    for role, manifest in roles:
+        if not manifest.has_audio:
+            return f"{attacker.name} features need audio, but the {role} corpus ({manifest.name}) is text-only"
+    return None
+
+
+@dataclass
+class AttackResult:
+    trials: Trials
+    evaluation: object          # sparc_eval.metrics.Evaluation
+    timings_s: dict
+    results_path: Optional[Path] = None
+
+
+def attack(attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Optional[dict] = None) -> AttackResult:
+    """Fit, score and evaluate once (nothing written)."""
+    why = not_applicable(attacker, plan)
+    if why:
+        raise DataError(why, hint="use an attacker that reads text (e.g. phones from transcripts) for text-only corpora")
+    timings = {}
+    start = time.perf_counter()
+    if attacker.needs.training:
+        attacker.fit(plan.train)
+    timings["training"] = time.perf_counter() - start
+    start = time.perf_counter()
+    trials = attacker.score(plan)
+    timings["scoring"] = time.perf_counter() - start
+    start = time.perf_counter()
+    table = plan.eval_original.speaker_attributes() if speakers is None else speakers
+    evaluation = evaluate(trials, table, settings)
+    if plan.split is not None:
+        for what, why in plan.split.dropped.items():
+            key = what if what.startswith("utterance ") else f"speaker {what}"
+            evaluation["not_applicable"][key] = why
+    timings["metrics"] = time.perf_counter() - start
+    timings.update(getattr(attacker, "timings_s", None) or {})  # an attacker's finer stages, if it times them
+    return AttackResult(trials, evaluation, timings)
+
+
+def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = None) -> dict:
+    """results.json's ``run`` parts that the attacker and its data plan determine."""
+    anonymizer = None
+    if data is not None and plan.scenario != "original":
+        anonymizer = data.anonymizer_name or str(data.anon_eval_folder)
+    split = plan.split
+    return {"dataset": plan.eval_original.name, "anonymizer": anonymizer, "scenario": plan.scenario,
+            "split": None if split is None else split.source,
+            "n_enroll_speakers": None if split is None else len(split.enroll),
+            "n_trial_utterances": None if split is None else len(split.trial_ids),
+            "attacker": attacker.name, **attacker.describe()}
+
+
+def run_attack(attacker, plan: DataPlan, out, *, settings: EvaluationSettings, run_info: Optional[dict] = None,
+               data: Optional[DataSettings] = None, plots: bool = True, speakers: Optional[dict] = None,
+               is_main: bool = True) -> AttackResult:
+    """Fit, score, evaluate, and write ``out``/scores.txt, results.json, report.md and plots.
+    Under DDP every rank trains; only the main rank (``is_main``) scores and writes."""
+    from .metrics import write_report
+    from .provenance import bootstrap_deviation, environment, merge_deviations
+
+    if not is_main:
+        if attacker.needs.training:
+            attacker.fit(plan.train)
+        return AttackResult(Trials([], [], [], []), None, {})
+    out = Path(out)
+    result = attack(attacker, plan, settings, speakers)
+    result.trials.write(out / "scores.txt")
+    info = {**run_description(attacker, plan, data), **settings.record(), **(run_info or {})}
+    info["timings_s"] = {**{k: round(v, 3) for k, v in result.timings_s.items()}, **info.get("timings_s", {})}
+    info["deviations"] = merge_deviations(attacker.deviations(plan), bootstrap_deviation(settings.bootstrap.unit),
+                                          info.get("deviations") or {})
+    info["environment"] = environment()
+    write_report(out, result.evaluation, info, plots=plots)
+    result.results_path = out / "results.json"
+    return result

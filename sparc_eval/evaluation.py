@@ -1,0 +1,106 @@
+"""One evaluation per result: :func:`evaluate` turns an attacker's :class:`~sparc_eval.trials.Trials`
+into the results.json parts, once, with the run's settings.
+
+The settings are typed and made once from the hparams (:meth:`EvaluationSettings.from_hparams`);
+each default lives here. The bootstrap unit is one for the whole run and recorded in
+results.json (``run.bootstrap_unit``); a cell, a recipe run and a comparison never compute two
+intervals for one thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from .errors import DataError
+from .metrics.core import MetricSettings
+from .trials import Trials
+
+BOOTSTRAP_UNITS = ("speaker", "trial")
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    n_boot: int = 1000          # resamples (0: no CIs)
+    seed: int = 0
+    unit: str = "speaker"       # test speakers (the protocols' unit: their trials are not independent) | trial
+    method: str = "auto"        # auto | exact | binned (sparc_eval.metrics.bootstrap)
+    bins: Optional[int] = None  # score bins of the binned bootstrap (None: the unit's default)
+
+    def __post_init__(self):
+        if self.unit not in BOOTSTRAP_UNITS:
+            raise DataError(f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, not {self.unit!r}")
+
+
+@dataclass(frozen=True)
+class SegmentSettings:
+    min_speakers: int = 3                  # a segment needs this many trial speakers (both papers)
+    attributes: Optional[tuple] = None     # attributes segmented (None: every speaker attribute)
+    accent_grouping: str = "coarse"        # coarse | fine (sparc_eval.attributes)
+
+    def __post_init__(self):
+        from .attributes import check_accent_grouping
+
+        check_accent_grouping(self.accent_grouping)  # a bad grouping fails before any work
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    metrics: MetricSettings = field(default_factory=MetricSettings)
+    bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
+    segments: SegmentSettings = field(default_factory=SegmentSettings)
+
+    @classmethod
+    def from_hparams(cls, hp: dict) -> "EvaluationSettings":
+        """The evaluation keys of any recipe's hparams (absent keys take the defaults above)."""
+        attrs = hp.get("segment_attributes")
+        try:
+            boot = BootstrapSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed") or 0),
+                                     unit=str(hp.get("bootstrap_unit", "speaker")),
+                                     method=str(hp.get("bootstrap_method", "auto")), bins=hp.get("bootstrap_bins"))
+            segments = SegmentSettings(min_speakers=int(hp.get("min_segment_speakers", 3)),
+                                       attributes=None if attrs is None else tuple(attrs),
+                                       accent_grouping=str(hp.get("accent_grouping", "coarse")))
+        except (TypeError, ValueError) as err:
+            raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
+        return cls(bootstrap=boot, segments=segments)
+
+    def record(self) -> dict:
+        """What results.json keeps of these settings (``run``)."""
+        return {"bootstrap_unit": self.bootstrap.unit, "n_boot": self.bootstrap.n_boot,
+                "accent_grouping": self.segments.accent_grouping,
+                "min_segment_speakers": self.segments.min_speakers}
+
+    def digest_parts(self) -> dict:
+        return asdict(self)
+
+
+def segment_speakers(speakers: Optional[dict], settings: SegmentSettings) -> Optional[dict]:
+    """The speaker table segmented: raw attributes when every attribute is segmented (accent
+    labels in no segment are then listed), else segment values of the chosen attributes only
+    (e.g. sex, age and accent, not a voice name)."""
+    from .attributes import SEGMENT_NAMES, segment_table
+
+    if speakers is None or settings.attributes is None:
+        return speakers
+    table = segment_table(speakers, accent_grouping=settings.accent_grouping)
+    keep = {SEGMENT_NAMES.get(a, a) for a in settings.attributes}  # age or age_group alike
+    return {s: {k: v for k, v in attrs.items() if k in keep} for s, attrs in table.items()}
+
+
+def evaluate(trials: Trials, speakers: Optional[dict] = None,
+             settings: EvaluationSettings = EvaluationSettings()):
+    """Every metric of the scored trials (overall with CIs over ``settings.bootstrap.unit``,
+    per-speaker, segments) as an :class:`~sparc_eval.metrics.Evaluation`; unscored trials are
+    counted in ``details["n_unscored"]``."""
+    from .metrics import evaluate_trials
+
+    scored = trials.scored()
+    boot, seg = settings.bootstrap, settings.segments
+    ev = evaluate_trials(scored.enroll_speakers, scored.test, scored.score, scored.label,
+                         utt2spk=scored.utt2spk(), speakers=segment_speakers(speakers, seg), settings=settings.metrics,
+                         n_boot=boot.n_boot, seed=boot.seed, bootstrap_unit=boot.unit, bootstrap_method=boot.method,
+                         bootstrap_bins=boot.bins, min_segment_speakers=seg.min_speakers,
+                         accent_grouping=seg.accent_grouping)
+    ev.details["n_unscored"] = trials.n_unscored
+    return ev

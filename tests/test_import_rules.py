@@ -1,0 +1,47 @@
+"""GUIDE section 3: imports run one way. The library (sparc_eval/) never imports attackers/,
+anonymizers/ or recipes/, not even inside a function; plug-ins reach it through hparams and entry
+points. The metrics code imports neither torch nor SpeechBrain."""
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_PACKAGES = ("attackers", "anonymizers", "recipes")
+
+
+def imported_modules(source: str) -> list:
+    """(line, module) of every import statement in the source, at any depth (functions, classes,
+    try blocks); relative imports are left out (they stay inside their package)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def violations(root: Path, forbidden) -> list:
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for line, module in imported_modules(path.read_text(encoding="utf-8")):
+            if module.split(".")[0] in forbidden:
+                out.append(f"{path.relative_to(root.parent)}:{line} imports {module}")
+    return out
+
+
+def test_the_library_imports_no_plugin_package():
+    assert violations(REPO / "sparc_eval", PLUGIN_PACKAGES) == []
+
+
+def test_the_metrics_code_imports_no_torch():
+    assert violations(REPO / "sparc_eval" / "metrics", ("torch", "speechbrain", "torchaudio")) == []
+
+
+def test_a_planted_lazy_import_is_caught(tmp_path):
+    module = tmp_path / "sparc_eval" / "planted.py"
+    module.parent.mkdir()
+    module.write_text("def f():\n    try:\n        from attackers.ecapa_attacker import EcapaAttacker\n"
+                      "    except ImportError:\n        import recipes.train_attacker\n")
+    assert violations(module.parent, PLUGIN_PACKAGES) == [
+        "sparc_eval/planted.py:3 imports attackers.ecapa_attacker", "sparc_eval/planted.py:5 imports recipes.train_attacker"]
