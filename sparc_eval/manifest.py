@@ -7,6 +7,19 @@ One JSON object per line::
      "duration": 10.435, "sex": "M", "age": null, "accent": null, "extra": {}}
 
 ``audio`` is null for text-only corpora. Paths are absolute once a loader has resolved them.
+
+A ``Manifest`` is a value: its utterances are a tuple, its lookups (``by_id``, ``utt2spk``,
+``speakers``, ``episodes``, ``speaker_attributes``) are built once on first use, and its
+transforms (``subset``, ``replace``) return new manifests. Change an utterance with
+``dataclasses.replace`` and build a new manifest; never edit one that is in a manifest.
+
+Speaker attributes (sex, age, accent and every ``extra`` key) are stored per utterance, so a
+speaker's utterances may disagree. Rule: a speaker's value is the most frequent non-null value
+among that speaker's utterances, ties going to the value seen first (in manifest order).
+``Manifest.attribute_conflicts()`` lists every disagreement and ``speaker_attributes()`` warns
+with ``AttributeConflictWarning``. Extra keys in ``UTTERANCE_EXTRA`` describe the utterance or
+its episode (an anonymizer's transcript, an episode title), so they are resolved by the same
+rule but never reported.
 """
 
 from __future__ import annotations
@@ -16,9 +29,11 @@ import json
 import math
 import warnings
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, NamedTuple, Optional
 
 from .atomic import atomic_open
 from .errors import DataError
@@ -27,6 +42,24 @@ FIELDS = ("id", "speaker", "text", "episode", "series", "audio", "duration", "se
 
 SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
 MISSING_WORDS = frozenset({"", "nan", "na", "n/a", "null", "none"})
+CORE_ATTRIBUTES = ("sex", "age", "accent")
+# extra keys that vary per utterance or episode by design: never reported as speaker conflicts
+UTTERANCE_EXTRA = frozenset({"asr_text", "anonymizer", "keeps_words", "mcadams_alpha", "scripted",
+                             "title", "description", "category"})
+RESOLUTION_RULE = "kept each speaker's most frequent value (ties: the first seen)"
+
+
+class AttributeConflictWarning(UserWarning):
+    """A speaker's utterances disagree on an attribute (resolved by RESOLUTION_RULE)."""
+
+
+class AttributeConflict(NamedTuple):
+    """One speaker's disagreeing attribute: ``counts`` is ((value, n), ...) in first-seen order."""
+
+    speaker: str
+    attribute: str
+    counts: tuple
+    resolved: object  # the value speaker_attributes() keeps
 
 
 def normalise_sex(value) -> Optional[str]:
@@ -132,59 +165,155 @@ class Utterance:
         )
 
 
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _key(value):
+    """A hashable stand-in for counting equal values (extra values may be lists or dicts)."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("json", json.dumps(value, sort_keys=True, default=str))
+
+
+def _resolve_speakers(utterances) -> tuple:
+    """(speaker -> row, conflicts) by the module's rule: the most frequent non-null value, ties
+    to the first seen. Rows keep sex/age/accent always and an extra key once it has a value."""
+    seen: dict = {}  # speaker -> attribute -> value key -> [value, count], in first-seen order
+    for u in utterances:
+        attrs = seen.setdefault(u.speaker, {key: {} for key in CORE_ATTRIBUTES})
+        for key, value in (("sex", u.sex), ("age", u.age), ("accent", u.accent), *u.extra.items()):
+            if not _missing(value):
+                attrs.setdefault(key, {}).setdefault(_key(value), [value, 0])[1] += 1
+    rows, conflicts = {}, []
+    for speaker, attrs in seen.items():
+        row = rows[speaker] = {"speaker": speaker}
+        for key, values in attrs.items():
+            # max() keeps the first of equal counts: dicts iterate in first-seen order
+            row[key] = max(values.values(), key=lambda slot: slot[1])[0] if values else None
+            if len(values) > 1 and key not in UTTERANCE_EXTRA:
+                counts = tuple((value, n) for value, n in values.values())
+                conflicts.append(AttributeConflict(speaker, key, counts, row[key]))
+    return rows, conflicts
+
+
+def _conflict_message(name: str, conflicts: list, shown: int = 3) -> str:
+    def one(c):
+        return f"speaker {c.speaker!r} {c.attribute}: " + " vs ".join(f"{v!r} ({n})" for v, n in c.counts)
+
+    more = f"; and {len(conflicts) - shown} more" if len(conflicts) > shown else ""
+    return (f"{name}: {len(conflicts)} speaker attribute conflict(s) between utterances, "
+            f"{'; '.join(one(c) for c in conflicts[:shown])}{more}; {RESOLUTION_RULE} "
+            f"(Manifest.attribute_conflicts() lists them all)")
+
+
 class Manifest:
-    """An ordered list of utterances with the lookups the stages need."""
+    """An ordered, unchanging sequence of utterances with lookups built once, on first use.
+
+    ``utterances`` is a tuple; transforms return new manifests. ``name`` and ``read_passages``
+    are labels, not indexed, so reassigning them is harmless.
+    """
 
     def __init__(self, utterances: Iterable[Utterance] = (), *, name: str = "corpus", read_passages: bool = False):
-        self.utterances = list(utterances)
+        self._utterances = tuple(utterances)
         self.name = name
         self.read_passages = bool(read_passages)  # set by loaders of corpora with read passages (EdAcc)
 
+    @property
+    def utterances(self) -> tuple:
+        # read-only: a list edited in place would leave the cached lookups stale
+        return self._utterances
+
     def __len__(self) -> int:
-        return len(self.utterances)
+        return len(self._utterances)
 
     def __iter__(self) -> Iterator[Utterance]:
-        return iter(self.utterances)
+        return iter(self._utterances)
 
     def __getitem__(self, index):
-        return self.utterances[index]
+        return self._utterances[index]
 
-    # lookups -----------------------------------------------------------------
-    def by_id(self) -> dict:
-        return {u.id: u for u in self.utterances}
+    def __getstate__(self) -> dict:
+        # pickle/deepcopy without the cached lookups: they rebuild on use, and a mappingproxy won't pickle
+        cached = {k for k in vars(self) if isinstance(getattr(type(self), k, None), cached_property)}
+        return {k: v for k, v in vars(self).items() if k not in cached}
+
+    # lookups (each cached on first use: the utterance tuple never changes) ----------------
+    @cached_property
+    def _by_id(self) -> Mapping:
+        return MappingProxyType({u.id: u for u in self._utterances})
+
+    @cached_property
+    def _utt2spk(self) -> dict:
+        return {u.id: u.speaker for u in self._utterances}
+
+    @cached_property
+    def _speakers(self) -> tuple:
+        return tuple(sorted({u.speaker for u in self._utterances}))
+
+    @cached_property
+    def _episodes(self) -> tuple:
+        return tuple(sorted({u.episode for u in self._utterances if u.episode is not None}))
+
+    @cached_property
+    def _speaker_table(self) -> tuple:
+        return _resolve_speakers(self._utterances)
+
+    def by_id(self) -> Mapping:
+        """id -> Utterance, built once: the same read-only mapping on every call."""
+        return self._by_id
+
+    def get(self, utt_id: str, default=None) -> Optional[Utterance]:
+        return self._by_id.get(utt_id, default)
 
     def speakers(self) -> list:
-        return sorted({u.speaker for u in self.utterances})
+        return list(self._speakers)  # a fresh list: callers may sort or extend it
 
     def episodes(self) -> list:
-        return sorted({u.episode for u in self.utterances if u.episode is not None})
+        return list(self._episodes)
 
     def utt2spk(self) -> dict:
-        return {u.id: u.speaker for u in self.utterances}
+        return dict(self._utt2spk)  # a copy (cheap): callers may edit the dict they get
 
-    @property
+    @cached_property
     def has_audio(self) -> bool:
-        return any(u.audio is not None for u in self.utterances)
+        return any(u.audio is not None for u in self._utterances)
 
     def hours(self) -> Optional[float]:
         """Total duration in hours, or None for a text-only corpus (hours unknown)."""
-        if not self.has_audio or any(u.duration is None for u in self.utterances):
+        if not self.has_audio or any(u.duration is None for u in self._utterances):
             return None
-        return sum(u.duration for u in self.utterances) / 3600.0
+        return sum(u.duration for u in self._utterances) / 3600.0
 
-    def speaker_attributes(self) -> dict:
-        """speaker -> {"sex", "age", "accent", **extra}: the first non-null value seen for each."""
-        table: dict = {}
-        for u in self.utterances:
-            row = table.setdefault(u.speaker, {"speaker": u.speaker, "sex": None, "age": None, "accent": None})
-            for key, value in (("sex", u.sex), ("age", u.age), ("accent", u.accent), *u.extra.items()):
-                if row.get(key) is None and value is not None:
-                    row[key] = value
-        return table
+    def speaker_attributes(self, *, warn: bool = True) -> dict:
+        """speaker -> {"speaker", "sex", "age", "accent", **extra}.
+
+        Where a speaker's utterances disagree, the value is the most frequent non-null one
+        among that speaker's utterances, ties going to the first seen; unless ``warn`` is off,
+        one AttributeConflictWarning names how many disagreements there are and the first few.
+        """
+        rows, conflicts = self._speaker_table
+        if conflicts and warn:
+            warnings.warn(_conflict_message(self.name, conflicts), AttributeConflictWarning, stacklevel=2)
+        return {speaker: dict(row) for speaker, row in rows.items()}  # copies: the table is cached
+
+    def attribute_conflicts(self) -> list:
+        """Every (speaker, attribute) whose utterances hold different non-null values, as
+        AttributeConflict(speaker, attribute, ((value, count), ...), resolved), in manifest order."""
+        return list(self._speaker_table[1])
+
+    # transforms (new manifests; this one is left as it is) -------------------------------
+    def replace(self, utterances: Optional[Iterable[Utterance]] = None, **labels) -> "Manifest":
+        """A new manifest of ``utterances`` (default: these), keeping ``name`` and
+        ``read_passages`` unless given in ``labels``."""
+        labels = {"name": self.name, "read_passages": self.read_passages, **labels}
+        return type(self)(self._utterances if utterances is None else utterances, **labels)
 
     def subset(self, keep) -> "Manifest":
         """The utterances for which ``keep(utt)`` is true, in order."""
-        return Manifest([u for u in self.utterances if keep(u)], name=self.name, read_passages=self.read_passages)
+        return self.replace([u for u in self._utterances if keep(u)])
 
     # checks ------------------------------------------------------------------
     def validate(self, *, require_text: bool = False) -> "Manifest":
@@ -267,9 +396,7 @@ def resolve_audio(utterances: list, *, name: str, skip_missing: bool = False) ->
     if len(missing) == len(listed):
         warnings.warn(f"{name}: none of the {len(listed)} listed audio files exist; loading as text-only",
                       stacklevel=3)
-        for u in utterances:
-            u.audio = None
-        return utterances
+        return [replace(u, audio=None) for u in utterances]  # copies: the caller's stay as they were
     if skip_missing:
         warnings.warn(f"{name}: skipped {len(missing)} utterances whose audio is missing", stacklevel=3)
         gone = {id(u) for u in missing}

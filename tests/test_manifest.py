@@ -1,10 +1,14 @@
+import copy
 import csv
 import json
+import pickle
+import warnings
 
 import pytest
 
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import AudioRef, Manifest, Utterance, normalise_sex, resolve_audio
+from sparc_eval.manifest import (AttributeConflictWarning, AudioRef, Manifest, Utterance, normalise_sex,
+                                 resolve_audio)
 
 
 def _utts():
@@ -107,3 +111,108 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
             raise RuntimeError("interrupted")
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+# --- cached lookups, transforms that copy, and speaker attribute conflicts ----------------------
+
+def _speaker(sid, values, field="sex"):
+    """Utterances of speaker ``sid`` whose ``field`` takes ``values`` in turn (None: unknown)."""
+    return [Utterance(f"{sid}{i}", sid, "t", **{field: v}) for i, v in enumerate(values)]
+
+
+def test_lookups_are_built_once():
+    manifest = Manifest(_utts())
+    index = manifest.by_id()
+    assert manifest.by_id() is index and manifest.get("b1") is manifest[1] and manifest.get("zz") is None
+    assert index["a1"] is manifest[0] and set(index) == {"a1", "b1"}
+    with pytest.raises(TypeError):
+        index["c1"] = manifest[0]  # read-only: it is shared by every caller
+    assert manifest.speaker_attributes()["A"] is not manifest.speaker_attributes()["A"]  # copies of a cached table
+    spk = manifest.utt2spk()
+    spk["a1"] = "Z"  # callers get their own dict
+    assert manifest.utt2spk() == {"a1": "A", "b1": "B"} and manifest.speakers() == ["A", "B"]
+    # the caches stay behind when a manifest goes to another process (ray, multiprocessing)
+    back = pickle.loads(pickle.dumps(manifest))
+    assert [u.to_dict() for u in back] == [u.to_dict() for u in manifest] and back.by_id().keys() == index.keys()
+    assert copy.deepcopy(manifest).get("a1").to_dict() == manifest[0].to_dict()
+
+
+def test_transforms_leave_the_manifest_unchanged(tmp_path):
+    utts = _utts()
+    manifest = Manifest(utts, name="m", read_passages=True)
+    before = [u.to_dict() for u in manifest]
+    small = manifest.subset(lambda u: u.speaker == "A")
+    renamed = manifest.replace(name="other")
+    assert [u.id for u in small] == ["a1"] and (small.name, small.read_passages) == ("m", True)
+    assert renamed.name == "other" and renamed.read_passages and list(renamed) == list(manifest)
+    assert len(manifest) == 2 and manifest.name == "m" and [u.to_dict() for u in manifest] == before
+    with pytest.raises(AttributeError):
+        manifest.utterances = []  # the tuple behind the cached lookups cannot be swapped
+    # the text-only rule copies the utterances it changes
+    missing = [Utterance("u1", "s", "t", audio=AudioRef(str(tmp_path / "no.wav")))]
+    with pytest.warns(UserWarning, match="text-only"):
+        out = resolve_audio(missing, name="c")
+    assert out[0].audio is None and missing[0].audio is not None
+
+
+def test_load_manifest_resolves_relative_audio_on_copies(tmp_path):
+    from sparc_eval.corpora import load_manifest
+
+    (tmp_path / "a.wav").write_bytes(b"")
+    Manifest([Utterance("a", "s", "t", audio=AudioRef("a.wav"))]).write_jsonl(tmp_path / "manifest.jsonl")
+    manifest = load_manifest(tmp_path)
+    assert manifest[0].audio.path == str((tmp_path / "a.wav").resolve()) and not manifest.read_passages
+
+
+def test_conflicting_speaker_is_reported_and_resolved_by_majority():
+    utts = _speaker("A", ["F", "M", None, "M"]) + _speaker("B", ["M", "M"]) + _speaker("C", [31.0, 45.0], "age")
+    manifest = Manifest(utts, name="toy")
+    conflicts = manifest.attribute_conflicts()
+    assert [(c.speaker, c.attribute, c.counts, c.resolved) for c in conflicts] == [
+        ("A", "sex", (("F", 1), ("M", 2)), "M"),  # majority wins over first seen
+        ("C", "age", ((31.0, 1), (45.0, 1)), 31.0),  # a tie goes to the first seen
+    ]
+    with pytest.warns(AttributeConflictWarning) as caught:
+        table = manifest.speaker_attributes()
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "2 speaker attribute conflict" in message and "'F' (1) vs 'M' (2)" in message
+    assert "31.0 (1) vs 45.0 (1)" in message and "most frequent" in message and "first seen" in message
+    assert (table["A"]["sex"], table["B"]["sex"], table["C"]["age"]) == ("M", "M", 31.0)
+
+
+def test_extra_attribute_conflicts_and_utterance_fields():
+    utts = [Utterance("a1", "A", "t", extra={"ethnicity": "White", "asr_text": "one", "tags": ["x"]}),
+            Utterance("a2", "A", "t", extra={"ethnicity": "Asian", "asr_text": "two", "tags": ["x"]}),
+            Utterance("a3", "A", "t", extra={"ethnicity": "Asian"})]
+    manifest = Manifest(utts)
+    # asr_text is per utterance by design (UTTERANCE_EXTRA): resolved, never reported
+    assert [(c.attribute, c.counts) for c in manifest.attribute_conflicts()] == [
+        ("ethnicity", (("White", 1), ("Asian", 2)))]
+    with pytest.warns(AttributeConflictWarning, match="1 speaker attribute conflict"):
+        row = manifest.speaker_attributes()["A"]
+    assert (row["ethnicity"], row["asr_text"], row["tags"]) == ("Asian", "one", ["x"])
+
+
+def test_consistent_speakers_warn_nothing():
+    utts = _utts() + [Utterance("a2", "A", "again", sex="F", age=31.0, extra={"ethnicity": "White"}),
+                      Utterance("b2", "B", "more", sex=None, accent=float("nan"))]  # unknowns never conflict
+    manifest = Manifest(utts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = manifest.speaker_attributes()
+    assert manifest.attribute_conflicts() == []
+    assert table["A"] == {"speaker": "A", "sex": "F", "age": 31.0, "accent": "Irish", "ethnicity": "White"}
+    assert table["B"] == {"speaker": "B", "sex": "M", "age": None, "accent": None}
+
+
+def test_corpus_info_lists_conflicts(tmp_path, capsys):
+    from sparc_eval.cli import main as cli
+
+    Manifest(_speaker("A", ["F", "M", "M"]), name="m").write_jsonl(tmp_path / "manifest.jsonl")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AttributeConflictWarning)  # listed, not warned twice
+        assert cli(["corpus", "info", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "attribute_conflicts: 1" in out and "speaker A sex: 'F' (1) vs 'M' (2), kept 'M'" in out
+    assert "attribute_rule: kept each speaker's most frequent value" in out

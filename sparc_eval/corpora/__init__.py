@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import DataError
@@ -76,12 +77,17 @@ def load_manifest(path, *, skip_missing: bool = False) -> Manifest:
     if path.is_dir():
         path = path / "manifest.jsonl"
     manifest = Manifest.read_jsonl(path, validate=False)
-    for utt in manifest:
-        if utt.audio is not None and not Path(utt.audio.path).is_absolute():
-            utt.audio.path = str((path.parent / utt.audio.path).resolve())
-    manifest.utterances = resolve_audio(manifest.utterances, name=str(path), skip_missing=skip_missing)
-    manifest.read_passages = _input_had_read_passages(path.parent / "anonymization.json")
-    return manifest.validate()
+    utterances = [_absolute_audio(utt, path.parent) for utt in manifest]
+    utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
+    read_passages = _input_had_read_passages(path.parent / "anonymization.json")
+    return manifest.replace(utterances, read_passages=read_passages).validate()
+
+
+def _absolute_audio(utt, folder: Path):
+    """``utt`` with a relative audio path resolved against ``folder`` (a copy; the input stays)."""
+    if utt.audio is None or Path(utt.audio.path).is_absolute():
+        return utt
+    return replace(utt, audio=replace(utt.audio, path=str((folder / utt.audio.path).resolve())))
 
 
 def _input_had_read_passages(report_path: Path) -> bool:
@@ -102,8 +108,8 @@ def load_corpus(path, *, layout: str | None = None, root=None, split: str = "tes
     read passages, whatever the layout."""
     manifest = _load_layout(path, layout or detect_layout(path), root=root, split=split, columns=columns,
                             skip_missing=skip_missing)
-    if not manifest.read_passages:
-        manifest.read_passages = any(EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest)
+    if not manifest.read_passages and any(EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest):
+        manifest = manifest.replace(read_passages=True)
     return manifest
 
 

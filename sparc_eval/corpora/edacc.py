@@ -18,6 +18,7 @@ becomes ``reference_year - year`` (2023 by default, matching SpAnE's EdAcc lists
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import DataError
@@ -112,13 +113,14 @@ def load_edacc_release(path, *, split: str = "test", columns: dict | None = None
     if unknown:
         raise DataError(f"{len(unknown)} speakers of {split} have no row in linguistic_background.csv, "
                         f"e.g. {unknown[:3]}", path=root / "linguistic_background.csv")
-    for utt in manifest:
-        match = EDACC_ID.match(utt.episode + "-0") if utt.episode else None
-        if match:
-            utt.episode = match.group("conv")
-        attrs = speakers[utt.speaker]
-        utt.sex, utt.age, utt.accent = attrs["sex"], attrs["age"], attrs["accent"]
-        utt.extra.update({k: v for k, v in attrs["extra"].items() if v is not None})
-    manifest.name = f"{root}:{split}"
-    manifest.read_passages = True  # every conversation opens with a read elicitation passage
-    return manifest
+    utterances = [_with_background(utt, speakers[utt.speaker]) for utt in manifest]
+    # every conversation opens with a read elicitation passage
+    return manifest.replace(utterances, name=f"{root}:{split}", read_passages=True)
+
+
+def _with_background(utt, attrs: dict):
+    """A copy of ``utt`` with its speaker's background row, and its conversation as episode."""
+    match = EDACC_ID.match(utt.episode + "-0") if utt.episode else None
+    return replace(utt, episode=match.group("conv") if match else utt.episode,
+                   sex=attrs["sex"], age=attrs["age"], accent=attrs["accent"],
+                   extra={**utt.extra, **{k: v for k, v in attrs["extra"].items() if v is not None}})

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..attributes import age_group, accent_group
-from ..manifest import Manifest
+from ..manifest import RESOLUTION_RULE, Manifest
 from .kaldi import read_id_list, read_trials
 
 
@@ -15,8 +15,18 @@ def _counts(values) -> dict:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))))
 
 
+def _conflicts(manifest: Manifest) -> dict:
+    """Speakers whose utterances disagree on an attribute, and the rule that resolved them."""
+    conflicts = manifest.attribute_conflicts()
+    if not conflicts:
+        return {}
+    rows = [{"speaker": c.speaker, "attribute": c.attribute, "values": [list(pair) for pair in c.counts],
+             "resolved": c.resolved} for c in conflicts]
+    return {"attribute_conflicts": rows, "attribute_rule": RESOLUTION_RULE}
+
+
 def summarize(manifest: Manifest, *, layout: str, path=None) -> dict:
-    speakers = manifest.speaker_attributes()
+    speakers = manifest.speaker_attributes(warn=False)  # the conflicts are listed below instead
     hours = manifest.hours()
     info = {
         "layout": layout,
@@ -33,6 +43,7 @@ def summarize(manifest: Manifest, *, layout: str, path=None) -> dict:
     for key in ("sex", "age_group", "accent_group"):
         if not info[key]:
             del info[key]
+    info.update(_conflicts(manifest))
     if path is not None and Path(path).is_dir():
         ids = set(manifest.by_id())
         if (Path(path) / "trials").is_file():
@@ -47,6 +58,12 @@ def summarize(manifest: Manifest, *, layout: str, path=None) -> dict:
 def format_info(info: dict) -> str:
     lines = []
     for key, value in info.items():
+        if key == "attribute_conflicts":  # a count, then one indented line per conflict
+            lines.append(f"{key}: {len(value)}")
+            lines.extend(f"  speaker {c['speaker']} {c['attribute']}: "
+                         + " vs ".join(f"{v!r} ({n})" for v, n in c["values"]) + f", kept {c['resolved']!r}"
+                         for c in value)
+            continue
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
         lines.append(f"{key}: {value}")
