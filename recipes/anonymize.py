@@ -18,42 +18,17 @@ path (``anonymizer: mcadams``) built with the keyword arguments under ``anonymiz
 import sys
 from pathlib import Path
 
-from hyperpyyaml import load_hyperpyyaml
-
 from sparc_eval.anonymize import anonymize_corpus
 from sparc_eval.atomic import write_json, write_text
 from sparc_eval.corpora import load_corpus
 from sparc_eval.errors import DataError
+from sparc_eval.recipe_cli import load_hparams, parse_arguments
 from sparc_eval.wer import anonymized_corpus_wer, summary
-
-
-def parse_arguments(argv):
-    """``(hparams file, overrides as a YAML string)`` from ``file.yaml --key=value ...``."""
-    if not argv or argv[0].startswith("-"):
-        raise DataError("usage: python recipes/anonymize.py HPARAMS.yaml [--key=value ...]")
-    overrides, rest = [], list(argv[1:])
-    while rest:
-        arg = rest.pop(0)
-        if not arg.startswith("--"):
-            raise DataError(f"unexpected argument {arg!r}; overrides are --key=value")
-        key, sep, value = arg[2:].partition("=")
-        if not sep:
-            if not rest:
-                raise DataError(f"--{key} needs a value")
-            value = rest.pop(0)
-        overrides.append(f"{key}: {value}")
-    return argv[0], "\n".join(overrides)
 
 
 def main(argv=None) -> int:
     hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        with open(hparams_file, encoding="utf-8") as fin:
-            hparams = load_hyperpyyaml(fin, overrides)
-    except OSError as err:
-        raise DataError(f"cannot read {hparams_file}: {err.strerror}") from None
-    except ValueError as err:  # hyperpyyaml: !PLACEHOLDER left unset, unknown override key
-        raise DataError(f"{hparams_file}: {err}", hint="set required keys with --key=value") from None
+    hparams = load_hparams(hparams_file, overrides)
 
     out = Path(hparams["output_folder"])
     manifest = anonymize_corpus(
@@ -63,7 +38,8 @@ def main(argv=None) -> int:
         num_gpus=hparams.get("num_gpus", 0.0), progress=hparams.get("progress", True))
     with open(hparams_file, encoding="utf-8") as fin:
         text = fin.read()
-    write_text(out / "hyperparams.yaml", text + ("\n# overrides\n# " + overrides.replace("\n", "\n# ") if overrides else ""))
+    shown = "".join(f"\n# {key}: {value}" for key, value in overrides.items())
+    write_text(out / "hyperparams.yaml", text + ("\n# overrides" + shown if overrides else ""))
     report = manifest.report
     print(f"finished {report['finished']} of {report['utterances']} utterances "
           f"({report['processed']} now, {report['cached']} cached, {report['failed']} failed); rtf {report['rtf']}")

@@ -156,6 +156,7 @@ class AttackResult:
     evaluation: object          # sparc_eval.metrics.Evaluation
     timings_s: dict
     results_path: Optional[Path] = None
+    run_info: Optional[dict] = None   # results.json's run, as written
 
 
 def attack(attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Optional[dict] = None) -> AttackResult:
@@ -217,5 +218,5 @@ def run_attack(attacker, plan: DataPlan, out, *, settings: EvaluationSettings, r
                                           info.get("deviations") or {})
     info["environment"] = environment()
     write_report(out, result.evaluation, info, plots=plots)
-    result.results_path = out / "results.json"
+    result.results_path, result.run_info = out / "results.json", info
     return result

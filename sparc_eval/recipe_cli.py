@@ -84,7 +84,8 @@ def load_hparams(hparams_file, overrides: dict) -> dict:
         raise DataError(f"unknown override {err}", path=hparams_file,
                         hint="every --key=value must name a key of the hparams file") from None
     except (ValueError, ImportError, AttributeError) as err:
-        raise DataError(f"cannot load the hparams ({err})", path=hparams_file) from None
+        raise DataError(f"cannot load the hparams ({err})", path=hparams_file,
+                        hint="set required (!PLACEHOLDER) keys with --key=value") from None
     hparams["hparams_file"] = str(hparams_file)
     hparams["overrides"] = overrides
     return hparams

@@ -252,3 +252,30 @@ def test_thin_curve_keeps_ends_and_bounds_size():
     assert tx[0] == 0 and tx[-1] == 1 and tx.size <= 1100
     lx, _ = core.thin_curve(x ** 4, 1 - x, max_points=500, scale="logit")
     assert lx.size <= 2200
+
+
+def test_evaluate_trials_keys_and_notes_in_order():
+    """The parts, ``details``, ``timings_s`` and ``not_applicable`` keys of evaluate_trials, in
+    order: convex-hull EER without a threshold, dropped resamples, one class."""
+    from sparc_eval.metrics.results import evaluate_trials
+
+    res = evaluate_trials(["a"] * 5, [f"x{i}" for i in range(5)], [0.0, 1.0, 1.0, 2.0, 3.0], [0, 1, 0, 0, 1],
+                          n_boot=100, stratify=False, eer_method="rocch")
+    assert list(res) == ["overall", "per_speaker", "segments", "not_applicable"]
+    assert list(res["overall"]) == ["eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target",
+                                    "n_nontarget", "ci95"]
+    assert res["overall"]["eer_threshold"] is None and res["per_speaker"] is None and res["segments"] == {}
+    assert list(res["not_applicable"]) == ["overall.eer_threshold", "overall.ci95.dropped", "per_speaker",
+                                           "segments"]
+    assert list(res.details) == ["settings", "n_boot", "bootstrap_unit", "seed", "level", "accent_grouping",
+                                 "n_valid_resamples", "bootstrap", "eer_speechbrain", "eer_rocch",
+                                 "min_dcf_threshold", "tpr_thresholds"]
+    assert list(res.timings_s) == ["metrics", "bootstrap", "per_speaker", "segments"]
+    assert list(res.curves) == ["fpr", "tpr", "det_far", "det_frr", "eer"]
+
+    one = evaluate_trials(["a"] * 3, ["x", "y", "z"], [0.1, 0.2, 0.3], [0, 0, 0], n_boot=10,
+                          bootstrap_unit="speaker")  # one class: no bootstrap, so no utt2spk needed
+    assert one["not_applicable"]["overall"] == "only one class: no target trials, so no metric can be computed"
+    assert one["overall"]["n_nontarget"] == 3 and one["overall"]["ci95"] is None
+    assert one.curves is None and list(one.timings_s) == ["per_speaker", "segments"]
+    assert list(one.details) == ["settings", "n_boot", "bootstrap_unit", "seed", "level", "accent_grouping"]

@@ -214,7 +214,8 @@ def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
     base = {"attacker": spec.name, "kind": spec.kind, "corpus": evalset.name, "condition": condition,
             "results": "results.json", "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
             "n_utterances": len(view) if plan.split is None else
-            len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()), **attacker.describe()}
+            len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()), **attacker.describe(),
+            "deviations": result.run_info["deviations"]}
     if spec.model_folder:
         base["model_folder"] = spec.model_folder
     if result.evaluation["overall"]["eer"] is None:

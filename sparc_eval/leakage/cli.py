@@ -13,9 +13,10 @@ from ..recipe_cli import register_recipe, run_recipe
 
 def main(argv=None, *, prog: str = "compare_leakage") -> int:
     from .run import compare_leakage
+    from .settings import LeakageSettings
 
     return run_recipe(argv, lambda hparams, hparams_file, overrides, log: compare_leakage(
-        hparams, hparams_file=hparams_file, overrides=overrides, log=log), prog=prog)
+        LeakageSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides, log=log), prog=prog)
 
 
 def register(subparsers) -> None:

@@ -17,7 +17,7 @@ from ..errors import DataError
 from ..manifest import Manifest
 from ..splits import Split
 
-CONDITIONS = ("all", "no_shared")
+SHARED_TEXT_CONDITIONS = ("all", "no_shared")  # every text, and shared (scripted) text removed
 CONDITION_TITLES = {"all": "all text", "no_shared": "shared (scripted) text removed"}
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -28,8 +28,8 @@ from ..errors import DataError
 from ..provenance import report_lines, versions
 from .bootstrap import bootstrap_metrics
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
-from .core import (Counts, MetricSettings, check_trials, compact, fpr_key, group_counts, point_metrics,
-                   roc_points, sort_trials, thin_curve)
+from .core import (Counts, MetricSettings, SortedTrials, check_trials, compact, fpr_key, group_counts,
+                   point_metrics, roc_points, sort_trials, thin_curve)
 from .scores import LABEL_WORDS, map_ids
 
 RUN_KEYS = ("dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s")
@@ -99,6 +99,47 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                                   c_miss=c_miss, c_fa=c_fa)
     timings = {}
     t0 = time.perf_counter()
+    tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk)
+    na = {}
+    out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
+    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit, "seed": seed,
+               "level": level, "accent_grouping": accent_grouping}
+    if _one_class(tr.c):
+        out["overall"] = _one_class_overall(tr.c, settings, na)
+    else:
+        boot = {"n_boot": n_boot, "seed": seed, "unit": bootstrap_unit, "stratify": stratify, "level": level,
+                "method": bootstrap_method, "bins": bootstrap_bins}
+        out["overall"], out.curves = _two_class_overall(tr, settings, boot, na, details, timings, t0)
+
+    t2 = time.perf_counter()
+    out["per_speaker"] = _per_speaker(tr, settings.eer_method, na)
+    timings["per_speaker"] = time.perf_counter() - t2
+
+    t3 = time.perf_counter()
+    out["segments"] = _segments(tr, speakers, accent_grouping, min_segment_speakers, settings.eer_method,
+                                na, details)
+    timings["segments"] = time.perf_counter() - t3
+    out.details = details
+    out.timings_s = timings
+    return out
+
+
+class _Trials(NamedTuple):
+    """Checked trials: scores ``s``, labels ``y``, weights ``w`` (None: unweighted), their sort
+    ``st`` and compact count table ``c``; test and enrollment speakers (None without utt2spk)."""
+
+    s: np.ndarray
+    y: np.ndarray
+    w: Optional[np.ndarray]
+    st: SortedTrials
+    c: Counts
+    test_spk: Optional[np.ndarray]
+    enroll_spk: Optional[np.ndarray]
+
+
+def _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk: Optional[dict]) -> _Trials:
+    """Checks the trials (DataError on bad labels, shapes or ids missing from ``utt2spk``),
+    sorts them by score and maps the ids to speakers."""
     s, y, w = check_trials(scores, labels_to_bool(labels), weights, allow_one_class=True)
     enroll_ids = np.asarray(enroll_ids)  # made str only where mapped (map_ids): 0.3 s per 10^6 ids
     test_ids = np.asarray(test_ids)
@@ -107,94 +148,109 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     st = sort_trials(s, y)
     t, n = group_counts(st, w)
     c = compact(Counts(st.unique, t, n))
-    na = {}
-    out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
-    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit, "seed": seed,
-               "level": level, "accent_grouping": accent_grouping}
-
     test_spk = enroll_spk = None
     if utt2spk is not None:
         test_spk = map_ids(test_ids, utt2spk, what="test ids in utt2spk")
         enroll_spk = map_ids(enroll_ids, utt2spk, what="enrollment ids", keep_unmapped=True)
+    return _Trials(s, y, w, st, c, test_spk, enroll_spk)
 
+
+def _one_class(c: Counts) -> bool:
+    return c.t.sum() <= 0 or c.n.sum() <= 0
+
+
+def _one_class_overall(c: Counts, settings: MetricSettings, na: dict) -> dict:
+    """``overall`` of one-class trials: every metric None, the reason in ``na``."""
     n_t, n_n = c.t.sum(), c.n.sum()
-    one_class = n_t <= 0 or n_n <= 0
-    if one_class:
-        which = "target" if n_t <= 0 else "non-target"
-        na["overall"] = f"only one class: no {which} trials, so no metric can be computed"
-        out["overall"] = {
-            "eer": None, "eer_threshold": None, "auc": None,
+    which = "target" if n_t <= 0 else "non-target"
+    na["overall"] = f"only one class: no {which} trials, so no metric can be computed"
+    return {"eer": None, "eer_threshold": None, "auc": None,
             "tpr_at_fpr": {fpr_key(x): None for x in settings.fpr_targets}, "min_dcf": None,
             "n_target": _count(n_t), "n_nontarget": _count(n_n), "ci95": None}
-    else:
-        pm = point_metrics(c, settings)
-        overall = pm.as_dict()
-        if pm.eer_threshold is None:
-            na["overall.eer_threshold"] = ("the convex-hull (interpolated) EER lies between two operating "
-                                           "points; it has no single threshold")
-        timings["metrics"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        if n_boot and n_boot > 0:
-            groups = test_spk if bootstrap_unit == "speaker" else None
-            if bootstrap_unit == "speaker" and groups is None:
-                raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
-            boot = bootstrap_metrics(s, y, n_boot=n_boot, seed=seed, unit=bootstrap_unit, groups=groups,
-                                     stratify=stratify, weights=w, level=level, settings=settings,
-                                     method=bootstrap_method, bins=bootstrap_bins, sorted_trials=st)
-            ci = boot.ci()
-            ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
-            overall["ci95"] = {"eer": ci["eer"], "auc": ci["auc"], "tpr_at_fpr": ci["tpr_at_fpr"],
-                               "min_dcf": ci["min_dcf"]}
-            details["n_valid_resamples"] = boot.n_valid
-            details["bootstrap"] = boot.info()
-            if boot.n_valid < n_boot:
-                na["overall.ci95.dropped"] = (f"{n_boot - boot.n_valid} of {n_boot} resamples had one class "
-                                              "and were left out of the intervals")
-        else:
-            overall["ci95"] = None
-            na["overall.ci95"] = "bootstrap disabled (n_boot = 0)"
-        timings["bootstrap"] = time.perf_counter() - t1
-        out["overall"] = overall
-        details.update(eer_speechbrain=pm.eer_speechbrain, eer_rocch=pm.eer_rocch,
-                       min_dcf_threshold=pm.min_dcf_threshold,
-                       tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()})
-        fpr, tpr, _ = roc_points(c)
-        fx, fy = thin_curve(fpr, tpr)
-        dx, dy = thin_curve(fpr, 1.0 - tpr, scale="logit")
-        out.curves = {"fpr": fx, "tpr": fy, "det_far": dx, "det_frr": dy, "eer": pm.eer}
 
-    t2 = time.perf_counter()
-    if test_spk is None:
+
+def _two_class_overall(tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict,
+                       timings: dict, t0: float):
+    """``(overall, curves)``: point metrics with bootstrap CIs, and the thinned ROC/DET curves;
+    thresholds and bootstrap settings go into ``details``, the times since ``t0`` into ``timings``."""
+    pm = point_metrics(tr.c, settings)
+    overall = pm.as_dict()
+    if pm.eer_threshold is None:
+        na["overall.eer_threshold"] = ("the convex-hull (interpolated) EER lies between two operating "
+                                       "points; it has no single threshold")
+    timings["metrics"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    overall["ci95"] = _bootstrap_ci(tr, settings, boot, na, details)
+    timings["bootstrap"] = time.perf_counter() - t1
+    details.update(eer_speechbrain=pm.eer_speechbrain, eer_rocch=pm.eer_rocch,
+                   min_dcf_threshold=pm.min_dcf_threshold,
+                   tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()})
+    return overall, _curves(tr.c, pm.eer)
+
+
+def _bootstrap_ci(tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict) -> Optional[dict]:
+    """``overall["ci95"]`` from ``boot`` (:func:`bootstrap_metrics` keywords), None when
+    ``n_boot`` is 0; what ran goes into ``details``, dropped resamples into ``na``."""
+    n_boot, unit = boot["n_boot"], boot["unit"]
+    if not (n_boot and n_boot > 0):
+        na["overall.ci95"] = "bootstrap disabled (n_boot = 0)"
+        return None
+    groups = tr.test_spk if unit == "speaker" else None
+    if unit == "speaker" and groups is None:
+        raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
+    res = bootstrap_metrics(tr.s, tr.y, groups=groups, weights=tr.w, settings=settings, sorted_trials=tr.st,
+                            **boot)
+    ci = res.ci()
+    ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
+    details["n_valid_resamples"] = res.n_valid
+    details["bootstrap"] = res.info()
+    if res.n_valid < n_boot:
+        na["overall.ci95.dropped"] = (f"{n_boot - res.n_valid} of {n_boot} resamples had one class "
+                                      "and were left out of the intervals")
+    return {"eer": ci["eer"], "auc": ci["auc"], "tpr_at_fpr": ci["tpr_at_fpr"], "min_dcf": ci["min_dcf"]}
+
+
+def _curves(c: Counts, eer) -> dict:
+    """Thinned ROC and DET points for the plots."""
+    fpr, tpr, _ = roc_points(c)
+    fx, fy = thin_curve(fpr, tpr)
+    dx, dy = thin_curve(fpr, 1.0 - tpr, scale="logit")
+    return {"fpr": fx, "tpr": fy, "det_far": dx, "det_frr": dy, "eer": eer}
+
+
+def _per_speaker(tr: _Trials, method: str, na: dict) -> Optional[dict]:
+    """``per_speaker`` (None without utt2spk); speakers without an EER go into ``na``."""
+    if tr.test_spk is None:
         na["per_speaker"] = "no utt2spk given: test utterances cannot be mapped to speakers"
-    else:
-        per, reasons = per_speaker_eer(st, test_spk, weights=w, method=settings.eer_method)
-        out["per_speaker"] = per
-        for spk, why in reasons.items():
-            na[f"per_speaker.{spk}.eer"] = why
-    timings["per_speaker"] = time.perf_counter() - t2
+        return None
+    per, reasons = per_speaker_eer(tr.st, tr.test_spk, weights=tr.w, method=method)
+    for spk, why in reasons.items():
+        na[f"per_speaker.{spk}.eer"] = why
+    return per
 
-    t3 = time.perf_counter()
+
+def _segments(tr: _Trials, speakers: Optional[dict], accent_grouping: str, min_speakers: int, method: str,
+              na: dict, details: dict) -> dict:
+    """``segments`` (empty without speaker attributes or utt2spk, the reason in ``na``); skipped
+    segments and missing EERs go into ``na``, the skipped counts into ``details``."""
     if speakers is None:
         na["segments"] = "no speaker attributes given"
-    elif test_spk is None:
+        return {}
+    if tr.test_spk is None:
         na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
-    else:
-        table = _segment_table(speakers, test_spk, enroll_spk, accent_grouping, na)
-        segs, skipped, reasons = segment_eers(st, enroll_spk, test_spk, table, weights=w,
-                                              method=settings.eer_method, min_speakers=min_segment_speakers)
-        out["segments"] = segs
-        for (attr, value), k in skipped.items():
-            na[f"segments.{attr}.{value}"] = (f"{k} trial speaker{'s' if k != 1 else ''} "
-                                              f"(fewer than {min_segment_speakers}): skipped")
-        for (attr, value, key), why in reasons.items():
-            na[f"segments.{attr}.{value}.{key}"] = why
-        if not segs and not skipped:
-            na["segments"] = "the speaker attributes give no segment values for the trial speakers"
-        details["segments_skipped"] = {f"{a}={v}": k for (a, v), k in skipped.items()}
-    timings["segments"] = time.perf_counter() - t3
-    out.details = details
-    out.timings_s = timings
-    return out
+        return {}
+    table = _segment_table(speakers, tr.test_spk, tr.enroll_spk, accent_grouping, na)
+    segs, skipped, reasons = segment_eers(tr.st, tr.enroll_spk, tr.test_spk, table, weights=tr.w,
+                                          method=method, min_speakers=min_speakers)
+    for (attr, value), k in skipped.items():
+        na[f"segments.{attr}.{value}"] = (f"{k} trial speaker{'s' if k != 1 else ''} "
+                                          f"(fewer than {min_speakers}): skipped")
+    for (attr, value, key), why in reasons.items():
+        na[f"segments.{attr}.{value}.{key}"] = why
+    if not segs and not skipped:
+        na["segments"] = "the speaker attributes give no segment values for the trial speakers"
+    details["segments_skipped"] = {f"{a}={v}": k for (a, v), k in skipped.items()}
+    return segs
 
 
 def _segment_table(speakers: dict, test_spk, enroll_spk, accent_grouping: str, na: dict) -> dict:
