@@ -19,13 +19,13 @@ path and the normalisation setting, so two models never share entries.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
 from sparc_eval.atomic import atomic_open
+from sparc_eval.digest import text_digest
 from sparc_eval.errors import DataError
 
 from .base import TextScorer, l2_normalise_rows, side_matrix
@@ -46,7 +46,7 @@ def default_model_path() -> Path:
 
 
 def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return text_digest(text, n=None)
 
 
 class EmbeddingCache:
@@ -78,7 +78,7 @@ class EmbeddingCache:
             return
         mem = self._load()
         vectors = np.asarray(vectors, dtype=np.float32)
-        name = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
+        name = text_digest("".join(keys))
         self.folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(self.folder / f"chunk-{name}.npz", "wb") as handle:
             np.savez(handle, keys=np.asarray(keys), vectors=vectors)
@@ -133,8 +133,7 @@ class EmbeddingScorer(TextScorer):
 
     def _model_key(self) -> str:
         path = str(self.model_path().resolve())
-        digest = hashlib.sha256(f"{path}|{self.normalize}|{self.max_seq_length}".encode()).hexdigest()[:12]
-        return f"{self.model_name}-{digest}"
+        return f"{self.model_name}-{text_digest(f'{path}|{self.normalize}|{self.max_seq_length}', 12)}"
 
     def load_model(self):
         if self._model is None:

@@ -25,7 +25,6 @@ recorded as missing (NaN, counted in ``report()``), never as 0.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -40,6 +39,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from sparc_eval.digest import text_digest
 from sparc_eval.errors import DataError
 
 from .base import TextScorer, as_trialset
@@ -209,8 +209,8 @@ class LLMScorer(TextScorer):
     # -- requests -------------------------------------------------------------------------------
     def cache_key(self, prompt: str) -> str:
         blob = json.dumps({"model": self.model, "params": self.request_params,
-                           "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest()}, sort_keys=True)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+                           "prompt_sha256": text_digest(prompt, n=None)}, sort_keys=True)
+        return text_digest(blob, n=None)
 
     def _post(self, client, prompt: str) -> str:
         payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.request_params}

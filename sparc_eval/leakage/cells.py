@@ -54,20 +54,24 @@ class CorpusSpec:
     name: str
     data_folder: str
     train_folders: Optional[list] = None
-    settings: dict = field(default_factory=dict)   # split and anonymization keys of the attacker recipe
+    data_keys: dict = field(default_factory=dict)  # split and anonymization keys of the attacker recipe
 
     def data_overrides(self) -> dict:
         """The attacker recipe's data keys for this corpus. With ``train_folders`` the corpus is
         the evaluation folder; without, the recipe holds out part of its speakers."""
-        out = dict(self.settings)
+        out = dict(self.data_keys)
         if self.train_folders:
             out.update(train_folders=list(self.train_folders), eval_folder=self.data_folder)
         else:
             out["data_folder"] = self.data_folder
         return out
 
-    def data_settings(self, cache_folder) -> DataSettings:
+    def data_settings(self, cache_folder=None) -> DataSettings:
         return DataSettings.from_hparams({**self.data_overrides(), "cache_folder": cache_folder})
+
+    @property
+    def scenario(self) -> str:
+        return self.data_settings().scenario
 
 
 @dataclass
@@ -113,7 +117,7 @@ def cell_key(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
              ctx: CellContext) -> str:
     save_folder = spec.overrides.get("save_folder") or (Path(spec.model_folder) / "save" if spec.model_folder else None)
     return digest(["cell", spec.describe(), file_digest(spec.hparams) if spec.hparams else None,
-                   corpus.data_overrides(), inputs_digest(corpus.settings), manifest_digest(view),
+                   corpus.data_overrides(), inputs_digest(corpus.data_keys), manifest_digest(view),
                    digest(evalset.manifest.speaker_attributes()), condition, ctx.trials_per_speaker,
                    ctx.settings.digest_parts(), newest_checkpoint(save_folder)])
 
@@ -164,9 +168,8 @@ def _plan(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condit
     if attacker.needs.split:  # it scores a split of the corpus, as the attacker recipe makes it
         data = corpus.data_settings(ctx.cache_folder)
         return attacker, plan_data(data), data
-    scenario = corpus.settings.get("scenario", "original")
     empty = Manifest([], name="no training data")
-    return attacker, DataPlan(empty, view, view, None, evalset.manifest, scenario), None
+    return attacker, DataPlan(empty, view, view, None, evalset.manifest, corpus.scenario), None
 
 
 def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellContext) -> None:

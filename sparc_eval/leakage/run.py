@@ -44,8 +44,8 @@ def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec)
     if attacker.model_folder:
         return str(attacker.model_folder)
     trained_on = list(corpus.train_folders or [])
-    if corpus.settings.get("scenario") == "semi-informed":  # trained on anonymized speech
-        anon = corpus.settings.get("anon_train_folders") or []
+    if corpus.scenario == "semi-informed":  # trained on anonymized speech
+        anon = corpus.data_keys.get("anon_train_folders") or []
         trained_on += ["anonymized:"] + ([anon] if isinstance(anon, str) else list(anon))
     if corpus.train_folders:
         where = "trained_" + text_digest("\n".join(map(str, trained_on)), 8)
@@ -115,43 +115,46 @@ def corpus_analysis(s: LeakageSettings, evalset: EvaluationSet, *, n_tokens: int
 
 # --- the run -------------------------------------------------------------------------------------
 
-def _text_manifest(s: LeakageSettings, c: CorpusSpec, ev: EvaluationSet, deviations: dict):
+def _text_manifest(s: LeakageSettings, corpus: CorpusSpec, evalset: EvaluationSet, deviations: dict):
     """What attackers that read the words of a corpus's anonymized speech read (None: its own text)."""
     reads_text = any(a.attacker is not None and a.attacker.needs.words for a in s.attackers)
-    if not (reads_text and c.settings.get("scenario", "original") != "original" and c.settings.get("anon_eval_folder")):
+    data = corpus.data_settings(s.cache_folder)
+    if not (reads_text and data.scenario != "original" and data.anon_eval_folder):
         return None
-    anon = load_spec(c.settings["anon_eval_folder"], cache_folder=s.cache_folder)
-    ids = {u.id for u in ev.manifest}
-    anon = mark_anonymized(anon.subset(lambda u: u.id in ids), name=c.settings.get("anonymizer_name"),
-                           keeps_words=c.settings.get("anon_keeps_words"))
-    words = c.settings.get("phone_text", "spoken")  # the text attackers read the words as the phones do
-    deviations.update({f"{c.name} text attackers: {k}": v for k, v in reference_text_deviation(anon, words).items()})
+    ids = {u.id for u in evalset.manifest}
+    anon = mark_anonymized(load_spec(data.anon_eval_folder, cache_folder=s.cache_folder).subset(lambda u: u.id in ids),
+                           name=data.anonymizer_name, keeps_words=data.anon_keeps_words)
+    words = corpus.data_keys.get("phone_text", "spoken")  # the text attackers read the words as the phones do
+    deviations.update({f"{corpus.name} text attackers: {k}": v
+                       for k, v in reference_text_deviation(anon, words).items()})
     return spoken_manifest(anon, words)
 
 
 def _corpus_record(c: CorpusSpec, ev: EvaluationSet, analysis: dict, grouping: str) -> dict:
     grouped, left_out = accent_groups(ev.manifest.speaker_attributes(), grouping)
-    return {"data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.settings,
+    return {"data_folder": c.data_folder, "train_folders": c.train_folders, "settings": c.data_keys,
             "has_audio": ev.manifest.has_audio, "n_speakers_available": ev.n_speakers_before_balance,
             "n_speakers": len(ev.speakers), "n_utterances": len(ev.manifest), "shared_text": ev.shared_stats,
             "accent_grouping": grouped, "accent_left_out": left_out, "conditions": analysis}
 
 
-def _corpus_cells(s: LeakageSettings, c, ev, ctx: CellContext, na, text_manifest) -> OrderedDict:
+def _corpus_cells(s: LeakageSettings, corpus: CorpusSpec, evalset: EvaluationSet, ctx: CellContext, na: dict,
+                  text_manifest) -> OrderedDict:
     cells = OrderedDict()
-    for a in s.attackers:
-        cells[a.name] = OrderedDict()
-        for cond in s.conditions:
-            if cond == "no_shared" and not ev.shared_ids and "all" in cells[a.name]:
+    for attacker in s.attackers:
+        by_condition = cells[attacker.name] = OrderedDict()
+        for condition in s.conditions:
+            if condition == "no_shared" and not evalset.shared_ids and "all" in by_condition:
                 # nothing to remove: the same trials and scores as condition all
-                cell = {**cells[a.name]["all"], "condition": cond, "same_as": "all"}
+                cell = {**by_condition["all"], "condition": condition, "same_as": "all"}
             else:
-                cell = _run_cell(s, a, c, ev, cond, ctx, text_manifest)
-            cells[a.name][cond] = cell
+                cell = _run_cell(s, attacker, corpus, evalset, condition, ctx, text_manifest)
+            by_condition[condition] = cell
+            where = f"{corpus.name} / {attacker.name} / {condition}"
             if cell["status"] != "ok":
-                na[f"cells.{c.name}.{a.name}.{cond}"] = cell["reason"]
+                na[f"cells.{corpus.name}.{attacker.name}.{condition}"] = cell["reason"]
             else:
-                ctx.log(f"[leakage] {c.name} / {a.name} / {cond}: EER {100 * cell['overall']['eer']:.1f}%")
+                ctx.log(f"[leakage] {where}: EER {100 * cell['overall']['eer']:.1f}%")
     return cells
 
 
@@ -216,7 +219,7 @@ def compare_leakage(s: LeakageSettings, *, hparams_file=None, overrides=None, lo
     na["overall"] = "a comparison of several attackers and corpora: see cells.<corpus>.<attacker>.<condition>"
     na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
     run = {"dataset": [c.name for c in s.corpora], "features": [a.name for a in s.attackers], "anonymizer": None,
-           "scenario": sorted({c.settings.get("scenario", "original") for c in s.corpora}),
+           "scenario": sorted({c.scenario for c in s.corpora}),
            "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
            "seed": s.seed, "conditions": list(s.conditions), **s.evaluation.record(),
            "attackers": {a.name: a.describe() for a in s.attackers},
@@ -259,16 +262,16 @@ def sample_tokens(s: LeakageSettings, evalsets: dict) -> int:
     return max(50, int(min(lows))) if lows else 50
 
 
-def _run_cell(s: LeakageSettings, a: AttackerSpec, c: CorpusSpec, ev: EvaluationSet, cond: str, ctx: CellContext,
-              text_manifest) -> dict:
-    cell_dir = s.output_folder / "cells" / c.name / a.name / cond
+def _run_cell(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet,
+              condition: str, ctx: CellContext, text_manifest) -> dict:
+    cell_dir = s.output_folder / "cells" / corpus.name / attacker.name / condition
     try:
-        if a.hparams:
-            a = AttackerSpec(**{**vars(a), "model_folder": model_folder(s, a, c)})
-        return run_cell(a, c, ev, cond, cell_dir, ctx, text_manifest=text_manifest)
+        if attacker.hparams:
+            attacker = AttackerSpec(**{**vars(attacker), "model_folder": model_folder(s, attacker, corpus)})
+        return run_cell(attacker, corpus, evalset, condition, cell_dir, ctx, text_manifest=text_manifest)
     except DataError as err:  # this cell cannot run; the others can
-        ctx.log(f"[leakage] {c.name} / {a.name} / {cond}: FAILED: {err}")
-        return not_applicable(a, c.name, cond, str(err), status="failed")
+        ctx.log(f"[leakage] {corpus.name} / {attacker.name} / {condition}: FAILED: {err}")
+        return not_applicable(attacker, corpus.name, condition, str(err), status="failed")
 
 
 class _Comparer:
