@@ -181,3 +181,72 @@ def test_naturalvoices_preset_on_edacc(data_dir, tmp_path, capsys):
                                                   "hard_negative": 60}
     assert doc["shared_text"]["n_removed"] == 0 and doc["run"]["protocol"] == "naturalvoices"
     assert set(doc["run"]["deviations"]) == {"probes_cut"} and doc["run"]["bootstrap_unit"] == "speaker"
+
+
+def test_text_run_settings_read_the_hparams_once(tmp_path):
+    """The hparams dict stops at the recipe: TextRunSettings.from_hparams reads every key, absent
+    keys take the field defaults, and the trial keys and seed land in the TrialConfig."""
+    from sparc_eval.text.cli import load_hparams
+    from sparc_eval.text.settings import TextRunSettings
+
+    hp = load_hparams(REPO / "hparams" / "text" / "tfidf.yaml", {"output_folder": str(tmp_path), "seed": 3})
+    s = TextRunSettings.from_hparams(hp)
+    assert s.output_folder == tmp_path and s.scorers[0] is hp["scorer"] and s.seed == 3 == s.trial_config.seed
+    assert s.pl_settings == ((200, 20), (200, 5), (50, 20), (50, 5))
+    assert s.tasks == ("speaker", "sex", "age", "accent") and s.n_boot == 1000 and s.words == "spoken"
+    assert s.trial_config.max_probes == 10 and s.trial_config.shared_text.enabled == "auto"
+    assert s.dataset_name == str(hp["data_folder"]) and s.hparams_sha256 and s.overrides["seed"] == 3
+    bare = TextRunSettings.from_hparams({"data_folder": "x", "output_folder": str(tmp_path), "scorer": hp["scorer"],
+                                         "tasks": [], "words": None, "n_boot": None})
+    assert bare.tasks == ("speaker",) and bare.words == "spoken" and bare.n_boot == 1000 and bare.seed == 0
+    assert bare.pl_settings == ((200, 20),) and bare.protocol == "naturalvoices" and bare.plots is True
+
+
+@pytest.mark.parametrize("key, value", [("n_boot", -1), ("n_boot", "many"), ("seed", 1.5), ("plots", "maybe"),
+                                        ("bootstrap_unit", "episode"), ("protocol", "nope"), ("words", "typed"),
+                                        ("tasks", [1]), ("P", ["x"]), ("P", [3])])
+def test_text_run_settings_name_the_bad_key(key, value, tmp_path):
+    from attackers.text.tfidf import TfidfScorer
+    from sparc_eval.errors import DataError
+    from sparc_eval.text.settings import TextRunSettings
+
+    hp = {"data_folder": "x", "output_folder": str(tmp_path), "scorer": TfidfScorer(), key: value}
+    with pytest.raises(DataError, match=key):
+        TextRunSettings.from_hparams(hp)
+    with pytest.raises(DataError, match="output_folder"):
+        TextRunSettings.from_hparams({"data_folder": "x", "scorer": TfidfScorer()})
+
+
+def test_cli_reads_the_settings_once_and_the_library_takes_them(tmp_path, capsys, monkeypatch):
+    from sparc_eval.text import evaluate as text_evaluate
+    from sparc_eval.text import settings as text_settings
+
+    calls, taken = [], []
+    real = text_settings.TextRunSettings.from_hparams.__func__
+
+    def counting(cls, hp):
+        calls.append(hp)
+        return real(cls, hp)
+
+    monkeypatch.setattr(text_settings.TextRunSettings, "from_hparams", classmethod(counting))
+    monkeypatch.setattr(text_evaluate, "evaluate_from_settings",
+                        lambda s, log: taken.append(s) or s.output_folder / "results.json")
+    data = sparc_export(tmp_path / "export.jsonl")
+    code, stdout, _ = run(capsys, f"--data_folder={data}", f"--output_folder={tmp_path / 'o'}", "--n_boot=0")
+    assert code == 0 and len(calls) == 1 and len(taken) == 1
+    assert isinstance(taken[0], text_settings.TextRunSettings) and taken[0].n_boot == 0
+    assert stdout.strip().splitlines()[-1] == str(tmp_path / "o" / "results.json")
+
+
+def test_evaluate_from_settings_without_an_hparams_dict(tmp_path):
+    from attackers.text.tfidf import TfidfScorer
+    from sparc_eval.text import TRIAL_CONDITIONS, CONDITIONS, TextRunSettings, TrialConfig
+    from sparc_eval.text.evaluate import evaluate_from_settings
+
+    assert CONDITIONS is TRIAL_CONDITIONS
+    data = sparc_export(tmp_path / "export.jsonl")
+    s = TextRunSettings(data_folder=data, output_folder=tmp_path / "o", scorers=(TfidfScorer(),),
+                        trial_config=TrialConfig(tolerance=2), pl_settings=((10, 3),), n_boot=0, plots=False)
+    doc = json.loads(evaluate_from_settings(s, log=lambda m: None).read_text())
+    assert list(doc["tasks"]["speaker"]["P10_L3"]["conditions"]) == list(TRIAL_CONDITIONS)
+    assert doc["run"]["dataset"] == str(data) and doc["run"]["hparams_sha256"] is None

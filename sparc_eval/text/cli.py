@@ -6,19 +6,26 @@ Same as ``python recipes/evaluate_text.py ...``: overrides are ``--key=value`` (
 ``--key value``) with YAML values, as in SpeechBrain recipes; the last line printed is the
 path of results.json. The scorer is named in the hparams file by dotted path
 (``!new:attackers.text.tfidf.TfidfScorer``), so this package never imports ``attackers``.
+The hparams are read here once, into :class:`~.settings.TextRunSettings`; the library takes those.
 """
 
 from __future__ import annotations
 
 from ..recipe_cli import load_hparams, parse_arguments, register_recipe, run_recipe
 
-__all__ = ["load_hparams", "parse_arguments", "main", "register", "run"]
+__all__ = ["evaluate", "load_hparams", "parse_arguments", "main", "register", "run"]
+
+
+def evaluate(hparams: dict, log):
+    """The recipe's body: the hparams as settings (read once), then the evaluation; results.json."""
+    from .evaluate import evaluate_from_settings
+    from .settings import TextRunSettings
+
+    return evaluate_from_settings(TextRunSettings.from_hparams(hparams), log=log)
 
 
 def main(argv=None, *, prog: str = "evaluate_text") -> int:
-    from .evaluate import evaluate_from_hparams
-
-    return run_recipe(argv, lambda hparams, _file, _overrides, log: evaluate_from_hparams(hparams, log=log), prog=prog)
+    return run_recipe(argv, lambda hparams, _file, _overrides, log: evaluate(hparams, log), prog=prog)
 
 
 def register(subparsers) -> None:

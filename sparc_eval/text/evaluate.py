@@ -1,7 +1,8 @@
 """Run transcript scorers over tasks x (P, L) settings x conditions; write results and report.
 
 :func:`evaluate_text` is the library entry point (the recipe ``recipes/evaluate_text.py``
-only parses hparams and calls :func:`evaluate_from_hparams`). For each setting it builds the
+reads its hparams once into :class:`~.settings.TextRunSettings` and calls :func:`evaluate_from_settings`,
+which loads the corpus and calls it). For each setting it builds the
 trials (:mod:`.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
 each scorer on the unique utterance texts of that task and setting, scores the trials, and
 computes the metric block of GUIDE section 4 (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
@@ -32,8 +33,6 @@ the others.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections import OrderedDict
 from dataclasses import replace
@@ -49,35 +48,17 @@ from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
 from .protocol import check_protocol, trial_deviations
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
+from .settings import (BOOTSTRAP_UNITS, TRIAL_KEYS, TextRunSettings, parse_settings, scorer_list,  # noqa: F401
+                       shared_text_from_hparams, trial_config_from_hparams)  # (re-exported: the hparams readers)
 from .shared_text import SharedTextConfig, detect_shared_text
-from .trials import (CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, has_topic_metadata,
+from .trials import (TRIAL_CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, has_topic_metadata,
                      task_labeller)
 
-CONDITION_TYPES = {c: tuple(t for t in TRIAL_TYPES if c in TYPE_CONDITIONS[t]) for c in CONDITIONS}
-BOOTSTRAP_UNITS = ("speaker", "trial")
+CONDITION_TYPES = {c: tuple(t for t in TRIAL_TYPES if c in TYPE_CONDITIONS[t]) for c in TRIAL_CONDITIONS}
 
 
 def setting_key(P: int, L: int) -> str:
     return f"P{int(P)}_L{int(L)}"
-
-
-def parse_settings(P=None, L=None, settings=None) -> list:
-    """[(P, L), ...]: explicit ``settings`` pairs, else every combination of ``P`` x ``L``."""
-    if settings:
-        out = []
-        for s in settings:
-            if isinstance(s, str):
-                m = re.fullmatch(r"P(\d+)_L(\d+)", s.strip())
-                if not m:
-                    raise DataError(f"setting {s!r} is not P<P>_L<L>")
-                out.append((int(m.group(1)), int(m.group(2))))
-            else:
-                p, l_ = s
-                out.append((int(p), int(l_)))
-        return out
-    Ps = [int(x) for x in np.atleast_1d(P if P is not None else [200])]
-    Ls = [int(x) for x in np.atleast_1d(L if L is not None else [20])]
-    return [(p, l_) for p in Ps for l_ in Ls]
 
 
 def remove_shared_text(manifest, config: SharedTextConfig):
@@ -113,7 +94,7 @@ def condition_metrics(trials, scores, *, n_boot: int, seed: int, task: str, wher
     finite = np.isfinite(scores)
     types = trials.types
     out, curves = OrderedDict(), {}
-    for cond in CONDITIONS:
+    for cond in TRIAL_CONDITIONS:
         mask = trials.condition_mask(cond) & finite
         counts = {t: int(((types == t) & mask).sum()) for t in CONDITION_TYPES[cond]}
         y = trials.labels[mask]
@@ -140,18 +121,6 @@ def scored_trials(ts, scores) -> Trials:
                   test_speaker=[r["probe"].get("speaker") for r in rec],
                   enroll_speaker=[r["enroll"].get("speaker") for r in rec],
                   tags={"type": np.array([r["type"] for r in rec], dtype=object)})
-
-
-def scorer_list(scorer) -> list:
-    """One scorer or several (a list); names must differ (they key the results)."""
-    scorers = list(scorer) if isinstance(scorer, (list, tuple)) else [scorer]
-    if not scorers:
-        raise DataError("no scorer to evaluate")
-    names = [s.name for s in scorers]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise DataError(f"several scorers are named {repeated}", hint="give each its own name (model_name, name)")
-    return scorers
 
 
 def usable_tasks(tasks, attributes: dict) -> dict:
@@ -404,43 +373,6 @@ def _json_safe(obj):
     return safe(obj)
 
 
-# ----------------------------------------------------------------------------- hparams entry
-
-
-TRIAL_KEYS = ("tolerance", "strict", "max_probes", "partners", "attribute_partners", "match_negatives",
-              "negatives_cross_series", "positives_cross_series", "overlap_screen", "overlap_min_words",
-              "name_screen", "name_fields", "topic_control", "topic_max_similarity", "topic_sim_edges",
-              "topic_jaccard_edges")
-
-
-def _auto_or(value, cast):
-    return value if value == "auto" else cast(value)
-
-
-def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
-    """The ``shared_text*`` keys; by default ``auto``: on iff the corpus's loader marks read
-    passages (EdAcc), since SPARC's protocol removes nothing."""
-    shared = hparams.get("shared_text", "auto")
-    enabled = shared.get("enabled", "auto") if isinstance(shared, dict) else shared
-    return SharedTextConfig(
-        enabled=_auto_or(enabled, bool), n=int(hparams.get("shared_text_n", 4)),
-        min_speakers=_auto_or(hparams.get("shared_text_min_speakers", "auto"), int),
-        min_fraction=float(hparams.get("shared_text_min_fraction", 0.30)))
-
-
-def trial_config_from_hparams(hparams: dict) -> TrialConfig:
-    values = {k: hparams[k] for k in TRIAL_KEYS if k in hparams and hparams[k] is not None}
-    if "match_negatives" in values:
-        values["match_negatives"] = tuple(values["match_negatives"] or ())
-    for k in ("topic_sim_edges", "topic_jaccard_edges", "name_fields"):
-        if k in values:
-            values[k] = tuple(values[k])
-    try:
-        return TrialConfig(seed=int(hparams.get("seed", 0)), shared_text=shared_text_from_hparams(hparams), **values)
-    except (TypeError, ValueError) as err:
-        raise DataError(f"trial settings: {err}") from None
-
-
 def check_column_mapping(manifest, columns) -> None:
     """A SPARC column mapping must name columns that exist: every mapped optional field must
     have at least one value (required fields are checked by the loader)."""
@@ -465,36 +397,34 @@ def check_column_mapping(manifest, columns) -> None:
                             hint="check the column names of the export (a misspelt or missing column)")
 
 
-def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
-    """What ``recipes/evaluate_text.py`` runs: load the corpus, evaluate, write; returns results.json."""
+def load_text_corpus(settings: TextRunSettings):
+    """(manifest, deviations): the corpus as the text attackers read it (the words the speech
+    says, :mod:`sparc_eval.words`), and the departure that ``words: reference`` names."""
     from ..corpora import load_corpus
 
-    for need in ("data_folder", "output_folder", "scorer"):
-        if hparams.get(need) in (None, ""):
-            raise DataError(f"hparams: {need!r} is required")
-    scorers = scorer_list(hparams["scorer"])
-    for scorer in scorers:
+    manifest = load_corpus(settings.data_folder, columns=settings.columns)
+    check_column_mapping(manifest, settings.columns)
+    if settings.anonymized:  # a corpus anonymized by another tool: its utterances say so
+        manifest = mark_anonymized(manifest, keeps_words=settings.anon_keeps_words)
+    deviations = reference_text_deviation(manifest, settings.words)
+    return spoken_manifest(manifest, settings.words), deviations
+
+
+def evaluate_from_settings(settings: TextRunSettings, *, log=print) -> Path:
+    """What ``recipes/evaluate_text.py`` runs: load the corpus, evaluate, write; returns results.json."""
+    for scorer in settings.scorers:
         scorer.preflight()  # before loading anything
-    config = trial_config_from_hparams(hparams)
-    settings = parse_settings(hparams.get("P"), hparams.get("L"), hparams.get("settings"))
-    columns = hparams.get("columns")
-    manifest = load_corpus(hparams["data_folder"], columns=columns)
-    check_column_mapping(manifest, columns)
-    if hparams.get("anonymized"):  # a corpus anonymized by another tool: its utterances say so
-        manifest = mark_anonymized(manifest, keeps_words=hparams.get("anon_keeps_words"))
-    words = hparams.get("words") or "spoken"  # anonymized speech: the words it says (sparc_eval.words)
-    words_deviation = reference_text_deviation(manifest, words)
-    manifest = spoken_manifest(manifest, words)
-    out_dir = Path(hparams["output_folder"])
-    digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in hparams.items() if k != "scorer")).encode())
-    doc = evaluate_text(
-        manifest, scorers, tasks=hparams.get("tasks") or ["speaker"], settings=settings, config=config,
-        output_folder=out_dir, n_boot=int(hparams.get("n_boot", 1000)), seed=int(hparams.get("seed", 0)),
-        dataset=hparams.get("dataset") or str(hparams["data_folder"]), plots=bool(hparams.get("plots", True)),
-        save_trials=bool(hparams.get("save_trials", True)),
-        trials_with_text=bool(hparams.get("trials_with_text", False)),
-        bootstrap_unit=hparams.get("bootstrap_unit") or "speaker", protocol=hparams.get("protocol") or "naturalvoices",
-        run_info={"hparams_file": hparams.get("hparams_file"), "overrides": hparams.get("overrides"),
-                  "hparams_sha256": digest.hexdigest()[:16], "words": words, "deviations": words_deviation}, log=log)
-    del doc
-    return out_dir / "results.json"
+    manifest, words_deviation = load_text_corpus(settings)
+    evaluate_text(
+        manifest, list(settings.scorers), tasks=list(settings.tasks), settings=list(settings.pl_settings),
+        config=settings.trial_config, output_folder=settings.output_folder, n_boot=settings.n_boot,
+        seed=settings.seed, dataset=settings.dataset_name, plots=settings.plots, save_trials=settings.save_trials,
+        trials_with_text=settings.trials_with_text, bootstrap_unit=settings.bootstrap_unit,
+        protocol=settings.protocol, run_info=settings.run_info(words_deviation), log=log)
+    return settings.output_folder / "results.json"
+
+
+def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
+    """:func:`evaluate_from_settings` of ``TextRunSettings.from_hparams(hparams)`` (a shorthand for
+    callers that hold an hparams dict; the recipe reads the settings itself)."""
+    return evaluate_from_settings(TextRunSettings.from_hparams(hparams), log=log)

@@ -86,7 +86,7 @@ __all__ = ["EP", "HP", "EN", "HN", "TRIAL_TYPES", "TRIAL_CONDITIONS", "CONDITION
            "has_topic_metadata", "SharedTextConfig", "SpeakerTrials", "AttributeTrials", "TrialBuilder",
            "build_trials"]
 
-CONDITIONS = TRIAL_CONDITIONS  # the old name (sparc_eval.text and evaluate.py still import it)
+CONDITIONS = TRIAL_CONDITIONS  # the old name, kept for users who import it
 BUILTIN_TASKS = ("speaker", "sex", "age", "accent")
 DEFAULT_PARTNERS = {EP: 1, HP: 2, EN: 2, HN: 1}
 DEFAULT_ATTRIBUTE_PARTNERS = {"same_episode": 1, "cross_episode": 4}
