@@ -36,6 +36,18 @@ def pad_to_min_length(feats: torch.Tensor, lens: torch.Tensor, min_length: int):
 class AttackerBrain(sb.Brain):
     """Trains ECAPA-TDNN as a speaker classifier on (batch, time, dim) features."""
 
+    def _wrap_distributed(self):
+        """SpeechBrain turns batch norm into SyncBatchNorm under DDP, which runs on GPUs only: on CPU
+        processes (gloo) each keeps its own batch statistics, as torch's DDP does by default."""
+        if not (self.distributed_launch and str(self.device).startswith("cpu")):
+            return super()._wrap_distributed()
+        from torch.nn.parallel import DistributedDataParallel
+
+        for name, module in self.modules.items():
+            if any(p.requires_grad for p in module.parameters()):
+                self.modules[name] = DistributedDataParallel(module, device_ids=None,
+                                                             find_unused_parameters=self.find_unused_parameters)
+
     def features(self, batch, stage):
         inputs, lens = batch.inputs
         feats = self.modules.compute_features(inputs)
@@ -80,13 +92,15 @@ class AttackerBrain(sb.Brain):
     def embed(self, dataset, *, batch_size: int, progress: bool = True) -> dict:
         """utterance id -> L2-normalised embedding (numpy), batches sorted by length."""
         self.modules.eval()
+        # the main process embeds alone: the bare model, not its DDP wrapper (which syncs with the other ranks)
+        model = getattr(self.modules.embedding_model, "module", self.modules.embedding_model)
         loader = sb.dataio.dataloader.make_dataloader(
             dataset, batch_size=batch_size, shuffle=False)
         out = {}
         for batch in tqdm(loader, desc="embeddings", disable=not progress, leave=False):
             batch = batch.to(self.device)
             feats, lens = self.features(batch, sb.Stage.TEST)
-            emb = self.modules.embedding_model(feats, lens).squeeze(1)
+            emb = model(feats, lens).squeeze(1)
             emb = F.normalize(emb, dim=-1).cpu().numpy()
             for utt_id, vector in zip(batch.id, emb):
                 out[utt_id] = vector.astype(np.float32)

@@ -76,6 +76,12 @@ class EcapaAttacker:
         with self._timed("features"):
             return self._extractor.corpus(utterances, progress=self.training.progress)
 
+    def prepare(self, plan) -> None:
+        """Compute and cache the features of every utterance the attack reads (the recipe runs
+        this on the main process only, so that DDP ranks neither recompute nor race on the cache)."""
+        if self._extractor is not None:
+            self._features(plan.utterances())
+
     def fit(self, train) -> None:
         from .data import hold_out, make_dataset
         from .ecapa import AttackerBrain

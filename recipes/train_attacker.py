@@ -18,7 +18,7 @@ from sparc_eval.speechbrain_compat import import_speechbrain
 
 def main(argv=None):
     sb = import_speechbrain()
-    from sparc_eval.attack import load_attack, run_attack
+    from sparc_eval.attack import load_attack, prepare_attack, run_attack
     from sparc_eval.data_plan import DataSettings
     from sparc_eval.evaluation import EvaluationSettings
     from sparc_eval.recipe_cli import parse_overrides
@@ -29,10 +29,15 @@ def main(argv=None):
         sb.utils.distributed.ddp_init_group(run_opts)
         loaded = {}
 
-        def prepare():  # data preparation (the demo corpus, manifest caches) once, on the main process
+        def load():
             loaded["attack"] = load_attack(hparams_file, overrides, run_opts)
 
-        sb.utils.distributed.run_on_main(prepare, post_func=prepare)
+        def prepare():  # data preparation (the demo corpus, manifests, features) once, on the main process
+            load()
+            _, plan, attacker = loaded["attack"]
+            prepare_attack(attacker, plan)
+
+        sb.utils.distributed.run_on_main(prepare, post_func=load)
         hparams, plan, attacker = loaded["attack"]
         sb.create_experiment_directory(experiment_directory=hparams["output_folder"],
                                        hyperparams_to_save=hparams_file, overrides=overrides)

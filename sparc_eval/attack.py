@@ -9,6 +9,7 @@ An attacker is any object with::
     describe() -> dict                # plain settings for results.json (``run``) and cache keys
     deviations(plan) -> dict          # {name: sentence} for each departure from the paper it names
     timings_s: dict                   # optional: seconds per stage of its own (features, embeddings...)
+    prepare(plan) -> None             # optional: cacheable work (features) done once, on the main process
 
 Attackers live in ``attackers/`` (or any package) and reach the library through hparams: an
 ``attacker:`` key built by ``!new:package.module.Class`` (an object), or by
@@ -105,6 +106,12 @@ def build_attacker(hp: dict, run_opts: Optional[dict] = None):
     if _factory(obj) is not None:
         obj = obj(hp, run_opts=run_opts)
     return check_attacker(obj)
+
+
+def prepare_attack(attacker, plan: DataPlan) -> None:
+    """The attacker's cacheable preparation (features), if it has any and applies to the data."""
+    if callable(getattr(attacker, "prepare", None)) and not_applicable(attacker, plan) is None:
+        attacker.prepare(plan)
 
 
 def load_attack(hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None) -> tuple:
