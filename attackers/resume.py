@@ -33,14 +33,27 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
     """Refuse to resume checkpoints made with different hparams (naming the keys that differ)."""
     path = Path(output_folder) / "run_fingerprint.json"
     if path.is_file():
-        old = json.loads(path.read_text())
-        old = {**{k: v for k, v in KEYS_ADDED_LATER.items() if k in fingerprint}, **old}
+        old = upgraded(json.loads(path.read_text()), fingerprint)
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed and any(Path(save_folder).glob("CKPT*")):
             details = ", ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5])
             raise DataError(f"{output_folder} holds checkpoints trained with other hparams ({details})",
                             hint="use a new output_folder, or delete its save/ folder to start over")
     write_json(path, fingerprint)
+
+
+def upgraded(old: dict, fingerprint: dict) -> dict:
+    """A fingerprint written by an earlier version, in today's terms: keys added since with the
+    value the run then had, ``silence: auto`` resolved, and keys that no longer define the model
+    (``phone_text`` outside semi-informed runs) left out."""
+    old = {**{k: v for k, v in KEYS_ADDED_LATER.items() if k in fingerprint}, **old}
+    if old.get("silence") == "auto" and old.get("feature_type") in ("phones", "phone_durations"):
+        source = "audio" if old["feature_type"] == "phone_durations" else old.get("phone_source", "transcript")
+        old["silence"] = source == "audio"
+    for key in ("phone_text", "anon_keeps_words"):
+        if key not in fingerprint:
+            old.pop(key, None)
+    return old
 
 
 def model_signature(hp: dict) -> str:

@@ -233,3 +233,19 @@ def test_run_folders_from_before_the_new_keys_still_resume(demo_dir, tmp_path):
     bigger = fingerprint_of(_prepare(demo_dir, tmp_path, model_size="vpc2024"))
     with pytest.raises(DataError, match="attention_channels: 64 -> 128"):
         check_resume(tmp_path / "out", tmp_path / "out/save", bigger)
+
+
+def test_fingerprints_from_before_silence_auto_and_eval_only_phone_text_resume(demo_dir, tmp_path):
+    """A folder whose fingerprint stored ``silence: auto`` and ``phone_text`` (written before the
+    first was resolved and the second became evaluation-only) resumes with the same model."""
+    from attackers.resume import check_resume, fingerprint_of
+
+    hp = _prepare(demo_dir, tmp_path)
+    new = fingerprint_of(hp)
+    old = {**new, "silence": "auto", "phone_text": "spoken"}
+    (tmp_path / "out/save/CKPT+1").mkdir(parents=True)
+    (tmp_path / "out/run_fingerprint.json").write_text(json.dumps(old))
+    check_resume(tmp_path / "out", tmp_path / "out/save", new)
+    (tmp_path / "out/run_fingerprint.json").write_text(json.dumps({**old, "silence": True}))
+    with pytest.raises(DataError, match="silence: True -> False"):
+        check_resume(tmp_path / "out", tmp_path / "out/save", new)

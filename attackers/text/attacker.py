@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from sparc_eval.attack import Needs
 from sparc_eval.errors import DataError
-from sparc_eval.text.protocol import trial_deviations
-from sparc_eval.text.evaluate import TRIAL_KEYS, score_trials, scored_trials, trial_config_from_hparams, usable_tasks
-from sparc_eval.text.trials import TrialBuilder
+from sparc_eval.text.evaluate import (TRIAL_KEYS, score_trials, scored_trials, trial_build_deviations,
+                                      trial_config_from_hparams, usable_tasks)
+from sparc_eval.text.trials import TrialBuilder, has_topic_metadata
 from sparc_eval.trials import Trials  # noqa: F401  (what score() returns)
 
 
@@ -27,7 +27,8 @@ class TextAttacker:
         if unknown:
             raise DataError(f"unknown trial settings {sorted(unknown)}", hint=f"known: {', '.join(sorted(TRIAL_KEYS))}")
         self.scorer, self.P, self.L, self.seed = scorer, int(P), int(L), int(seed)
-        self.trial_settings, self.protocol, self._topic_on = dict(trial_settings), protocol, False
+        self.trial_settings, self.protocol = dict(trial_settings), protocol
+        self._built = {"topic_on": False, "topic_metadata": False, "n_cut": 0}  # how the last trials were built
         self.name = name or getattr(scorer, "name", type(scorer).__name__)
 
     def fit(self, train) -> None:
@@ -40,7 +41,8 @@ class TextAttacker:
             raise DataError(f"{self.name}: {why}")
         self.scorer.preflight()  # a missing API key or model fails here, before any work
         builder = TrialBuilder(manifest, self._config(), L_max=self.L)
-        self._topic_on = builder.topic_on
+        self._built = {"topic_on": builder.topic_on, "topic_metadata": has_topic_metadata(manifest),
+                       "n_cut": builder.n_cut}
         ts = builder.build("speaker", [self.L])[self.L]
         return scored_trials(ts, score_trials(self.scorer, ts))
 
@@ -53,5 +55,4 @@ class TextAttacker:
                 "P": self.P, "L": self.L, "trial_settings": self.trial_settings}
 
     def deviations(self, plan) -> dict:
-        trials = trial_deviations(self._config(), self.protocol, topic_on=self._topic_on)
-        return {**trials, **self.scorer.deviations()}
+        return {**trial_build_deviations(self._config(), self.protocol, **self._built), **self.scorer.deviations()}

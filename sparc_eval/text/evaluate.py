@@ -244,22 +244,29 @@ def scorer_deviations(scorer) -> dict:
     return dict(get() or {}) if callable(get) else {}
 
 
-def run_deviations(config: TrialConfig, protocol: str, *, topic_on: bool, topic_metadata: bool, shared,
-                   n_cut: int, unit: str, scorers) -> dict:
-    """Every way this run departs from the paper's ``protocol``: {name: sentence}."""
+def trial_build_deviations(config: TrialConfig, protocol: str, *, topic_on: bool, topic_metadata: bool,
+                           n_cut: int) -> dict:
+    """How the trials were built against the paper's ``protocol``: {name: sentence}."""
     out = trial_deviations(config, protocol, topic_on=topic_on)
     if topic_on and not topic_metadata:
         out["topic_metadata"] = ("the topic control is on but no episode has a title, description or category: "
                                  "every pair falls in one stratum, so it only balances the classes")
+    if n_cut:
+        out["probes_cut"] = (f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
+                             f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "
+                             "skips such probes instead)")
+    return out
+
+
+def run_deviations(config: TrialConfig, protocol: str, *, topic_on: bool, topic_metadata: bool, shared,
+                   n_cut: int, unit: str, scorers) -> dict:
+    """Every way this run departs from the paper's ``protocol``: {name: sentence}."""
+    out = trial_build_deviations(config, protocol, topic_on=topic_on, topic_metadata=topic_metadata, n_cut=n_cut)
     if shared.settings["enabled"]:
         out["shared_text"] = (f"{shared.n_removed} of {shared.n_utterances} utterances made mostly of word "
                               f"{shared.settings['n']}-grams that {shared.settings['min_speakers']} or more speakers "
                               "say (read passages) were removed before building trials; SPARC's protocol removes "
                               "nothing (`shared_text: False` keeps them)")
-    if n_cut:
-        out["probes_cut"] = (f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
-                             f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "
-                             "skips such probes instead)")
     out.update(provenance.bootstrap_deviation(unit))
     return provenance.merge_deviations(out, *(scorer_deviations(s) for s in scorers))
 
