@@ -19,7 +19,7 @@ from sparc_eval.scoring import score_pairs
 from sparc_eval.trials import Trials
 
 from .features import FeatureSettings
-from .model_size import size_deviation, size_overrides
+from .model_size import size_deviation, size_name, size_overrides
 from .resume import check_resume, fingerprint_of
 
 
@@ -130,7 +130,7 @@ class EcapaAttacker:
     def describe(self) -> dict:
         hp, out = self.hp, {"features": self.features.feature_type}
         out["phone_text"] = self.features.phone_text if self.features.feature_type != "mel" else None
-        out["model_size"] = hp.get("model_size", "cpu")
+        out["model_size"] = size_name(hp)
         if self.n_train_utterances is not None:
             out.update(n_train_speakers=self.n_train_speakers, n_train_utterances=self.n_train_utterances)
         return out

@@ -52,17 +52,20 @@ class EvaluationSettings:
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "EvaluationSettings":
-        """The evaluation keys of any recipe's hparams (absent keys take the defaults above)."""
-        attrs = hp.get("segment_attributes")
+        """The evaluation keys of any recipe's hparams (absent or null keys take the defaults above)."""
+        def given(names: dict, cast) -> dict:
+            return {field_name: cast[field_name](hp[key]) for key, field_name in names.items()
+                    if hp.get(key) is not None}
+
         try:
-            boot = BootstrapSettings(n_boot=int(hp.get("n_boot", 1000)), seed=int(hp.get("seed") or 0),
-                                     unit=str(hp.get("bootstrap_unit", "speaker")),
-                                     method=str(hp.get("bootstrap_method", "auto")), bins=hp.get("bootstrap_bins"))
-            segments = SegmentSettings(min_speakers=int(hp.get("min_segment_speakers", 3)),
-                                       attributes=None if attrs is None else tuple(attrs),
-                                       accent_grouping=str(hp.get("accent_grouping", "coarse")))
+            boot = BootstrapSettings(**given({"n_boot": "n_boot", "seed": "seed", "bootstrap_unit": "unit",
+                                              "bootstrap_method": "method", "bootstrap_bins": "bins"},
+                                             {"n_boot": int, "seed": int, "unit": str, "method": str, "bins": int}))
+            segments = SegmentSettings(**given({"min_segment_speakers": "min_speakers",
+                                                "segment_attributes": "attributes", "accent_grouping": "accent_grouping"},
+                                               {"min_speakers": int, "attributes": tuple, "accent_grouping": str}))
         except (TypeError, ValueError) as err:
-            raise DataError(f"n_boot, seed and min_segment_speakers must be integers ({err})") from None
+            raise DataError(f"n_boot, seed, bootstrap_bins and min_segment_speakers must be integers ({err})") from None
         return cls(bootstrap=boot, segments=segments)
 
     def record(self) -> dict:

@@ -50,27 +50,40 @@ def text_key(text: str) -> str:
 
 
 class EmbeddingCache:
-    """Append-only on-disk store text-hash -> vector for one model."""
+    """Append-only on-disk store text-hash -> vector for one model. Several processes (Ray
+    actors) may share the folder: each chunk is written atomically under a name of its own, and
+    a lookup that misses first reads the chunks that others wrote since."""
 
     def __init__(self, folder):
         self.folder = Path(folder)
         self._mem = None
+        self._seen = set()  # chunk files read (or written) by this process
 
     def _load(self) -> dict:
         if self._mem is None:
             self._mem = {}
-            if self.folder.is_dir():
-                for f in sorted(self.folder.glob("chunk-*.npz")):
-                    try:
-                        with np.load(f, allow_pickle=False) as z:
-                            for k, v in zip(z["keys"].tolist(), z["vectors"]):
-                                self._mem[k] = v
-                    except (OSError, ValueError, KeyError):
-                        continue  # a damaged chunk is recomputed, never fatal
+            self.refresh()
         return self._mem
+
+    def refresh(self) -> None:
+        """Read the chunks not read yet."""
+        if not self.folder.is_dir():
+            return
+        for f in sorted(self.folder.glob("chunk-*.npz")):
+            if f.name in self._seen:
+                continue
+            try:
+                with np.load(f, allow_pickle=False) as z:
+                    for k, v in zip(z["keys"].tolist(), z["vectors"]):
+                        self._mem[k] = v
+                self._seen.add(f.name)
+            except (OSError, ValueError, KeyError):
+                continue  # a damaged chunk is recomputed, never fatal
 
     def get_many(self, keys) -> dict:
         mem = self._load()
+        if any(k not in mem for k in keys):
+            self.refresh()
         return {k: mem[k] for k in keys if k in mem}
 
     def put_many(self, keys, vectors) -> None:
@@ -82,6 +95,7 @@ class EmbeddingCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(self.folder / f"chunk-{name}.npz", "wb") as handle:
             np.savez(handle, keys=np.asarray(keys), vectors=vectors)
+        self._seen.add(f"chunk-{name}.npz")
         for k, v in zip(keys, vectors):
             mem[k] = v
 
@@ -106,6 +120,16 @@ class EmbeddingScorer(TextScorer):
     @property
     def name(self) -> str:
         return f"embedding:{self.model_name}"
+
+    def __getstate__(self):  # a copy for another process (a Ray actor): it loads the model and cache itself
+        state = dict(self.__dict__)
+        state["_model"], state["_cache"], state["_mem"] = None, None, {}
+        return state
+
+    def merge_report(self, delta: dict) -> None:
+        """Add what a worker counted (:func:`sparc_eval.text.ray_scoring.report_delta` of ``report()``)."""
+        for key in ("n_encoded", "n_encode_calls", "n_cache_hits"):
+            setattr(self, key, getattr(self, key) + int(delta.get(key, 0)))
 
     def model_path(self) -> Path:
         path = Path(self.model) if self.model else default_model_path()

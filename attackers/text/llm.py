@@ -12,15 +12,17 @@ recorded as missing (NaN, counted in ``report()``), never as 0.
   false. A required key that is missing raises :class:`DataError` from ``preflight()``, which
   the evaluation calls before any work starts.
 - Concurrency: ``concurrency`` requests in flight (a thread pool); identical prompts are sent
-  once.
+  once. ``base_url`` may list several endpoints serving the same model: requests rotate over
+  them, and under the Ray runner (:mod:`sparc_eval.text.ray_scoring`) worker i uses endpoint
+  i mod their number (``for_worker``). The cache key does not name the endpoint.
 - Retries: 429, 5xx, timeouts and connection errors are retried up to ``max_retries`` times
   with exponential backoff (``backoff`` * 2^attempt, capped at ``max_backoff``, honouring a
   ``Retry-After`` header); a trial that still fails is recorded as an error (NaN, counted,
   with the last error in ``report()``) and is not cached, so a rerun tries it again. 401, 403
   and 404 stop the run at once (a wrong key, model or URL fails every trial the same way).
-- Cache: every reply is appended to ``cache_path`` (JSON lines, flushed and fsynced per reply)
-  keyed by sha256 of (model, request parameters, prompt); an interrupted run loses nothing and
-  a rerun sends only what is missing.
+- Cache: every reply is appended to ``cache_path`` (JSON lines, one ``O_APPEND`` write and an
+  fsync per reply, so several processes may share the file) keyed by sha256 of (model, request
+  parameters, prompt); an interrupted run loses nothing and a rerun sends only what is missing.
 """
 
 from __future__ import annotations
@@ -103,20 +105,36 @@ class _Retryable(Exception):
 
 
 class ReplyCache:
-    """JSON lines of {key, model, reply}; appended with flush + fsync per reply, thread-safe."""
+    """JSON lines of {key, model, reply}, shared by threads and processes (Ray actors).
+
+    Each reply is appended with one ``os.write`` of one whole line to a file opened with
+    ``O_APPEND``, then fsynced, so lines that several processes append at once never interleave.
+    :meth:`refresh` reads what other processes appended since the last read; a torn last line (a
+    process killed while writing) is skipped, and the next append starts on a new line.
+    """
 
     def __init__(self, path):
         self.path = Path(path) if path else None
         self._lock = threading.Lock()
         self._mem = {}
-        if self.path and self.path.is_file():
-            with open(self.path, encoding="utf-8") as handle:
-                for line in handle:
-                    try:
-                        row = json.loads(line)
-                        self._mem[row["key"]] = row["reply"]
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a torn last line from an interrupted run
+        self._offset = 0
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the lines appended to the file since the last read (complete lines only)."""
+        if self.path is None or not self.path.is_file():
+            return
+        with self._lock, open(self.path, "rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].splitlines():
+                try:
+                    row = json.loads(line)
+                    self._mem[row["key"]] = row["reply"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn line from an interrupted run
+            self._offset += end
 
     def get(self, key):
         return self._mem.get(key)
@@ -129,20 +147,36 @@ class ReplyCache:
             self._mem[key] = reply
             if self.path is None:
                 return
+            line = (json.dumps({"key": key, "model": model, "reply": reply}, ensure_ascii=False) + "\n").encode()
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"key": key, "model": model, "reply": reply}, ensure_ascii=False) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                if _ends_torn(fd):
+                    line = b"\n" + line
+                while line:  # one write for a line on a local file system; the loop is for the rare short write
+                    line = line[os.write(fd, line):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _ends_torn(fd) -> bool:
+    """Whether the file does not end with a newline (a torn last line)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 class LLMScorer(TextScorer):
-    def __init__(self, base_url: str = "https://api.openai.com/v1", model: str = "gpt-5-mini",
+    def __init__(self, base_url="https://api.openai.com/v1", model: str = "gpt-5-mini",
                  api_key_env: str = "OPENAI_API_KEY", require_api_key="auto", prompts=None, concurrency: int = 4,
                  max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0, timeout: float = 120.0,
                  cache_path="results/cache/llm_replies.jsonl", request_params=None, task: str = "speaker",
                  name=None):
-        self.base_url = str(base_url).rstrip("/")
+        urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
+        self.endpoints = [str(u).rstrip("/") for u in urls]
+        if not self.endpoints:
+            raise DataError("LLM scorer: base_url lists no endpoint")
+        self.base_url = self.endpoints[0]
         self.model = str(model)
         self.api_key_env = api_key_env
         self.require_api_key = require_api_key
@@ -161,6 +195,39 @@ class LLMScorer(TextScorer):
                        "errors": 0}
         self.last_errors = []
         self._lock = threading.Lock()
+        self._n_posts = 0  # requests rotate over the endpoints
+
+    def __getstate__(self):  # a copy for another process (a Ray actor): no lock, the cache is reread there
+        state = dict(self.__dict__)
+        state["_lock"], state["_cache"] = None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def for_worker(self, index: int, n_workers: int) -> "LLMScorer":
+        """The copy that worker ``index`` of ``n_workers`` uses: endpoint ``index`` mod the number of
+        endpoints (a copy of the scorer as it is, counts included)."""
+        import copy
+
+        mine = copy.copy(self)  # through __getstate__: its own lock, no cache yet
+        mine.counts, mine.last_errors = dict(self.counts), list(self.last_errors)
+        mine.endpoints = [self.endpoints[index % len(self.endpoints)]]
+        mine.base_url = mine.endpoints[0]
+        return mine
+
+    def merge_report(self, delta: dict) -> None:
+        """Add what a worker counted (:func:`sparc_eval.text.ray_scoring.report_delta` of ``report()``)."""
+        with self._lock:
+            for key in self.counts:
+                self.counts[key] += int(delta.get(key, 0))
+            self.last_errors.extend(delta.get("last_errors", []))
+
+    def _endpoint(self) -> str:
+        with self._lock:
+            self._n_posts += 1
+            return self.endpoints[(self._n_posts - 1) % len(self.endpoints)]
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -171,11 +238,14 @@ class LLMScorer(TextScorer):
         return self._name or f"llm:{self.model}"
 
     def settings(self) -> dict:
-        return {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-                "require_api_key": self.require_api_key, "concurrency": self.concurrency,
-                "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
-                "timeout": self.timeout, "cache_path": self.cache_path, "request_params": self.request_params,
-                "custom_prompts": sorted(self.prompts)}
+        out = {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
+               "require_api_key": self.require_api_key, "concurrency": self.concurrency,
+               "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
+               "timeout": self.timeout, "cache_path": self.cache_path, "request_params": self.request_params,
+               "custom_prompts": sorted(self.prompts)}
+        if len(self.endpoints) > 1:
+            out["endpoints"] = list(self.endpoints)
+        return out
 
     def deviations(self) -> dict:
         if any(self.model.lower().endswith(m) for m in PAPER_MODELS):
@@ -188,21 +258,22 @@ class LLMScorer(TextScorer):
     # -- key handling ---------------------------------------------------------------------------
     def _key_required(self) -> bool:
         if isinstance(self.require_api_key, str) and self.require_api_key.lower() == "auto":
-            host = (urlparse(self.base_url).hostname or "").lower()
-            return host not in _LOCAL_HOSTS
+            hosts = {(urlparse(u).hostname or "").lower() for u in self.endpoints}
+            return not hosts <= _LOCAL_HOSTS
         return bool(self.require_api_key)
 
     def _api_key(self):
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def preflight(self) -> None:
-        if not urlparse(self.base_url).scheme.startswith("http"):
-            raise DataError(f"LLM scorer: base_url {self.base_url!r} is not an http(s) URL",
-                            hint="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+        for url in self.endpoints:
+            if not urlparse(url).scheme.startswith("http"):
+                raise DataError(f"LLM scorer: base_url {url!r} is not an http(s) URL",
+                                hint="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
         if self._key_required() and not self._api_key():
             raise DataError(
                 f"LLM scorer: the environment variable {self.api_key_env or '(none named)'} holding the API key "
-                f"for {self.base_url} is not set",
+                f"for {', '.join(self.endpoints)} is not set",
                 hint="export it before running, or name another variable with api_key_env; a server on this "
                      "machine needs none (require_api_key: false)")
 
@@ -216,8 +287,9 @@ class LLMScorer(TextScorer):
         payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.request_params}
         import httpx
 
+        url = self._endpoint()
         try:
-            resp = client.post(f"{self.base_url}/chat/completions", json=payload)
+            resp = client.post(f"{url}/chat/completions", json=payload)
         except (httpx.TimeoutException, httpx.TransportError) as err:
             raise _Retryable(f"{type(err).__name__}: {err}") from None
         if resp.status_code == 429 or resp.status_code >= 500:
@@ -228,7 +300,7 @@ class LLMScorer(TextScorer):
                 retry_after = None
             raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}", retry_after)
         if resp.status_code in _FATAL:
-            raise DataError(f"LLM endpoint {self.base_url} answered HTTP {resp.status_code} "
+            raise DataError(f"LLM endpoint {url} answered HTTP {resp.status_code} "
                             f"({_FATAL[resp.status_code]}): {resp.text[:200]}",
                             hint=f"check base_url, model ({self.model}) and the key in ${self.api_key_env}")
         if resp.status_code >= 400:
@@ -261,6 +333,8 @@ class LLMScorer(TextScorer):
         self.preflight()
         if self._cache is None:
             self._cache = ReplyCache(self.cache_path)
+        else:
+            self._cache.refresh()  # what other workers appended meanwhile
         keys = [self.cache_key(p) for p in prompts]
         todo = {}
         for k, p in zip(keys, prompts):

@@ -47,6 +47,7 @@ from ..trials import Trials
 from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
 from .protocol import check_protocol, trial_deviations
+from .ray_scoring import ScoringRunner
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
 from .settings import (BOOTSTRAP_UNITS, TRIAL_KEYS, TextRunSettings, parse_settings, scorer_list,  # noqa: F401
                        shared_text_from_hparams, trial_config_from_hparams)  # (re-exported: the hparams readers)
@@ -137,11 +138,13 @@ def usable_tasks(tasks, attributes: dict) -> dict:
     return usable
 
 
-def score_trials(scorer, ts) -> np.ndarray:
+def score_trials(scorer, ts, scoring: Optional[ScoringRunner] = None) -> np.ndarray:
+    """Fit ``scorer`` on the trial set's unique texts (here), then score its trials: in this process
+    at once, or in batches here or over Ray actors as ``scoring`` says (:mod:`.ray_scoring`)."""
     if not len(ts):
         return np.zeros(0)
     scorer.fit(ts.texts)
-    scores = np.asarray(scorer.score(ts), dtype=float)
+    scores = np.asarray(scorer.score(ts) if scoring is None else scoring.score(scorer, ts), dtype=float)
     if scores.shape != (len(ts),):
         raise DataError(f"scorer {scorer.name} returned {scores.shape} scores for {len(ts)} trials")
     return scores
@@ -162,8 +165,9 @@ class _TextRun:
     """What one evaluation accumulates: results and curves per scorer, comparisons, timings."""
 
     def __init__(self, scorers, tasks, *, n_boot: int, seed: int, unit: str, out_dir, save_trials: bool,
-                 trials_with_text: bool, log):
+                 trials_with_text: bool, log, scoring: Optional[ScoringRunner] = None):
         self.scorers, self.n_boot, self.seed, self.unit, self.log = scorers, n_boot, seed, unit, log
+        self.scoring = scoring
         self.out_dir, self.save_trials, self.trials_with_text = out_dir, save_trials, trials_with_text
         self.results = {s.name: OrderedDict((t, OrderedDict()) for t in tasks) for s in scorers}
         self.curves = {s.name: {t: OrderedDict() for t in tasks} for s in scorers}
@@ -191,7 +195,7 @@ class _TextRun:
 
     def _one_scorer(self, i: int, scorer, task: str, key: str, ts, stats: dict) -> np.ndarray:
         t0 = time.perf_counter()
-        scores = score_trials(scorer, ts)
+        scores = score_trials(scorer, ts, self.scoring)
         self.timings["scoring"] += time.perf_counter() - t0
         if self.out_dir is not None:
             folder = self.out_dir / "scores" / ("" if i == 0 else safe_name(scorer.name))
@@ -293,11 +297,12 @@ def evaluate_text(manifest, scorer, *, tasks=("speaker",), settings=((200, 20),)
                   output_folder=None, n_boot: int = 1000, seed: int = 0, dataset: Optional[str] = None,
                   plots: bool = True, save_trials: bool = True, trials_with_text: bool = False,
                   run_info: Optional[dict] = None, log=print, bootstrap_unit: str = "speaker",
-                  protocol: str = "naturalvoices") -> dict:
+                  protocol: str = "naturalvoices", scoring: Optional[ScoringRunner] = None) -> dict:
     """Evaluate ``scorer`` (one, or a list scored on the same trials) on ``manifest``; returns the
     results dict (and writes it when ``output_folder`` is given: results.json, report.md,
     roc_<task>.png, trials/, scores/). ``protocol`` names the paper protocol that
-    ``run.deviations`` are listed against (:mod:`.protocol`)."""
+    ``run.deviations`` are listed against (:mod:`.protocol`). ``scoring`` says how the trials are
+    scored (:class:`~.ray_scoring.ScoringRunner`: locally or over Ray actors; None: at once, here)."""
     t_start = time.perf_counter()
     config = config or TrialConfig()
     scorers = scorer_list(scorer)
@@ -307,7 +312,7 @@ def evaluate_text(manifest, scorer, *, tasks=("speaker",), settings=((200, 20),)
     out_dir = Path(output_folder) if output_folder else None
     log(f"[text] scorer {', '.join(s.name for s in scorers)}; {len(manifest)} utterances")
     run = _TextRun(scorers, tasks, n_boot=n_boot, seed=seed, unit=bootstrap_unit, out_dir=out_dir,
-                   save_trials=save_trials, trials_with_text=trials_with_text, log=log)
+                   save_trials=save_trials, trials_with_text=trials_with_text, log=log, scoring=scoring)
     t0 = time.perf_counter()
     clean, shared = remove_shared_text(manifest, config.shared_text)
     run.timings["shared_text"] = time.perf_counter() - t0
@@ -427,7 +432,7 @@ def evaluate_from_settings(settings: TextRunSettings, *, log=print) -> Path:
         config=settings.trial_config, output_folder=settings.output_folder, n_boot=settings.n_boot,
         seed=settings.seed, dataset=settings.dataset_name, plots=settings.plots, save_trials=settings.save_trials,
         trials_with_text=settings.trials_with_text, bootstrap_unit=settings.bootstrap_unit,
-        protocol=settings.protocol, run_info=settings.run_info(words_deviation), log=log)
+        protocol=settings.protocol, run_info=settings.run_info(words_deviation), log=log, scoring=settings.scoring)
     return settings.output_folder / "results.json"
 
 

@@ -20,10 +20,11 @@ from ..errors import DataError
 from ..words import TEXT_CHOICES
 from .compare import BASE_SETTING
 from .protocol import check_protocol
+from .ray_scoring import RUNNERS, ScoringRunner
 from .shared_text import AUTO, SharedTextConfig
 from .trials import TrialConfig
 
-__all__ = ["BOOTSTRAP_UNITS", "TRIAL_KEYS", "TextRunSettings", "parse_settings", "scorer_list",
+__all__ = ["BOOTSTRAP_UNITS", "TRIAL_KEYS", "TextRunSettings", "parse_settings", "scorer_list", "scoring_from_hparams",
            "shared_text_from_hparams", "trial_config_from_hparams"]
 
 BOOTSTRAP_UNITS = ("speaker", "trial")
@@ -115,9 +116,18 @@ def trial_config_from_hparams(hparams: dict) -> TrialConfig:
         raise DataError(f"trial settings: {err}") from None
 
 
+# how the trials are scored, not what: left out of hparams_sha256 (the scores are the same)
+SCORING_KEYS = ("runner", "ray_address", "num_workers", "score_batch_size")
+
+
 def hparams_digest(hparams: dict) -> str:
-    """What results.json records as ``run.hparams_sha256``: every key but the scorer objects."""
-    return text_digest(repr(sorted((k, repr(v)) for k, v in hparams.items() if k != "scorer")))
+    """What results.json records as ``run.hparams_sha256``: every key but the scorer objects and
+    the :data:`SCORING_KEYS` (in ``overrides`` too)."""
+    def kept(k, v):
+        return {o: x for o, x in v.items() if o not in SCORING_KEYS} if k == "overrides" and isinstance(v, dict) else v
+
+    return text_digest(repr(sorted((k, repr(kept(k, v))) for k, v in hparams.items()
+                                   if k != "scorer" and k not in SCORING_KEYS)))
 
 
 def _flag(key: str, value) -> bool:
@@ -165,6 +175,20 @@ _READERS = {
 }
 
 
+def scoring_from_hparams(hp: dict) -> ScoringRunner:
+    """``runner`` (local | ray), ``ray_address``, ``num_workers`` and ``score_batch_size``
+    (:mod:`.ray_scoring`); absent keys keep today's scoring: all trials at once, here."""
+    runner = _choice(RUNNERS)("runner", hp["runner"]) if not _unset(hp.get("runner")) else "local"
+    address = hp.get("ray_address")
+    if not _unset(address) and not isinstance(address, str):
+        raise DataError(f"hparams: ray_address is a Ray address (auto, ray://host:10001), not {address!r}")
+    workers = hp.get("num_workers", ScoringRunner.num_workers)
+    batch = hp.get("score_batch_size")
+    return ScoringRunner(runner=runner, address=None if _unset(address) else address,
+                         num_workers=None if workers is None else _integer("num_workers", workers, 1),
+                         batch_size=None if batch is None else _integer("score_batch_size", batch, 1))
+
+
 def _pl_settings(hp: dict, config: TrialConfig) -> tuple:
     """The (P, L) settings, each checked against the trial settings (``tolerance`` < P)."""
     try:
@@ -205,6 +229,7 @@ class TextRunSettings:
     hparams_file: Optional[str] = None
     overrides: Optional[dict] = None
     hparams_sha256: Optional[str] = None
+    scoring: ScoringRunner = ScoringRunner()   # runner, ray_address, num_workers, score_batch_size
 
     @property
     def seed(self) -> int:
@@ -224,9 +249,13 @@ class TextRunSettings:
         values = {key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))}
         return cls(data_folder=hp["data_folder"], output_folder=Path(hp["output_folder"]),
                    scorers=tuple(scorer_list(hp["scorer"])), trial_config=config,
-                   pl_settings=_pl_settings(hp, config), hparams_sha256=hparams_digest(hp), **values)
+                   pl_settings=_pl_settings(hp, config), hparams_sha256=hparams_digest(hp),
+                   scoring=scoring_from_hparams(hp), **values)
 
     def run_info(self, deviations: dict) -> dict:
         """What results.json's ``run`` records of the hparams (and the words' ``deviations``)."""
-        return {"hparams_file": self.hparams_file, "overrides": self.overrides,
+        info = {"hparams_file": self.hparams_file, "overrides": self.overrides,
                 "hparams_sha256": self.hparams_sha256, "words": self.words, "deviations": deviations}
+        if self.scoring.runner != "local":
+            info["scoring"] = self.scoring.settings()
+        return info
