@@ -2,8 +2,10 @@
 main process alone prepares the data and features and writes one results.json; a second run resumes."""
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,46 @@ def test_two_cpu_processes_train_one_attacker(demo_dir, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     redo = json.loads((tmp_path / "results.json").read_text())
     assert redo["overall"]["eer"] == doc["overall"]["eer"] and redo["run"]["timings_s"]["training"] < 5
+
+
+FAILING_ATTACKER = '''
+import os
+
+import torch.distributed as dist
+
+from sparc_eval.attack import Needs
+
+
+class FailsOnRankOne:
+    """Rank 1 fails in fit(); rank 0 waits for it at a barrier, which would hang without torchrun."""
+    name = "fails_on_rank_one"
+    needs = Needs(training=True)
+
+    def fit(self, train):
+        if os.environ.get("RANK") == "1":
+            raise RuntimeError("rank 1 failed on purpose")
+        dist.barrier()
+
+    def score(self, plan):
+        raise AssertionError("never reached")
+
+    def describe(self):
+        return {}
+
+    def deviations(self, plan):
+        return {}
+'''
+
+
+def test_a_failing_rank_stops_the_run_with_its_error(demo_dir, tmp_path):
+    (tmp_path / "failing_attacker.py").write_text(FAILING_ATTACKER)
+    hparams = tmp_path / "failing.yaml"
+    hparams.write_text(f"output_folder: {tmp_path / 'out'}\ncache_folder: {tmp_path / 'cache'}\n"
+                       f"data_folder: {demo_dir}\nattacker: !new:failing_attacker.FailsOnRankOne\n")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               str(REPO / "recipes/train_attacker.py"), str(hparams), "--distributed_backend=gloo"]
+    start = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    assert proc.returncode != 0 and "rank 1 failed on purpose" in proc.stderr
+    assert time.perf_counter() - start < 120  # stopped, not hung at the barrier
