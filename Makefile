@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 # GPU users: make TORCH_SPEC='torch==2.13.0' PIP_TORCH_ARGS='--index-url ...'
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
-EXTRAS ?= test,anon,ray,text
+# voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
+EXTRAS ?= test,anon,ray,text,voice
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
