@@ -10,6 +10,7 @@ An attacker is any object with::
     deviations(plan) -> dict          # {name: sentence} for each departure from the paper it names
     timings_s: dict                   # optional: seconds per stage of its own (features, embeddings...)
     prepare(plan) -> None             # optional: cacheable work (features) done once, on the main process
+    refusal(plan) -> str | None       # optional: why it cannot run on this plan (e.g. a scenario it does not serve)
 
 Attackers live in ``attackers/`` (or any package) and reach the library through hparams: an
 ``attacker:`` key built by ``!new:package.module.Class`` (an object), or by
@@ -147,6 +148,10 @@ def load_attack(hparams_file, overrides: Optional[dict] = None, run_opts: Option
 
 def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
     """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
+    refusal = getattr(attacker, "refusal", None)
+    why = refusal(plan) if callable(refusal) else None
+    if why:
+        return why
     if not attacker.needs.audio:
         return None
     roles = ([("training", plan.train)] if attacker.needs.training else []) + [
@@ -170,7 +175,9 @@ def attack(attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Opt
     """Fit, score and evaluate once (nothing written)."""
     why = not_applicable(attacker, plan)
     if why:
-        raise DataError(why, hint="use an attacker that reads text (e.g. phones from transcripts) for text-only corpora")
+        hint = "use an attacker that reads text (e.g. phones from transcripts) for text-only corpora" \
+            if "need audio" in why else ""
+        raise DataError(why, hint=hint)
     timings = {}
     start = time.perf_counter()
     if attacker.needs.training:
