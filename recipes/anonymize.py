@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     out = Path(hparams["output_folder"])
     manifest = anonymize_corpus(
-        load_corpus(hparams["input_folder"], skip_missing=hparams.get("skip_missing", False)),
+        load_corpus(hparams["input_folder"], skip_missing=hparams.get("skip_missing", False), keep_unreadable=True),
         hparams["anonymizer"], out, anonymizer_options=hparams.get("anonymizer_options"), shard=str(hparams.get("shard", "0/1")), runner=hparams.get("runner", "local"),
         batch_size=hparams.get("batch_size", 1), num_workers=hparams.get("num_workers"),
         num_gpus=hparams.get("num_gpus", 0.0), progress=hparams.get("progress", True))

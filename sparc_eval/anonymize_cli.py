@@ -80,7 +80,7 @@ def run(args) -> int:
             raise DataError("--anonymizer and --input are required (or --merge)")
         from .corpora import load_corpus
 
-        corpus = load_corpus(args.input, skip_missing=args.skip_missing)
+        corpus = load_corpus(args.input, skip_missing=args.skip_missing, keep_unreadable=True)  # failures.jsonl
         manifest = anonymize_corpus(
             corpus, args.anonymizer, out, anonymizer_options=parse_params(args.param), shard=args.shard,
             progress=not args.no_progress, runner=args.runner, batch_size=args.batch_size,

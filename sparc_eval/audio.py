@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from math import gcd
 
 import numpy as np
@@ -18,16 +19,30 @@ def _info(utt):
                         hint="the file is corrupt or not audio; replace or drop it") from None
 
 
-def fill_durations(utterances) -> None:
-    """Set ``duration`` from the audio headers where it is missing."""
+def fill_durations(utterances, *, keep_unreadable: bool = False) -> list:
+    """Set ``duration`` from the audio headers where it is missing (on utterances a loader has just
+    made, before they are in a manifest). A file whose header cannot be read is an error naming
+    it, or with ``keep_unreadable`` (the anonymizer's loading: it lists such utterances in
+    failures.jsonl and goes on) keeps an unknown duration, with one warning. Returns their ids."""
+    unreadable = []
     for utt in utterances:
         if utt.audio is None or utt.duration is not None:
             continue
         if utt.audio.start is not None and utt.audio.stop is not None:
             utt.duration = utt.audio.stop - utt.audio.start
-        else:
+            continue
+        try:
             info = _info(utt)
-            utt.duration = info.frames / info.samplerate
+        except DataError as err:
+            if not keep_unreadable:
+                raise
+            unreadable.append((utt.id, str(err)))
+            continue
+        utt.duration = info.frames / info.samplerate
+    if unreadable:
+        warnings.warn(f"{len(unreadable)} audio file(s) cannot be read, e.g. {unreadable[0][1]}; their duration "
+                      "is unknown", stacklevel=2)
+    return [u for u, _ in unreadable]
 
 
 def check_audio(manifest, *, sample_rate: int | None = 16000, tolerance_s: float = 0.05) -> None:

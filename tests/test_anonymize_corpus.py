@@ -333,3 +333,23 @@ def test_readme_example_anonymizer(corpus, tmp_path):
                                        "semitones": 3.0, "random_per_speaker": None, "seed": 0}
     again = anonymize_corpus(corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False)
     assert again.report["processed"] == 0
+
+
+def test_a_corrupt_flac_in_a_librispeech_tree_is_a_listed_failure(tmp_path):
+    """Loading for the anonymizer keeps a file whose header cannot be read (its utterance goes to
+    failures.jsonl, the others are anonymized); loading for anything else still names it as an error."""
+    chapter = tmp_path / "LibriSpeech" / "test-other" / "1" / "2"
+    chapter.mkdir(parents=True)
+    for i in range(3):
+        sf.write(chapter / f"1-2-000{i}.flac", 0.1 * np.sin(np.arange(8000) / 5.0).astype(np.float32), 16000)
+    (chapter / "1-2-0001.flac").write_bytes(b"fLaC" + bytes(range(256)) * 4)
+    (chapter / "1-2.trans.txt").write_text("1-2-0000 ONE\n1-2-0001 TWO\n1-2-0002 THREE\n")
+    corpus = chapter.parents[1]
+    with pytest.raises(DataError, match="'1-2-0001': cannot read audio"):
+        load_corpus(corpus)
+    with pytest.warns(UserWarning, match="1 audio file"):
+        kept = load_corpus(corpus, keep_unreadable=True)
+    out = anonymize_corpus(kept, Identity(), tmp_path / "out", progress=False)
+    failures = [json.loads(line) for line in (tmp_path / "out/failures.jsonl").read_text().splitlines()]
+    assert [f["id"] for f in failures] == ["1-2-0001"] and "cannot read audio" in failures[0]["reason"]
+    assert sorted(u.id for u in out) == ["1-2-0000", "1-2-0002"]

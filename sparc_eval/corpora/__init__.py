@@ -100,24 +100,26 @@ def _input_had_read_passages(report_path: Path) -> bool:
 
 
 def load_corpus(path, *, layout: str | None = None, root=None, split: str = "test", columns=None,
-                skip_missing: bool = False) -> Manifest:
+                skip_missing: bool = False, keep_unreadable: bool = False) -> Manifest:
     """Load any supported corpus. ``root`` fills SpAnE's ``{root}`` placeholder; ``split`` picks
-    the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path). EdAcc
+    the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path);
+    ``keep_unreadable`` keeps audio files whose header cannot be read (unknown duration; the
+    anonymizer lists them as failures) instead of raising. EdAcc
     utterances (by their ids: every conversation opens with a read elicitation passage) and
     utterances flagged ``extra.scripted`` (the demo conversations) mark the manifest as holding
     read passages, whatever the layout."""
     manifest = _load_layout(path, layout or detect_layout(path), root=root, split=split, columns=columns,
-                            skip_missing=skip_missing)
+                            skip_missing=skip_missing, keep_unreadable=keep_unreadable)
     if not manifest.read_passages and any(EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest):
         manifest = manifest.replace(read_passages=True)
     return manifest
 
 
-def _load_layout(path, layout: str, *, root, split, columns, skip_missing) -> Manifest:
-    if layout == "librispeech":
-        return load_librispeech(path, skip_missing=skip_missing)
+def _load_layout(path, layout: str, *, root, split, columns, skip_missing, keep_unreadable=False) -> Manifest:
+    if layout == "librispeech":  # the layouts whose durations come from the audio headers
+        return load_librispeech(path, skip_missing=skip_missing, keep_unreadable=keep_unreadable)
     if layout == "kaldi":
-        return load_kaldi_dir(path, skip_missing=skip_missing)
+        return load_kaldi_dir(path, skip_missing=skip_missing, keep_unreadable=keep_unreadable)
     if layout == "edacc":
         return load_edacc_release(path, split=split, skip_missing=skip_missing)
     if layout == "spane":

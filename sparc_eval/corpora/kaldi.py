@@ -58,7 +58,7 @@ def _wav_path(entry: str, data_dir: Path, path: Path, utt: str) -> str:
 
 
 def load_kaldi_dir(path, *, skip_missing: bool = False, require_text: bool = False,
-                   wav_entries: dict | None = None) -> Manifest:
+                   wav_entries: dict | None = None, keep_unreadable: bool = False) -> Manifest:
     """A Manifest from a Kaldi data directory (``utt2spk`` required, the rest optional).
 
     ``wav_entries`` (recording or utterance id -> path) stands in for a ``wav.scp`` that the
@@ -112,7 +112,7 @@ def load_kaldi_dir(path, *, skip_missing: bool = False, require_text: bool = Fal
     if any(u.audio is not None and u.duration is None for u in utterances):
         from ..audio import fill_durations
 
-        fill_durations(utterances)
+        fill_durations(utterances, keep_unreadable=keep_unreadable)
     return Manifest(utterances, name=str(data_dir)).validate(require_text=require_text)
 
 

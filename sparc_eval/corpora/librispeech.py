@@ -33,7 +33,7 @@ def is_librispeech_subset(path) -> bool:
     return path.is_dir() and any(path.glob("*/*/*.trans.txt"))
 
 
-def load_librispeech(path, *, skip_missing: bool = False) -> Manifest:
+def load_librispeech(path, *, skip_missing: bool = False, keep_unreadable: bool = False) -> Manifest:
     root = Path(path)
     if is_librispeech_subset(root):
         subsets = [root]
@@ -68,5 +68,5 @@ def load_librispeech(path, *, skip_missing: bool = False) -> Manifest:
     if any(u.audio is not None for u in utterances):
         from ..audio import fill_durations
 
-        fill_durations(utterances)
+        fill_durations(utterances, keep_unreadable=keep_unreadable)
     return Manifest(utterances, name=name).validate()
