@@ -494,3 +494,43 @@ def test_unscored_trials_are_kept_out_of_score_files_and_metrics(tmp_path):
     assert t.scored().enroll_speakers.tolist() == ["A", "C", "B"]
     ev = evaluate(t, None, EvaluationSettings(bootstrap=Boot(n_boot=0)))
     assert ev["overall"]["n_target"] + ev["overall"]["n_nontarget"] == 3 and ev.details["n_unscored"] == 1
+
+
+def test_default_hparams_run_the_quick_grid_and_name_its_departures(monkeypatch):
+    """hparams/leakage.yaml's default is the quick grid (a first run to wait for): fewer attackers,
+    fewer ECAPA epochs, each a named deviation; --grid=full runs every attacker as its recipe sets
+    it. Nothing is trained: the settings alone are read."""
+    from sparc_eval.leakage.run import leakage_deviations, model_folder
+    from sparc_eval.leakage.settings import LeakageSettings
+    from sparc_eval.recipe_cli import load_hparams
+
+    monkeypatch.chdir(REPO)  # the attackers' hparams paths are relative to the repository
+    quick = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {}))
+    assert quick.grid == "quick" and quick.num_threads == 1
+    assert [c.data_folder for c in quick.corpora] == ["demo:reading", "demo:conversation"]
+    assert [(a.name, a.overrides) for a in quick.attackers] == [
+        ("tfidf", {}), ("embedding", {}), ("phones", {"number_of_epochs": 8}), ("mel", {"number_of_epochs": 2})]
+    assert str(quick.output_folder) == "results/leakage/demo_quick"
+    deviations = leakage_deviations(quick, {})
+    assert {"grid_quick", "phones: number_of_epochs_8", "mel: number_of_epochs_2"} <= set(deviations)
+    assert "left out: phone_durations" in deviations["grid_quick"] and "--grid=full" in deviations["grid_quick"]
+    assert "hparams/phones.yaml sets 15" in deviations["phones: number_of_epochs_8"]
+    assert "hparams/mel.yaml sets 10" in deviations["mel: number_of_epochs_2"]
+    phones = next(a for a in quick.attackers if a.name == "phones")
+    assert "/models_quick/phones/" in model_folder(quick, phones, quick.corpora[0])  # never resumed by full
+
+    full = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"grid": "full"}))
+    assert [a.name for a in full.attackers] == ["tfidf", "embedding", "phones", "phone_durations", "mel"]
+    assert all(a.overrides == {} for a in full.attackers if a.hparams)
+    assert str(full.output_folder) == "results/leakage/demo_full"
+    assert not {k for k in leakage_deviations(full, {}) if k.startswith("grid") or "number_of_epochs" in k}
+    phones = next(a for a in full.attackers if a.name == "phones")
+    assert "/models/phones/" in model_folder(full, phones, full.corpora[0])
+
+    # attackers_enabled still chooses under the quick grid; its overrides still apply
+    chosen = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"attackers_enabled": ["phones"]}))
+    assert [(a.name, a.overrides) for a in chosen.attackers] == [("phones", {"number_of_epochs": 8})]
+    with pytest.raises(DataError, match="grid"):
+        LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"grid": "fast"}))
+    with pytest.raises(DataError, match="bert"):
+        LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"quick_overrides": {"bert": {}}}))

@@ -51,7 +51,8 @@ def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec)
         where = "trained_" + text_digest("\n".join(map(str, trained_on)), 8)
     else:
         where = f"held_out_{corpus.name}" + ("_semi_informed" if len(trained_on) else "")
-    return str(s.output_folder / "models" / attacker.name / where)
+    models = "models" if s.grid == "full" else f"models_{s.grid}"  # a quick model never resumes into a full one
+    return str(s.output_folder / models / attacker.name / where)
 
 
 # --- evaluation sets -----------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def compare_leakage(s: LeakageSettings, *, hparams_file=None, overrides=None, lo
     run = {"dataset": [c.name for c in s.corpora], "features": [a.name for a in s.attackers], "anonymizer": None,
            "scenario": sorted({c.scenario for c in s.corpora}),
            "hparams": str(hparams_file) if hparams_file else None, "overrides": overrides or None,
-           "seed": s.seed, "conditions": list(s.conditions), **s.evaluation.record(),
+           "seed": s.seed, "grid": s.grid, "conditions": list(s.conditions), **s.evaluation.record(),
            "attackers": {a.name: a.describe() for a in s.attackers},
            "timings_s": {"total": round(time.perf_counter() - start, 3)},
            "deviations": {**leakage_deviations(s, cells), **extra_deviations}, "environment": environment(),
@@ -236,9 +237,9 @@ def compare_leakage(s: LeakageSettings, *, hparams_file=None, overrides=None, lo
 
 
 def leakage_deviations(s: LeakageSettings, cells: dict) -> dict:
-    """The comparison's departures from the papers: its own (speaker balancing) and each attacker's,
-    as its cells record them (``<attacker>: <name>``)."""
-    found = bootstrap_deviation(s.evaluation.bootstrap.unit)
+    """The comparison's departures from the papers: its own (the quick grid, speaker balancing) and
+    each attacker's, as its cells record them (``<attacker>: <name>``)."""
+    found = {**s.grid_deviations, **bootstrap_deviation(s.evaluation.bootstrap.unit)}
     if s.balance_speakers not in (None, False):
         found["balance_speakers"] = ("corpora are evaluated on as many speakers as the smallest has (seeded "
                                      "draw); the paper evaluates every speaker (balance_speakers: null)")

@@ -3,6 +3,7 @@ library below takes these, never the hparams dict. Each default lives here."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -18,6 +19,9 @@ CORPUS_SETTINGS = {"enroll_list", "trial_list", "enrolls_dir", "trials_dirs", "s
                    "anon_train_folders", "anonymizer_name", "anon_keeps_words", "phone_text"}
 # keys set on every attacker recipe whose hparams file has them
 ATTACKER_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
+# grid: quick runs quick_attackers with quick_overrides (a first run to wait for, its departures named
+# in results.json); full (also the default of a file without the key) runs every attacker as given
+GRIDS = ("quick", "full")
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class LeakageSettings:
     plots: bool = True
     num_threads: Optional[int] = None
     common: dict = field(default_factory=dict)
+    grid: str = "full"                   # quick: quick_attackers with quick_overrides; full: as given
+    grid_deviations: dict = field(default_factory=dict)  # what the quick grid departs from (results.json)
 
     @property
     def seed(self) -> int:
@@ -44,14 +50,16 @@ class LeakageSettings:
     def from_hparams(cls, hp: dict) -> "LeakageSettings":
         balanced_count(hp.get("balance_speakers"), {"": 2}, "balance_speakers")  # a bad value fails now
         cap = hp.get("balance_trial_utterances")
+        attackers = attacker_specs(hp)
         return cls(output_folder=Path(hp["output_folder"]), corpora=tuple(corpus_specs(hp)),
-                   attackers=tuple(attacker_specs(hp)), cache_folder=str(hp.get("cache_folder", "results/cache")),
+                   attackers=tuple(attackers), cache_folder=str(hp.get("cache_folder", "results/cache")),
                    evaluation=EvaluationSettings.from_hparams({"segment_attributes": None, **hp}),
                    conditions=conditions_of(hp), balance_speakers=hp.get("balance_speakers"),
                    balance_trial_utterances=None if cap in (None, "null") else int(cap),
                    vocabulary_sample_tokens=hp.get("vocabulary_sample_tokens", "auto"),
                    shared_text=shared_config(hp), plots=bool(hp.get("plots", True)), num_threads=hp.get("num_threads"),
-                   common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None})
+                   common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
+                   grid=grid_of(hp), grid_deviations=grid_deviations(hp, attackers))
 
     def cell_context(self, log) -> CellContext:
         return CellContext(settings=self.evaluation, common=self.common, cache_folder=self.cache_folder,
@@ -121,14 +129,74 @@ def _object_spec(name: str, spec: dict, seed: int) -> AttackerSpec:
     return AttackerSpec(name, kind, attacker=check_attacker(attacker, f"attackers.{name}"))
 
 
+def grid_of(hp: dict) -> str:
+    grid = hp.get("grid") or "full"
+    if grid not in GRIDS:
+        raise DataError(f"grid {grid!r} is not one of {list(GRIDS)}",
+                        hint="quick: quick_attackers with quick_overrides; full: every attacker as given")
+    return grid
+
+
+def quick_settings(hp: dict, attackers: dict) -> tuple:
+    """(enabled attacker names or None, {attacker: overrides}) of ``grid: quick``; (None, {}) for full."""
+    if grid_of(hp) != "quick":
+        return None, {}
+    names = hp.get("quick_attackers")
+    names = [names] if isinstance(names, str) else names
+    overrides = hp.get("quick_overrides") or {}
+    if not isinstance(overrides, dict) or any(not isinstance(v, dict) for v in overrides.values()):
+        raise DataError("quick_overrides must map attacker names to {key: value} overrides")
+    unknown = [n for n in [*(names or []), *overrides] if n not in attackers]
+    if unknown:
+        raise DataError(f"quick_attackers / quick_overrides name {unknown}, which are not in attackers: "
+                        f"{list(attackers)}")
+    return names, {n: dict(v) for n, v in overrides.items()}
+
+
+def _file_value(hparams_file, key: str):
+    """A plain top-level value of an attacker recipe's hparams file, as written (None if absent)."""
+    found = re.search(rf"^{re.escape(key)}\s*:\s*([^#\n]*?)\s*(#.*)?$", Path(hparams_file).read_text(), re.M)
+    return found.group(1) if found else None
+
+
+def grid_deviations(hp: dict, specs: list) -> dict:
+    """The named departures of ``grid: quick``: the grid itself (which attackers it leaves out) and
+    each quick override of an enabled attacker (``<attacker>: <key>_<value>``)."""
+    attackers = hp.get("attackers") or {}
+    _, overrides = quick_settings(hp, attackers)
+    if grid_of(hp) != "quick":
+        return {}
+    enabled = [a.name for a in specs]
+    left_out = [n for n in attackers if n not in enabled]
+    found = {"grid_quick": (
+        f"the quick comparison (grid: quick), a first run to wait for: attackers {', '.join(enabled)}"
+        + (f"; left out: {', '.join(left_out)}" if left_out else "")
+        + ("; ECAPA attackers trained less than their recipes (below)" if any(n in overrides for n in enabled) else "")
+        + ". The full grid (--grid=full) runs every attacker with its recipe's settings")}
+    for a in specs:
+        given = (attackers[a.name] or {}).get("overrides") or {}  # the attacker's own, before the quick ones
+        for key, value in overrides.get(a.name, {}).items():
+            before = given.get(key, _file_value(a.hparams, key))
+            found[f"{a.name}: {key}_{value}"] = (
+                f"{key} {value} in the quick grid (quick_overrides); {a.hparams} sets {before} (grid: full)"
+                + (": fewer epochs can leave the attacker weaker (a higher EER)" if key == "number_of_epochs" else ""))
+    return found
+
+
 def attacker_specs(hp: dict) -> list:
     attackers = hp.get("attackers") or {}
     if not isinstance(attackers, dict) or not attackers:
         raise DataError("hparams: attackers must map names to {hparams: FILE} or {attacker: !new:...} or {kind: ...}")
+    quick_names, quick_overrides = quick_settings(hp, attackers)
+    wanted = hp.get("attackers_enabled")
+    if wanted is None and quick_names is not None:  # grid: quick; attackers_enabled given explicitly wins
+        wanted = quick_names
     out = []
-    for name in _enabled(attackers, hp.get("attackers_enabled"), "attackers"):
+    for name in _enabled(attackers, wanted, "attackers"):
         spec = dict(attackers[name] or {})
         if "hparams" not in spec and spec.get("kind") != "ecapa":
+            if name in quick_overrides:
+                raise DataError(f"quick_overrides.{name}: only attackers given by hparams: take overrides")
             out.append(_object_spec(name, spec, int(hp.get("seed", 0))))
             continue
         if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
@@ -138,7 +206,7 @@ def attacker_specs(hp: dict) -> list:
         if unknown:
             raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
         out.append(AttackerSpec(name, spec.get("kind"), hparams=str(spec["hparams"]),
-                                overrides=dict(spec.get("overrides") or {}),
+                                overrides={**(spec.get("overrides") or {}), **quick_overrides.get(name, {})},
                                 model_folder=spec.get("model_folder")))
     return out
 
