@@ -1,5 +1,5 @@
-# Two commands: `make demo` (the main job on the built-in demo corpus) and `make test`.
-# Both create or reuse .venv and install what they need from the package registries only.
+# `make demo` (the main job on the built-in demo corpus), `make test`, and `make card` (the anonymizer card).
+# Each creates or reuses .venv and installs what it needs from the package registries only.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +12,7 @@ EXTRAS ?= test,anon,ray,text,voice
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo card bench clean
 
 install: $(STAMP)
 
@@ -34,6 +34,13 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(PY) recipes/train_attacker.py hparams/phones.yaml --data_folder=demo:reading \
 		--output_folder=$(DEMO_OUT)/phones --cache_folder=$(DEMO_OUT)/cache
+
+# The anonymizer card on the demo corpus: make card ANONYMIZER=stt_tts, or a list:
+# make card ANONYMIZER=[mcadams,stt_tts]. card.md and results.json land in $(CARD_OUT).
+ANONYMIZER ?= mcadams
+CARD_OUT ?= results/card
+card: $(STAMP)
+	$(PY) recipes/evaluate_anonymizer.py hparams/evaluate.yaml --anonymizer=$(ANONYMIZER) --output_folder=$(CARD_OUT)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

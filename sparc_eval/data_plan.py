@@ -20,6 +20,8 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Optional
 
+import numpy as np
+
 from .corpora.specs import load_spec, load_specs
 from .errors import DataError
 from .manifest import Manifest
@@ -53,10 +55,14 @@ class DataSettings:
     max_per_speaker: int = 60
     min_duration: Optional[float] = 2.0
     max_duration: Optional[float] = 30.0
+    train_speaker_fraction: float = 1.0            # train on a seeded share of the training speakers
+                                                   # (learning curves; the shares are nested)
 
     def __post_init__(self):
         if self.scenario not in SCENARIOS:
             raise DataError(f"scenario {self.scenario!r} is not one of {', '.join(SCENARIOS)}")
+        if not 0 < float(self.train_speaker_fraction) <= 1:
+            raise DataError(f"train_speaker_fraction must be in (0, 1], not {self.train_speaker_fraction!r}")
 
     @classmethod
     def keys(cls) -> set:
@@ -119,6 +125,8 @@ def _train_and_evaluation(data: DataSettings) -> tuple:
         evaluation = load_spec(data.eval_folder, cache_folder=data.cache_folder)
     else:
         train, evaluation = data.held_out(train)
+    if data.train_speaker_fraction < 1:
+        train = _training_share(train, data.train_speaker_fraction, data.split_seed)
     overlap = set(train.speakers()) & set(evaluation.speakers())
     if overlap and not data.allow_speaker_overlap:
         raise DataError(f"{len(overlap)} speakers are in both training and evaluation data, e.g. {sorted(overlap)[:3]}",
@@ -126,18 +134,28 @@ def _train_and_evaluation(data: DataSettings) -> tuple:
     return train, evaluation
 
 
-def _anonymized_evaluation(data: DataSettings, evaluation: Manifest) -> tuple:
-    """(anonymized evaluation corpus, ids the anonymizer failed on)."""
+def _training_share(train: Manifest, fraction: float, seed: int) -> Manifest:
+    """A seeded share of the training speakers (at least 2); a smaller share is a subset of a
+    larger one, so that learning-curve points differ only in how many speakers were added."""
+    speakers = sorted(train.speakers())
+    order = np.random.default_rng(seed).permutation(len(speakers))
+    keep = {speakers[i] for i in order[:max(2, int(round(fraction * len(speakers))))]}
+    return train.subset(lambda u: u.speaker in keep)
+
+
+def _anonymized_evaluation(data: DataSettings, needed: set) -> tuple:
+    """(anonymized evaluation corpus, ids of ``needed`` the anonymizer failed on). Only the
+    utterances the split reads need to be anonymized (the anonymizer card anonymizes just those)."""
     if not data.anon_eval_folder:
         raise DataError(f"scenario {data.scenario} needs anon_eval_folder (the anonymized evaluation corpus)")
     anonymized = load_anonymized(data.anon_eval_folder, data)
-    missing = sorted(set(evaluation.by_id()) - set(anonymized.by_id()))
-    if len(missing) > MAX_MISSING_SHARE * len(evaluation):
-        raise DataError(f"{len(missing)} of {len(evaluation)} evaluation utterances are missing from the "
+    missing = sorted(needed - set(anonymized.by_id()))
+    if len(missing) > MAX_MISSING_SHARE * len(needed):
+        raise DataError(f"{len(missing)} of the {len(needed)} enrollment and trial utterances are missing from the "
                         f"anonymized corpus, e.g. {missing[:3]}", path=data.anon_eval_folder,
                         hint="anonymize the whole evaluation corpus (failures are listed in its failures.jsonl)")
     if missing:  # a few failures of the anonymizer: evaluate without them, and say so
-        warnings.warn(f"{len(missing)} evaluation utterances are missing from the anonymized corpus "
+        warnings.warn(f"{len(missing)} enrollment and trial utterances are missing from the anonymized corpus "
                       f"(e.g. {missing[:3]}); they are left out of the evaluation", stacklevel=3)
     return anonymized, missing
 
@@ -145,18 +163,19 @@ def _anonymized_evaluation(data: DataSettings, evaluation: Manifest) -> tuple:
 def plan_data(data: DataSettings) -> DataPlan:
     """Load the corpora a scenario needs and split the evaluation speakers."""
     train, evaluation = _train_and_evaluation(data)
+    split = make_split(evaluation, enrolls_dir=data.enrolls_dir, trials_dirs=data.trials_dirs,
+                       enroll_list=data.enroll_list, trial_list=data.trial_list, seed=data.split_seed,
+                       n_enroll=data.n_enroll, max_per_speaker=data.max_per_speaker,
+                       min_duration=data.min_duration, max_duration=data.max_duration)
     anonymized, missing = None, []
     if data.scenario != "original":
-        anonymized, missing = _anonymized_evaluation(data, evaluation)
+        needed = {u for ids in split.enroll.values() for u in ids} | set(split.trial_ids)
+        anonymized, missing = _anonymized_evaluation(data, needed)
     if data.scenario == "semi-informed":
         if not data.anon_train_folders:
             raise DataError("scenario semi-informed needs anon_train_folders (the anonymized training corpus)")
         keep = set(train.speakers())
         train = load_anonymized(data.anon_train_folders, data).subset(lambda u: u.speaker in keep)
-    split = make_split(evaluation, enrolls_dir=data.enrolls_dir, trials_dirs=data.trials_dirs,
-                       enroll_list=data.enroll_list, trial_list=data.trial_list, seed=data.split_seed,
-                       n_enroll=data.n_enroll, max_per_speaker=data.max_per_speaker,
-                       min_duration=data.min_duration, max_duration=data.max_duration)
     enroll = anonymized if data.scenario in ("lazy-informed", "semi-informed") else evaluation
     trials = anonymized if data.scenario != "original" else evaluation
     if missing:  # the split is made on the full corpus (fixed lists name every utterance), then thinned

@@ -71,10 +71,17 @@ def defined_keys(hparams_file) -> set:
     return set(re.findall(r"^([A-Za-z_]\w*)\s*:", text, re.M))
 
 
-def load_hparams(hparams_file, overrides: dict) -> dict:
-    """hyperpyyaml with overrides; unknown keys and unreadable files are DataErrors."""
+def load_hparams(hparams_file, overrides: dict, *, library_keys=frozenset()) -> dict:
+    """hyperpyyaml with overrides; unknown keys and unreadable files are DataErrors. Overrides of
+    ``library_keys`` (keys whose defaults live in the library, e.g. the data keys) that the file
+    does not define are set after loading instead of failing."""
     from hyperpyyaml import load_hyperpyyaml
 
+    given, late = dict(overrides), {}
+    if library_keys:
+        defined = defined_keys(hparams_file)
+        late = {k: v for k, v in given.items() if k in library_keys and k not in defined}
+        overrides = {k: v for k, v in given.items() if k not in late}
     try:
         with open(hparams_file, encoding="utf-8") as fin:
             hparams = load_hyperpyyaml(fin, overrides)
@@ -86,17 +93,18 @@ def load_hparams(hparams_file, overrides: dict) -> dict:
     except (ValueError, ImportError, AttributeError) as err:
         raise DataError(f"cannot load the hparams ({err})", path=hparams_file,
                         hint="set required (!PLACEHOLDER) keys with --key=value") from None
+    hparams.update(late)
     hparams["hparams_file"] = str(hparams_file)
-    hparams["overrides"] = overrides
+    hparams["overrides"] = given
     return hparams
 
 
-def run_recipe(argv, body, *, prog: str) -> int:
+def run_recipe(argv, body, *, prog: str, library_keys=frozenset()) -> int:
     """Parse ``argv`` (sys.argv[1:] when None), load the hparams and call
     ``body(hparams, hparams_file, overrides, log)``, which returns the results.json path."""
     try:
         hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
-        hparams = load_hparams(hparams_file, overrides)
+        hparams = load_hparams(hparams_file, overrides, library_keys=library_keys)
         path = body(hparams, hparams_file, overrides, lambda msg: print(msg, file=sys.stderr, flush=True))
     except DataError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)

@@ -140,13 +140,38 @@ def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
     anonymized = _manifest_dir(tmp_path / "anon", ["e1", "e2", "e3"], 30, skip={"e2-5"})
     hp = {"cache_folder": str(tmp_path), "data_folder": str(train), "eval_folder": str(original),
           "anon_eval_folder": str(anonymized), "scenario": "lazy-informed"}
-    with pytest.warns(UserWarning, match="1 evaluation utterances are missing"):
+    with pytest.warns(UserWarning, match="1 enrollment and trial utterances are missing"):
         plan = plan_data(hp)
     assert "e2-5" not in plan.split.trial_ids and "e2-5" not in plan.split.enroll["e2"]
     assert plan.split.dropped["utterance e2-5"].startswith("missing from the anonymized corpus")
     many = _manifest_dir(tmp_path / "anon2", ["e1", "e2", "e3"], 30, skip={f"e1-{i}" for i in range(10)})
-    with pytest.raises(DataError, match="10 of 90 evaluation utterances are missing"):
+    with pytest.raises(DataError, match="10 of the 90 enrollment and trial utterances are missing"):
         plan_data({**hp, "anon_eval_folder": str(many)})
+
+
+def test_only_the_split_needs_anonymizing(tmp_path):
+    """An anonymized corpus holding just the split's utterances (what the anonymizer card
+    anonymizes) plans without a warning; one of those missing is a listed failure."""
+    import warnings
+
+    train = _manifest_dir(tmp_path / "train", ["t1", "t2", "t3"], 4)
+    original = _manifest_dir(tmp_path / "eval", ["e1", "e2", "e3"], 30)
+    hp = {"cache_folder": str(tmp_path), "data_folder": str(train), "eval_folder": str(original),
+          "scenario": "original", "max_per_speaker": 12, "n_enroll": 6}
+    split = plan_data(hp).split
+    used = {u for ids in split.enroll.values() for u in ids} | set(split.trial_ids)
+    assert len(used) == 36
+    unused = {f"{s}-{i}" for s in ("e1", "e2", "e3") for i in range(30)} - used
+    anonymized = _manifest_dir(tmp_path / "anon", ["e1", "e2", "e3"], 30, skip=unused)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = plan_data({**hp, "scenario": "lazy-informed", "anon_eval_folder": str(anonymized)})
+    assert plan.split.enroll == split.enroll and plan.split.trial_ids == split.trial_ids
+    lost = sorted(used)[0]
+    thinner = _manifest_dir(tmp_path / "anon_b", ["e1", "e2", "e3"], 30, skip=unused | {lost})
+    with pytest.warns(UserWarning, match="1 enrollment and trial utterances are missing"):
+        plan = plan_data({**hp, "scenario": "ignorant", "anon_eval_folder": str(thinner)})
+    assert f"utterance {lost}" in plan.split.dropped
 
 
 def test_model_signature_sees_nested_model_settings(demo_dir, tmp_path):

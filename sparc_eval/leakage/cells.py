@@ -17,7 +17,7 @@ A finished cell is reused when its settings, inputs and model are unchanged.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -83,6 +83,7 @@ class CellContext:
     trials_per_speaker: Optional[int] = None
     plots: bool = True
     log: object = print
+    prefix: str = "leakage"              # how log lines name the run (the anonymizer card: card)
 
 
 # --- cache keys ----------------------------------------------------------------------------------
@@ -94,14 +95,18 @@ def manifest_digest(manifest) -> str:
 
 def inputs_digest(settings: dict) -> dict:
     """What the corpus settings point at on disk (trial lists, anonymized corpora): a list file by
-    its content, a folder by its files' names, sizes and modification times, so that an
-    anonymizer re-run into the same folder makes new cells."""
+    its content; a folder written by sparc_eval's anonymizer runner by its manifest and ledger
+    (whose keys hash each input and the anonymizer's settings), so that a cached re-run keeps the
+    cells and a changed setting makes new ones; any other folder by its files' names, sizes and
+    modification times."""
     out = {}
     for key, value in sorted(settings.items()):
         for i, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
             path = Path(str(item)) if isinstance(item, (str, Path)) else None
             if path is not None and path.is_file():
                 out[f"{key}[{i}]"] = file_digest(path)
+            elif path is not None and (path / ".done.jsonl").is_file() and (path / "manifest.jsonl").is_file():
+                out[f"{key}[{i}]"] = [file_digest(path / "manifest.jsonl"), file_digest(path / ".done.jsonl")]
             elif path is not None and path.is_dir():
                 out[f"{key}[{i}]"] = folder_digest(path)
     return out
@@ -179,7 +184,7 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
     if missing:
         raise DataError(f"the attacker's evaluation speakers differ from the corpus's ({sorted(missing)[:3]} "
                         f"are missing)", hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)")
-    drop = evalset.shared_ids if condition == "no_shared" else frozenset()
+    drop = evalset.left_out_ids | (evalset.shared_ids if condition == "no_shared" else frozenset())
     plan.split = restrict_split(plan.split, plan.eval_original.utt2spk(), speakers=evalset.speakers, drop_ids=drop,
                                 trials_per_speaker=ctx.trials_per_speaker, seed=ctx.settings.bootstrap.seed)
 
@@ -199,7 +204,7 @@ def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
     where = f"{evalset.name} / {spec.name} / {condition}"
     done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx))
     if done:
-        ctx.log(f"[leakage] {where}: reused {cell_dir}")
+        ctx.log(f"[{ctx.prefix}] {where}: reused {cell_dir}")
         return done
     attacker, plan, data = _plan(spec, corpus, evalset, condition, view, ctx, cell_dir)
     why = attack_not_applicable(attacker, plan)
@@ -207,7 +212,7 @@ def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
         return not_applicable(spec, evalset.name, condition, why)
     if plan.split is not None:
         _thin(plan, evalset, condition, ctx)
-    ctx.log(f"[leakage] {where}: running {attacker.name}" + (f" ({spec.model_folder})" if spec.model_folder else ""))
+    ctx.log(f"[{ctx.prefix}] {where}: running {attacker.name}" + (f" ({spec.model_folder})" if spec.model_folder else ""))
     result = run_attack(attacker, plan, cell_dir, settings=ctx.settings, data=data, plots=ctx.plots,
                         run_info={"hparams": spec.hparams, "overrides": spec.overrides or None,
                                   "seed": ctx.settings.bootstrap.seed},
@@ -218,7 +223,7 @@ def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
             "results": "results.json", "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
             "n_utterances": len(view) if plan.split is None else
             len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()), **attacker.describe(),
-            "deviations": result.run_info["deviations"]}
+            "needs": asdict(attacker.needs), "deviations": result.run_info["deviations"]}
     if spec.model_folder:
         base["model_folder"] = spec.model_folder
     if result.evaluation["overall"]["eer"] is None:

@@ -55,14 +55,21 @@ def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "
             "n_trials_a": len(a), "n_trials_b": len(b)}
 
 
+def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
+    """One of three sentences by where the 95% CI of the EER difference (b - a) lies: below 0,
+    above 0, or around it."""
+    lo, hi = comparison["eer_diff_ci95"]
+    if lo is None or hi is None or comparison.get("eer_diff", 0) is None:
+        return "no interval (too few valid resamples)"
+    if hi < 0:
+        return below
+    if lo > 0:
+        return above
+    return within
+
+
 def verdict(comparison: dict, name_a: str, name_b: str, verb: str = "leaks more") -> str:
     """A sentence a reader can quote: which leaks more (corpora) or which identifies speakers
     better (attackers), or that the data cannot tell."""
-    lo, hi = comparison["eer_diff_ci95"]
-    if lo is None or hi is None or comparison["eer_diff"] is None:
-        return "no interval (too few valid resamples)"
-    if hi < 0:
-        return f"{name_b} {verb} (lower EER)"
-    if lo > 0:
-        return f"{name_a} {verb} (lower EER)"
-    return "no significant difference (the 95% CI contains 0)"
+    return ci_verdict(comparison, below=f"{name_b} {verb} (lower EER)", above=f"{name_a} {verb} (lower EER)",
+                      within="no significant difference (the 95% CI contains 0)")

@@ -28,6 +28,7 @@ class EvaluationSet:
     shared_ids: frozenset = frozenset()      # utterances detected as shared text
     shared_stats: dict = field(default_factory=dict)
     n_speakers_before_balance: int = 0
+    left_out_ids: frozenset = frozenset()    # left out of every attacker alike (an anonymizer failed on them)
 
     @property
     def speakers(self) -> set:

@@ -32,7 +32,7 @@ from ..errors import DataError
 from ..provenance import bootstrap_deviation, environment, versions
 from ..words import mark_anonymized, reference_text_deviation, spoken_manifest
 from .cells import AttackerSpec, CellContext, CorpusSpec, cell_trials, not_applicable, run_cell
-from .compare import compare_cells, verdict
+from .compare import ci_verdict, compare_cells, verdict
 from .evaluation_set import SHARED_TEXT_CONDITIONS, EvaluationSet, balanced_count, choose_speakers
 from .settings import LeakageSettings
 from .vocabulary import vocabulary_stats
@@ -364,11 +364,6 @@ def _comparisons(s: LeakageSettings, cells: dict, na: dict, *, log) -> dict:
 
 
 def shared_text_verdict(cmp: dict) -> str:
-    lo, hi = cmp["eer_diff_ci95"]
-    if lo is None or hi is None:
-        return "no interval (too few valid resamples)"
-    if hi < 0:
-        return "lower EER without it: the shared text hid speaker content"
-    if lo > 0:
-        return "higher EER without it: the shared text helped the attacker"
-    return "no significant change (the 95% CI contains 0)"
+    return ci_verdict(cmp, below="lower EER without it: the shared text hid speaker content",
+                      above="higher EER without it: the shared text helped the attacker",
+                      within="no significant change (the 95% CI contains 0)")

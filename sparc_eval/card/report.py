@@ -1,0 +1,319 @@
+"""The anonymizer card: ``card.md`` (one screen) and its figures, from results.json's document.
+
+Figures: ``eer_by_attacker.png`` (EER with CIs per attacker and scenario, against the content
+lines), ``det.png`` (overlaid DET curves per anonymizer), ``per_speaker.png`` (per-speaker EER,
+original against anonymized speech, for each anonymizer's headline attacker). With
+``pseudonymise`` the card and figures name speakers ``S01, S02, ...`` and show no attributes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import write_text
+from ..metrics.plots import _pyplot, _save as _save_figure
+
+ORIGINAL = "original"
+
+
+def _save(fig, path) -> Path:
+    try:
+        return _save_figure(fig, path)
+    finally:
+        _pyplot().close(fig)
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _eer_ci(e) -> str:
+    if not e:
+        return "n/a"
+    ci = e.get("ci95")
+    return _pct(e["eer"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
+
+
+def _cell_text(cell: dict) -> str:
+    if cell.get("status") == "ok":
+        o = cell["overall"]
+        return _eer_ci({"eer": o["eer"], "ci95": (o.get("ci95") or {}).get("eer")})
+    return "n/a" if cell.get("status") == "not_applicable" else "failed"
+
+
+def _headline(doc: dict) -> list:
+    lines = ["## Headline", "", "Lowest EER of any attacker on the anonymized speech (higher is more private), "
+             "beside the content bound (what a perfect voice anonymizer leaves):", ""]
+    for name, h in doc["headline"].items():
+        if "not_applicable" in h:
+            lines.append(f"- **{name}**: {h['not_applicable']}")
+            continue
+        bound = h.get("content_bound")
+        lines.append(f"- **{name}**: {_eer_ci(h)} ({h['attacker']}, {h['scenario']})"
+                     + (f"; content bound {_pct(bound)}" if bound is not None else ""))
+    return lines + [""]
+
+
+def _privacy_table(doc: dict) -> list:
+    scenarios = doc["run"]["scenarios"][1:]
+    lines = ["## Privacy: EER [95% CI] per attacker and scenario", "",
+             "| anonymizer | attacker | original speech | " + " | ".join(scenarios) + " |",
+             "|---|---|---|" + "---|" * len(scenarios)]
+    for name, by in doc["cells"].items():
+        if name == ORIGINAL:
+            continue
+        for attacker, by_sc in by.items():
+            original = doc["cells"][ORIGINAL][attacker][ORIGINAL]
+            lines.append(f"| {name} | {attacker} | {_cell_text(original)} | "
+                         + " | ".join(_cell_text(by_sc.get(sc, {})) for sc in scenarios) + " |")
+    notes = sorted({f"{a} / {sc}: {c['reason']}" for name, by in doc["cells"].items() for a, by_sc in by.items()
+                    for sc, c in by_sc.items() if c.get("status") != "ok"})
+    return lines + [""] + [f"- n/a or failed: {n}" for n in notes[:8]] + ([""] if notes else [])
+
+
+def _content(doc: dict) -> list:
+    c = doc["content"]
+    if "not_applicable" in c:
+        return []
+    lines = ["## What the words give away", "",
+             f"- Content bound ({c['attacker']} on the G2P of the original transcripts): {_eer_ci(c['bound'])}"]
+    for name, by_sc in c["left"].items():
+        lines.append(f"- Content {name} leaves ({c['attacker']} on its speech's words): "
+                     + ", ".join(f"{sc} {_eer_ci(e)}" for sc, e in by_sc.items()))
+    for attacker, by in c["text"].items():
+        lines.append(f"- Text attacker {attacker}: original words {_eer_ci(by['original'])}; "
+                     + ", ".join(f"{n} words {_eer_ci(e)}" for n, e in by.items() if n != "original"))
+    return lines + [""]
+
+
+def _beyond(doc: dict) -> list:
+    rows = doc["voice_beyond_content"]
+    if not rows:
+        return []
+    lines = ["## Voice leakage beyond content", "",
+             "Each audio attacker against the content this anonymizer leaves, on the same trials "
+             "(EER difference, 95% CI resampling test speakers):", "",
+             "| anonymizer | attacker | scenario | EER | content EER | difference [CI] | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ci = r["ci95"]
+        lines.append(f"| {r['anonymizer']} | {r['attacker']} | {r['scenario']} | {_pct(r['eer'])} | "
+                     f"{_pct(r['content_eer'])} | {_pct(r['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] | {r['verdict']} |")
+    return lines + [""]
+
+
+def _strength(doc: dict) -> list:
+    warned = [(a, w) for a, st in doc["strength"].items() for w in st["warnings"]]
+    lines = ["## Attacker strength", ""]
+    if not warned:
+        return lines + ["Every attacker identifies speakers on original speech (EERs in the privacy table's "
+                        "'original speech' column), and every CI is narrow enough for a verdict.", ""]
+    return lines + [f"- **{a}**: {w}" for a, w in warned] + [""]
+
+
+def _learning(doc: dict) -> list:
+    rows = doc.get("learning_curves")
+    if not isinstance(rows, list) or not rows:
+        return []
+    shares = sorted({k for r in rows for k in r["eer"]}, key=float)
+    lines = ["## Learning curves (EER by share of the training speakers)", "",
+             "| attacker | speech | scenario | " + " | ".join(f"{float(k):.0%}" for k in shares) + " |",
+             "|---|---|---|" + "---|" * len(shares)]
+    for r in rows:
+        lines.append(f"| {r['attacker']} | {r['where']} | {r['scenario']} | "
+                     + " | ".join(_pct(r["eer"].get(k)) for k in shares) + " |")
+    return lines + [""]
+
+
+def _value(r: dict, digits: int = 3) -> str:
+    if "not_applicable" in r:
+        return "n/a"
+    if "failed" in r:
+        return "failed"
+    v, ci = r.get("value"), r.get("ci95")
+    return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+
+def _utility(doc: dict) -> list:
+    if not doc["utility"]:
+        return []
+    metrics = sorted({m for by in doc["utility"].values() for m in by})
+    lines = ["## Utility", "", "| anonymizer | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    reasons = {}
+    for name, by in doc["utility"].items():
+        parts = []
+        for m in metrics:
+            r = by.get(m, {})
+            parts.append(_value(r))
+            if "not_applicable" in r or "failed" in r:
+                reasons[f"{m} ({name})"] = r.get("not_applicable") or r.get("failed")
+        lines.append(f"| {name} | " + " | ".join(parts) + " |")
+    original = {n: by["wer"]["original"] for n, by in doc["utility"].items() if by.get("wer", {}).get("original")}
+    if original:
+        first = next(iter(original.values()))
+        lines += ["", f"WER of the original speech with the same ASR: {_value(first)}."]
+    return lines + [""] + [f"- {k}: {v}" for k, v in reasons.items()] + ([""] if reasons else [])
+
+
+def _comparisons(doc: dict) -> list:
+    if not doc["comparisons"]:
+        return []
+    lines = ["## Anonymizers compared (b - a, paired 95% CIs)", ""]
+    for row in doc["comparisons"]:
+        for e in row["eer"]:
+            ci = e["ci95"]
+            lines.append(f"- {row['a']} vs {row['b']}, {e['attacker']} ({e['scenario']}): EER {_pct(e['eer_a'])} vs "
+                         f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}]: {e['verdict']}")
+        for metric, u in row["utility"].items():
+            if "diff" in u:
+                ci = u.get("ci95")
+                lines.append(f"- {row['a']} vs {row['b']}, {metric}: difference {u['diff']:.3f}"
+                             + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)")
+                             + (f": {u['verdict']}" if u.get("verdict") else ""))
+    return lines + [""]
+
+
+def _speakers(doc: dict, pseudonyms: dict) -> list:
+    lines = []
+    for name, h in doc["headline"].items():
+        if "attacker" not in h:
+            continue
+        per = doc["cells"][name][h["attacker"]][h["scenario"]].get("per_speaker") or {}
+        worst = sorted((v["eer"], s) for s, v in per.items() if v.get("eer") is not None)[:3]
+        if worst:
+            lines.append(f"- {name}: most identifiable speakers under {h['attacker']} ({h['scenario']}): "
+                         + ", ".join(f"{pseudonyms.get(s, s)} ({_pct(e)})" for e, s in worst))
+    return (["## Speakers", ""] + lines + [""]) if lines else []
+
+
+def _footer(doc: dict) -> list:
+    run = doc["run"]
+    left = run["n_left_out"]
+    lines = ["## Run", "", f"- Data: {run['dataset']}, {run['split']}, {run['n_enroll_speakers']} enrollment speakers, "
+             f"{run['n_evaluated_utterances']} evaluated utterances"
+             + (f"; {left} left out of every attacker alike (anonymizer failures: anonymized/<name>/eval/failures.jsonl)"
+                if left else ""),
+             f"- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
+    if run["deviations"]:
+        lines += ["- Departures from the papers:"] + [f"  - `{k}`: {v}" for k, v in sorted(run["deviations"].items())]
+    return lines + [""]
+
+
+def pseudonyms_of(doc: dict) -> dict:
+    speakers = sorted({s for by in doc["cells"].values() for by_sc in by.values() for c in by_sc.values()
+                       for s in (c.get("per_speaker") or {})})
+    return {s: f"S{i + 1:02d}" for i, s in enumerate(speakers)}
+
+
+def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
+    pseudonyms = pseudonyms_of(doc) if pseudonymise else {}
+    lines = [f"# Anonymizer card: {', '.join(doc['run']['anonymizers'])} on {doc['run']['dataset']}", ""]
+    for part in (_headline, _privacy_table, _content, _beyond, _strength, _learning, _utility, _comparisons):
+        lines += part(doc)
+    lines += _speakers(doc, pseudonyms)
+    lines += [f"![{name}]({path.name})" for name, path in figures.items() if path] + [""]
+    return "\n".join(lines + _footer(doc))
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+SCENARIO_COLOURS = {"original": "#bab0ac", "ignorant": "#4c78a8", "lazy-informed": "#f58518", "semi-informed": "#54a24b"}
+
+
+def _bars(doc: dict, name: str) -> list:
+    """(label, scenario, eer, [below, above]) of every finished cell of one anonymizer, original first."""
+    bars = []
+    for attacker, by_sc in doc["cells"][name].items():
+        for sc, cell in [(ORIGINAL, doc["cells"][ORIGINAL][attacker][ORIGINAL]), *by_sc.items()]:
+            if cell.get("status") == "ok":
+                o = cell["overall"]
+                ci = (o.get("ci95") or {}).get("eer") or [o["eer"], o["eer"]]
+                bars.append((attacker, sc, o["eer"], [o["eer"] - ci[0], ci[1] - o["eer"]]))
+    return bars
+
+
+def plot_eers(path, doc: dict):
+    plt = _pyplot()
+    names = [n for n in doc["cells"] if n != ORIGINAL]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.6), squeeze=False, sharey=True)
+    content = doc["content"]
+    for ax, name in zip(axes[0], names):
+        bars = _bars(doc, name)
+        x = np.arange(len(bars))
+        ax.bar(x, [b[2] for b in bars], yerr=np.array([b[3] for b in bars]).T if bars else None, capsize=3,
+               color=[SCENARIO_COLOURS.get(b[1], "#72b7b2") for b in bars])
+        if (content.get("bound") or {}).get("eer") is not None:
+            ax.axhline(content["bound"]["eer"], ls="--", color="#e45756", lw=1, label="content bound")
+        left = ((content.get("left") or {}).get(name) or {}).get("lazy-informed")
+        if left and left.get("eer") is not None:
+            ax.axhline(left["eer"], ls=":", color="black", lw=1, label="content it leaves (lazy-informed)")
+        ax.set_xticks(x, [f"{b[0]}\n{b[1]}" for b in bars], rotation=60, fontsize=6)
+        ax.set_title(f"{name} (grey: original speech)", fontsize=9)
+        ax.set_ylabel("EER")
+        ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+def plot_det(path, doc: dict, root: Path):
+    from scipy.stats import norm
+
+    from ..leakage.cells import cell_trials
+    from ..metrics.core import counts, det_points
+
+    plt = _pyplot()
+    names = [n for n in doc["cells"] if n != ORIGINAL]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5])
+    low, high = norm.ppf(5e-4), norm.ppf(0.7)
+    for ax, name in zip(axes[0], names):
+        for attacker, by_sc in doc["cells"][name].items():
+            for sc, cell in by_sc.items():
+                if cell.get("status") != "ok":
+                    continue
+                t = cell_trials(root / cell["folder"]).scored()
+                far, frr = (np.clip(x, 1e-4, 1 - 1e-4) for x in det_points(counts(t.score, t.label))[:2])
+                ax.plot(norm.ppf(far), norm.ppf(frr), label=f"{attacker} ({sc})", lw=1)
+        ax.set_xticks(norm.ppf(ticks), [f"{t:.1%}" for t in ticks])
+        ax.set_yticks(norm.ppf(ticks), [f"{t:.1%}" for t in ticks])
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        ax.set_xlabel("false acceptance")
+        ax.set_ylabel("false rejection")
+        ax.set_title(f"DET, {name}")
+        ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+def plot_per_speaker(path, doc: dict, pseudonyms: dict):
+    plt = _pyplot()
+    heads = {n: h for n, h in doc["headline"].items() if "attacker" in h}
+    if not heads:
+        return None
+    fig, axes = plt.subplots(1, len(heads), figsize=(4.2 * len(heads), 4), squeeze=False)
+    for ax, (name, h) in zip(axes[0], heads.items()):
+        anon = doc["cells"][name][h["attacker"]][h["scenario"]].get("per_speaker") or {}
+        orig = doc["cells"][ORIGINAL][h["attacker"]][ORIGINAL].get("per_speaker") or {}
+        both = [s for s in anon if s in orig and anon[s].get("eer") is not None and orig[s].get("eer") is not None]
+        x, y = [orig[s]["eer"] for s in both], [anon[s]["eer"] for s in both]
+        ax.scatter(x, y, s=14)
+        ax.plot([0, 0.6], [0, 0.6], ls=":", color="grey")
+        for s in sorted(both, key=lambda s: anon[s]["eer"])[:3]:
+            ax.annotate(pseudonyms.get(s, s), (orig[s]["eer"], anon[s]["eer"]), fontsize=6)
+        ax.set_xlabel("per-speaker EER, original speech")
+        ax.set_ylabel(f"per-speaker EER, {name}")
+        ax.set_title(f"{h['attacker']} ({h['scenario']})", fontsize=8)
+    return _save(fig, path)
+
+
+def write_card(out_dir, doc: dict, s) -> Path:
+    out_dir = Path(out_dir)
+    figures = {}
+    if s.plots:
+        pseudonyms = pseudonyms_of(doc) if s.pseudonymise else {}
+        figures = {"EER per attacker and scenario": plot_eers(out_dir / "eer_by_attacker.png", doc),
+                   "DET curves": plot_det(out_dir / "det.png", doc, out_dir),
+                   "per-speaker EER": plot_per_speaker(out_dir / "per_speaker.png", doc, pseudonyms)}
+    path = out_dir / "card.md"
+    write_text(path, render_card(doc, figures, s.pseudonymise))
+    return path

@@ -1,0 +1,145 @@
+"""The anonymizer card's settings, read from its hparams once (``CardSettings.from_hparams``).
+Each default lives here or in the settings it reuses (DataSettings, EvaluationSettings, the
+leakage comparison's attacker specs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..data_plan import SCENARIOS, DataSettings
+from ..errors import DataError
+from ..evaluation import EvaluationSettings
+from ..leakage.cells import CellContext
+from ..leakage.settings import ATTACKER_COMMON, attacker_specs
+
+ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
+DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
+WEAK_ATTACKER_EER = 0.40   # an attacker at least this close to chance on original speech certifies nothing
+MAX_CI_WIDTH = 0.25        # a 95% CI wider than this (half of the 0-50% EER range) supports no verdict
+
+
+@dataclass(frozen=True)
+class AnonymizerSpec:
+    name: str                     # how the card names it
+    anonymizer: object            # a registered name / dotted path, or an anonymizer object
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CardSettings:
+    output_folder: Path
+    anonymizers: tuple            # AnonymizerSpec
+    data: DataSettings            # the original corpora and split (scenario original)
+    attackers: tuple              # leakage.cells.AttackerSpec
+    scenarios: tuple
+    content_attacker: Optional[str]
+    utility: dict                 # name -> utility metric object (sparc_eval.card.utility)
+    evaluation: EvaluationSettings
+    common: dict = field(default_factory=dict)   # keys set on every attacker recipe that has them
+    runner: dict = field(default_factory=dict)   # anonymization: runner, batch_size, num_workers, num_gpus
+    weak_attacker_eer: float = WEAK_ATTACKER_EER
+    max_ci_width: float = MAX_CI_WIDTH
+    pseudonymise: bool = False
+    learning_curve: bool = False  # trained attackers again on nested shares of their training speakers
+    learning_fractions: tuple = (0.25, 0.5)
+    plots: bool = True
+    progress: bool = True
+    num_threads: Optional[int] = None
+
+    @property
+    def seed(self) -> int:
+        return self.evaluation.bootstrap.seed
+
+    @property
+    def cache_folder(self) -> str:
+        return self.data.cache_folder
+
+    @classmethod
+    def from_hparams(cls, hp: dict) -> "CardSettings":
+        data = DataSettings.from_hparams({**hp, "scenario": "original"})
+        attackers = tuple(attacker_specs(hp))
+        content = hp.get("content_attacker")
+        if content is not None and content not in [a.name for a in attackers]:
+            raise DataError(f"content_attacker {content!r} is not an enabled attacker ({[a.name for a in attackers]})",
+                            hint="enable it in attackers_enabled, or set content_attacker: null")
+        return cls(output_folder=Path(hp["output_folder"]), anonymizers=anonymizer_specs(hp), data=data,
+                   attackers=attackers, scenarios=scenarios_of(hp), content_attacker=content,
+                   utility=utility_metrics(hp), evaluation=EvaluationSettings.from_hparams(hp),
+                   common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
+                   runner={k: hp[k] for k in ("runner", "batch_size", "num_workers", "num_gpus") if hp.get(k) is not None},
+                   weak_attacker_eer=float(hp.get("weak_attacker_eer", WEAK_ATTACKER_EER)),
+                   max_ci_width=float(hp.get("max_ci_width", MAX_CI_WIDTH)),
+                   pseudonymise=bool(hp.get("pseudonymise", False)), plots=bool(hp.get("plots", True)),
+                   learning_curve=bool(hp.get("learning_curve", False)),
+                   learning_fractions=learning_fractions(hp.get("learning_fractions")),
+                   progress=bool(hp.get("progress", True)), num_threads=hp.get("num_threads"))
+
+    def cell_context(self, log) -> CellContext:
+        return CellContext(settings=self.evaluation, common=self.common, cache_folder=self.cache_folder,
+                           plots=self.plots, log=log, prefix="card")
+
+
+def learning_fractions(value) -> tuple:
+    fractions = tuple(float(f) for f in (value or (0.25, 0.5)))
+    if any(not 0 < f < 1 for f in fractions) or 0.5 not in fractions:
+        raise DataError(f"learning_fractions {list(fractions)} must lie in (0, 1) and include 0.5",
+                        hint="100% is the attacker's main cell; the 50% point decides the warning")
+    return tuple(sorted(set(fractions)))
+
+
+def scenarios_of(hp: dict) -> tuple:
+    given = hp.get("scenarios") or list(DEFAULT_SCENARIOS)
+    given = [given] if isinstance(given, str) else list(given)
+    bad = [s for s in given if s not in ANONYMIZED_SCENARIOS]
+    if bad:
+        raise DataError(f"scenarios {bad} are not among {list(ANONYMIZED_SCENARIOS)}",
+                        hint="original speech is always evaluated (attacker strength, the content bound)")
+    return tuple(dict.fromkeys(given))
+
+
+def _anonymizer_name(value) -> str:
+    from ..anonymize import name_of
+
+    if isinstance(value, str):
+        return value.rsplit(".", 1)[-1] if "." in value else value
+    return name_of(value)
+
+
+def anonymizer_specs(hp: dict) -> tuple:
+    """``anonymizer``: one or a list of registered names, dotted paths or objects (``!new:``);
+    ``anonymizer_options`` maps a name to its keyword arguments."""
+    given = hp.get("anonymizer")
+    if given in (None, "", []):
+        raise DataError("no anonymizer to evaluate", hint="--anonymizer=mcadams (or a list: --anonymizer=[mcadams,stt_tts])")
+    given = given if isinstance(given, (list, tuple)) else [given]
+    options = hp.get("anonymizer_options") or {}
+    out, seen = [], set()
+    for value in given:
+        name = _anonymizer_name(value)
+        if name in seen:
+            raise DataError(f"anonymizer {name!r} is listed twice")
+        seen.add(name)
+        opts = (options.get(name) or {}) if isinstance(value, str) else {}
+        out.append(AnonymizerSpec(name, value, dict(opts)))
+    unknown = set(options) - seen
+    if unknown:
+        raise DataError(f"anonymizer_options names {sorted(unknown)}, which are not evaluated ({sorted(seen)})")
+    return tuple(out)
+
+
+def utility_metrics(hp: dict) -> dict:
+    metrics = hp.get("utility") or {}
+    enabled = hp.get("utility_enabled")
+    if enabled is not None:
+        enabled = [enabled] if isinstance(enabled, str) else list(enabled)
+        unknown = [n for n in enabled if n not in metrics]
+        if unknown:
+            raise DataError(f"utility_enabled names {unknown}, which are not in utility: {list(metrics)}")
+        metrics = {n: metrics[n] for n in enabled}
+    for name, metric in metrics.items():
+        if not callable(getattr(metric, "compute", None)):
+            raise DataError(f"utility.{name} ({type(metric).__name__}) is not a utility metric: it lacks compute()",
+                            hint="see sparc_eval/card/utility.py for the contract")
+    return dict(metrics)

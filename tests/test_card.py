@@ -1,0 +1,216 @@
+"""The anonymizer card end to end on a small demo corpus: anonymize what the scenarios need,
+attack, read against the words, utility, pairwise comparison, card.md, and the rules behind them."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _recipe():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("evaluate_anonymizer", REPO / "recipes/evaluate_anonymizer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def small_demo(tmp_path_factory):
+    from sparc_eval.demo import build_demo_corpus
+
+    out = tmp_path_factory.mktemp("small_demo")
+    build_demo_corpus(out, mode="reading", n_speakers=12, utts_per_speaker=8, progress=False)
+    return out
+
+
+SMALL_CARD = """
+seed: 0
+anonymizer: !PLACEHOLDER
+anonymizer_options: {{}}
+output_folder: !PLACEHOLDER
+cache_folder: !PLACEHOLDER
+progress: False
+plots: True
+num_threads: 1
+pseudonymise: False
+data_folder: !PLACEHOLDER
+scenarios: [ignorant, lazy-informed]
+attackers:
+    resemblyzer:
+        hparams: {repo}/hparams/resemblyzer.yaml
+    bag:
+        hparams: {repo}/hparams/bag_of_phones.yaml
+    tfidf:
+        kind: text
+        P: 20
+        L: 2
+        max_probes: 2
+        scorer: !new:attackers.text.tfidf.TfidfScorer {{}}
+content_attacker: bag
+utility:
+    rho_f0: !new:sparc_eval.card.utility.PitchCorrelation
+        max_utterances: 6
+    gvd: !new:sparc_eval.card.utility.VoiceDistinctiveness
+        encoder: !new:attackers.resemblyzer_attacker.ResemblyzerAttacker
+            cache_folder: !ref <cache_folder>
+n_boot: 100
+"""
+
+
+def _args(small_demo, out, *extra):
+    hparams = out.parent / f"{out.name}_card.yaml"
+    hparams.write_text(SMALL_CARD.format(repo=REPO))
+    return [str(hparams), f"--data_folder={small_demo}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}",
+            "--n_enroll=3", *extra]
+
+
+@pytest.fixture(scope="module")
+def card(small_demo, tmp_path_factory):
+    pytest.importorskip("resemblyzer")
+    out = tmp_path_factory.mktemp("card")
+    code = _recipe().main(_args(small_demo, out, "--anonymizer=[identity,mcadams]"))
+    assert code == 0
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):
+    out, doc = card
+    assert doc["run"]["anonymizers"] == ["identity", "mcadams"]
+    assert doc["run"]["scenarios"] == ["original", "ignorant", "lazy-informed"]
+    for name in ("identity", "mcadams"):
+        assert (out / "anonymized" / name / "eval" / "manifest.jsonl").is_file()
+        assert not (out / "anonymized" / name / "train").exists()  # no semi-informed: training data untouched
+        for attacker in ("resemblyzer", "bag"):
+            for sc in ("ignorant", "lazy-informed"):
+                assert doc["cells"][name][attacker][sc]["status"] == "ok", doc["cells"][name][attacker][sc]
+        assert doc["cells"][name]["tfidf"]["lazy-informed"]["status"] == "ok"
+        assert doc["cells"][name]["tfidf"]["ignorant"]["status"] == "not_applicable"
+    # only the split's utterances were anonymized
+    anonymized = (out / "anonymized" / "identity" / "eval" / "manifest.jsonl").read_text().splitlines()
+    assert len(anonymized) == doc["run"]["n_evaluated_utterances"] < 96 // 2 + 1
+    for f in ("card.md", "eer_by_attacker.png", "det.png", "per_speaker.png"):
+        assert (out / f).is_file(), f
+
+
+def test_identity_leaves_what_the_original_speech_gives(card):
+    """The identity anonymizer changes nothing: every attacker scores as on original speech, its
+    content row equals the content bound, G_VD is 0 dB and rho_F0 is 1."""
+    _, doc = card
+    bound = doc["content"]["bound"]["eer"]
+    assert doc["content"]["left"]["identity"]["lazy-informed"]["eer"] == pytest.approx(bound)
+    assert doc["content"]["left"]["mcadams"]["ignorant"]["eer"] == pytest.approx(bound)  # McAdams keeps the words
+    original = doc["cells"]["original"]["resemblyzer"]["original"]["overall"]["eer"]
+    assert doc["cells"]["identity"]["resemblyzer"]["lazy-informed"]["overall"]["eer"] == pytest.approx(original, abs=0.02)
+    assert doc["utility"]["identity"]["gvd"]["value"] == pytest.approx(0.0, abs=0.05)
+    assert doc["utility"]["identity"]["rho_f0"]["value"] > 0.95
+    assert doc["utility"]["mcadams"]["gvd"]["value"] < doc["utility"]["identity"]["gvd"]["value"]
+
+
+def test_voice_beyond_content_headline_and_comparisons(card):
+    _, doc = card
+    rows = {(r["anonymizer"], r["attacker"], r["scenario"]): r for r in doc["voice_beyond_content"]}
+    assert set(rows) == {(a, "resemblyzer", sc) for a in ("identity", "mcadams") for sc in ("ignorant", "lazy-informed")}
+    identity = rows[("identity", "resemblyzer", "lazy-informed")]
+    assert identity["paired"] == "trials" and identity["diff"] == pytest.approx(identity["eer"] - identity["content_eer"])
+    assert identity["verdict"].startswith("lower")  # the voice of unchanged speech identifies speakers beyond words
+    for name, head in doc["headline"].items():
+        eers = [c["overall"]["eer"] for by in doc["cells"][name].values() for c in by.values() if c["status"] == "ok"]
+        assert head["eer"] == pytest.approx(min(eers)) and head["content_bound"] == pytest.approx(doc["content"]["bound"]["eer"])
+    (pair,) = doc["comparisons"]
+    assert (pair["a"], pair["b"]) == ("identity", "mcadams")
+    assert {(e["attacker"], e["scenario"]) for e in pair["eer"]} >= {("resemblyzer", "ignorant"), ("bag", "ignorant")}
+    assert "gvd" in pair["utility"] and pair["utility"]["gvd"]["ci95"] is None
+    assert set(doc["strength"]) == {"resemblyzer", "bag", "tfidf"}
+
+
+def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, capsys):
+    out, doc = card
+    text = (out / "card.md").read_text()
+    for part in ("## Headline", "## Privacy", "## What the words give away", "## Voice leakage beyond content",
+                 "## Attacker strength", "## Utility", "## Anonymizers compared"):
+        assert part in text
+    assert "Content bound" in text and "pretrained_resemblyzer_attacker" in text
+    capsys.readouterr()
+    assert _recipe().main(_args(small_demo, out, "--anonymizer=[identity,mcadams]", "--pseudonymise=True")) == 0
+    err = capsys.readouterr().err
+    assert "running" not in err and err.count("reused") >= 10
+    again = json.loads((out / "results.json").read_text())
+    assert again["headline"] == doc["headline"]
+    text = (out / "card.md").read_text()
+    assert "S0" in text and "spk" not in text.split("## Speakers")[1].split("##")[0]
+
+
+def test_bad_card_settings_fail_before_any_work(small_demo, tmp_path, capsys):
+    main = _recipe().main
+    assert main(_args(small_demo, tmp_path, "--anonymizer=[identity,identity]")) == 2
+    assert "listed twice" in capsys.readouterr().err
+    assert main(_args(small_demo, tmp_path, "--anonymizer=identity", "--scenarios=[original]")) == 2
+    assert "scenarios" in capsys.readouterr().err
+    assert main(_args(small_demo, tmp_path, "--anonymizer=identity", "--content_attacker=mel")) == 2
+    assert "content_attacker" in capsys.readouterr().err
+    assert not (tmp_path / "anonymized").exists()
+
+
+def test_training_shares_are_nested_and_seeded(tmp_path):
+    from sparc_eval.data_plan import _training_share
+    from sparc_eval.manifest import Manifest, Utterance
+
+    train = Manifest([Utterance(f"s{i}-0", f"s{i}", "words", "e") for i in range(20)])
+    quarter, half = (set(_training_share(train, f, seed=3).speakers()) for f in (0.25, 0.5))
+    assert len(quarter) == 5 and len(half) == 10 and quarter < half
+    assert set(_training_share(train, 0.25, seed=3).speakers()) == quarter
+    assert len(_training_share(train, 0.01, seed=3).speakers()) == 2  # never fewer than two speakers
+
+
+def test_learning_curve_warns_when_more_data_still_helps():
+    """The warning rule: the EER falls from 50% to 100% of the training speakers by more than the
+    half-width of that paired difference's CI."""
+    from types import SimpleNamespace
+
+    from sparc_eval.card.learning import learning_curves
+
+    s = SimpleNamespace()
+    cells = {"mcadams": {"mel": {"ignorant": {"status": "ok", "overall": {"eer": 0.20}, "folder": "full"}}}}
+    extra = {("mcadams", "mel", "ignorant"): {0.25: {"status": "ok", "overall": {"eer": 0.35}, "folder": "q"},
+                                              0.5: {"status": "ok", "overall": {"eer": 0.28}, "folder": "h"}}}
+
+    class Reader:
+        def __init__(self, ci):
+            self.ci = ci
+
+        def compare_folders(self, a, b, s):
+            assert (a, b) == ("h", "full")
+            return {"eer_diff": -0.08, "eer_diff_ci95": self.ci}
+
+    (row,) = learning_curves(s, cells, extra, Reader([-0.12, -0.04]))  # half-width 0.04 < 0.08
+    assert row["eer"] == {"0.25": 0.35, "0.5": 0.28, "1.0": 0.20} and "more training data" in row["warning"]
+    (row,) = learning_curves(s, cells, extra, Reader([-0.30, 0.10]))  # half-width 0.20: noise
+    assert row["warning"] is None
+
+
+def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(card, small_demo, tmp_path):
+    out, _ = card
+    ids = [json.loads(line)["id"] for line in (out / "anonymized/identity/eval/manifest.jsonl").read_text().splitlines()]
+    crash, empty = ids[3], ids[-2]
+    args = _args(small_demo, tmp_path, "--anonymizer=[identity,card_fixtures.Flaky]",
+                 f"--anonymizer_options={{Flaky: {{fail_ids: [{crash}], empty_ids: [{empty}]}}}}")
+    assert _recipe().main(args) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    failures = doc["anonymizers"]["Flaky"]["failures"]
+    assert set(failures) == {crash, empty}
+    assert "crashed" in failures[crash] and empty in failures[empty] and "no audio" in failures[empty]
+    assert doc["run"]["n_left_out"] == 2 and doc["run"]["n_evaluated_utterances"] == len(ids) - 2
+    for where, by in doc["cells"].items():  # original and identity too: every attacker alike
+        for attacker, by_sc in by.items():
+            for sc, cell in by_sc.items():
+                if cell["status"] != "ok":
+                    continue
+                scored = (tmp_path / cell["folder"] / "scores.txt").read_text()
+                assert crash not in scored and empty not in scored, (where, attacker, sc)
+    assert "2 left out of every attacker alike" in (tmp_path / "card.md").read_text()
