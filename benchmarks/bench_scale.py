@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""Scaling of the NaturalVoices preset (hparams/text/naturalvoices.yaml) with corpus size, stage by stage.
+
+    python benchmarks/bench_scale.py [--sizes 10000,100000,1500000] [--data PATH] [--cores 2]
+
+For each size n (utterances) a synthetic corpus shaped like NaturalVoices is built: podcast series
+of 2-10 episodes (mean 6), each episode two speakers (the series' host and a guest; guests return
+in about two episodes), 16-64 utterances per speaker and episode (mean 40, so a 200-word probe
+leaves a 20-utterance tail), speakers scaling with n (12,500 at 1.5x10^6), each with sex, age and a
+Voxlect accent label (77% North America, as in SPARC). An utterance is 1-3 sentences (30/50/20%)
+drawn from the real LibriSpeech and EdAcc transcripts under $SPARC_EVAL_DATA (about 33,000
+sentences; half of a speaker's draws come from a window of the bank of its own, so TF-IDF has a
+signal), so that texts are mostly unique, as in a real corpus (whole repeated sentences would cap
+the unique texts TF-IDF fits and scores at the bank's size). The corpus is written as
+manifest.jsonl and the preset then runs as ``recipes/evaluate_text.py`` runs it, the same library
+calls in the same order (sparc_eval.text.evaluate.evaluate_text's body), one timed stage at a time:
+
+- load: ``load_text_corpus`` reading the written manifest (JSON, Utterance records, validation);
+- setup: the preset's shared-text step (off: nothing removed) and ``usable_tasks`` (speaker table);
+- probes: ``TrialBuilder`` per P (appearances, eligibility codes, probes cut);
+- pairing: ``TrialBuilder.plans`` per P and task (pools and partner draws), screen time taken out;
+- screens: time inside ``TrialPairing.screen`` (the preset turns the overlap and name screens off,
+  so this is what the calls cost); measured by wrapping the builder's bound method, its memory
+  is within pairing's;
+- materialise: ``TrialBuilder.materialise`` per P, task and L (``build`` is plans + materialise);
+- scoring: ``score_trials`` (TF-IDF fit on the trial set's unique texts, then all trials at once);
+- metrics: ``condition_metrics`` (5 conditions, EER/AUC/TPR/minDCF, 1,000 speaker-bootstrap
+  resamples) and ``trial_block``;
+- outputs: the trial JSON lines and score files the preset writes (save_trials: True);
+- report: ``run_deviations``, results.json, report.md and the ROC plots (``write_outputs``).
+
+Not in the protocol total: building the corpus, writing manifest.jsonl (the export a user brings),
+and shared-text detection (``detect_shared_text`` with the preset's n, min_speakers and
+min_fraction, enabled; SPARC's protocol does not remove shared text), reported on its own.
+
+Each size runs in a fresh subprocess. Time: wall clock (perf_counter), summed over a stage's
+calls. Memory: the resident set's high-water mark (VmHWM), reset before each stage by writing 5 to
+/proc/self/clear_refs: "peak" is the process's RSS peak during the stage, "delta" that peak less
+the RSS when the stage began; where clear_refs is not writable, ru_maxrss (the peak so far, so a
+stage shows only what exceeds earlier stages). Between sizes, each stage's growth exponent
+log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s at the larger size are too short to judge.
+
+Goal (issue 16): the whole preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2 cores,
+every stage's exponent at most 1.1. When the largest size run is below 1.5x10^6 the totals are
+extrapolated and the verdict says so: time stage by stage from each stage's last exponent (and,
+as a bound, with every stage at least linear), peak RSS by a straight line through the last two
+sizes. Small sizes understate superlinear work whose per-item cost is tiny (numpy passes over all
+appearances per probe), so the exponents at 10^4-10^5 are a floor for what 1.5x10^6 sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "2")  # the goal's 2 cores
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np
+
+DEFAULT_DATA = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data"))
+PRESET = REPO / "hparams" / "text" / "naturalvoices.yaml"
+TOP_N, TOP_SPEAKERS = 1_500_000, 12_500
+GOAL_S, GOAL_BYTES, MAX_EXPONENT = 15 * 60, 6e9, 1.1
+MIN_JUDGED_S = 0.2  # shorter stages are dominated by noise and fixed costs
+BANK = ("librispeech/spane_lists/ls-test-clean.txt", "librispeech/spane_lists/ls-dev-clean.txt",
+        "librispeech/spane_lists/ls-test-other.txt", "librispeech/spane_lists/ls-dev-other.txt",
+        "librispeech/spane_lists/ls-train-clean-5.txt", "librispeech/spane_lists/ls-dev-clean-2.txt",
+        "edacc/spane_lists/edacc-test.txt", "edacc/spane_lists/edacc-dev.txt")
+UTTS_PER_APPEARANCE = (16, 64)  # uniform, inclusive
+EPISODES_PER_SERIES = 6  # mean; every series has at least one episode
+SENTENCES_PER_UTT = ((1, 2, 3), (0.3, 0.5, 0.2))
+HOME_WINDOW, HOME_SHARE = 1000, 0.5  # a speaker's own stretch of the sentence bank
+OTHER_ACCENTS = ("English", "Irish", "Scottish", "Oceania", "South Asia", "East Asia", "Romance",
+                 "Germanic", "Slavic", "South African", "Southeast Asia", "Semitic", "Welsh")
+PROTOCOL_STAGES = ("load", "setup", "probes", "pairing", "screens", "materialise", "scoring", "metrics",
+                   "outputs", "report")
+EXTRA_STAGES = ("corpus", "write manifest", "shared-text detection")
+
+
+# ----------------------------------------------------------------------------- memory and time
+
+
+def _status_kib(key: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class Meter:
+    """Wall time and peak RSS per named stage (see the module docstring for the method)."""
+
+    def __init__(self):
+        self.rows = {}
+        self.resettable = _reset_hwm()
+        self.method = ("RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs" if self.resettable
+                       else "ru_maxrss (process peak so far: not reset per stage)")
+
+    def _row(self, name: str) -> dict:
+        return self.rows.setdefault(name, {"t": 0.0, "peak": 0, "delta": 0, "calls": 0})
+
+    def _peak_bytes(self) -> int:
+        if self.resettable:
+            return _status_kib("VmHWM") * 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    @contextmanager
+    def stage(self, name: str):
+        if self.resettable:
+            _reset_hwm()
+        rss0 = _status_kib("VmRSS") * 1024
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            peak = self._peak_bytes()
+            row = self._row(name)
+            row["t"] += dt
+            row["calls"] += 1
+            row["peak"] = max(row["peak"], peak)
+            row["delta"] = max(row["delta"], peak - rss0)
+
+    def move(self, src: str, dst: str, seconds: float) -> None:
+        """Time measured inside ``src`` that belongs to ``dst`` (whose memory stays in ``src``)."""
+        self._row(src)["t"] -= seconds
+        row = self._row(dst)
+        row["t"] += seconds
+        row["calls"] += 1
+        row["peak"] = row["delta"] = None
+
+
+# ----------------------------------------------------------------------------- synthetic corpus
+
+
+def sentence_bank(data: Path) -> list:
+    """The distinct transcripts of LibriSpeech and EdAcc, lower-cased (LibriSpeech's are upper case)."""
+    seen = {}
+    for rel in BANK:
+        path = data / rel
+        if not path.is_file():
+            continue
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    text = " ".join(str(json.loads(line).get("text") or "").lower().split())
+                    if text:
+                        seen.setdefault(text, None)
+    return list(seen)
+
+
+def appearance_sizes(n: int, rng) -> np.ndarray:
+    """Utterances per (speaker, episode), summing to exactly n: host and guest alternate."""
+    lo, hi = UTTS_PER_APPEARANCE
+    sizes = rng.integers(lo, hi + 1, size=2 * (n // lo + 2))
+    stop = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+    sizes = sizes[:stop]
+    sizes[-1] -= int(sizes.sum()) - n
+    if len(sizes) % 2:  # every episode has two speakers: the last appearance gets a partner
+        sizes[-1] -= 1
+        sizes = np.r_[sizes, 1]
+    return sizes
+
+
+def cast(n_speakers: int, n_episodes: int, rng):
+    """(series, host, guest) per episode: hosts own a series, guests are spread over episodes."""
+    n_hosts = max(1, min(n_speakers - 1, round(n_episodes / EPISODES_PER_SERIES)))
+    extra = rng.integers(0, n_hosts, size=max(0, n_episodes - n_hosts))
+    series = np.sort(np.r_[np.arange(min(n_hosts, n_episodes)), extra])
+    guests = n_hosts + rng.permutation(np.resize(np.arange(n_speakers - n_hosts), n_episodes))
+    return series, series.copy(), guests  # host i owns series i
+
+
+def speaker_table(n_speakers: int, rng) -> list:
+    """(sex, age, accent) per speaker: SPARC's labels (77% North American accents)."""
+    sex = rng.choice(["F", "M"], size=n_speakers)
+    age = rng.integers(18, 76, size=n_speakers)
+    north = rng.random(n_speakers) < 0.77
+    other = rng.choice(OTHER_ACCENTS, size=n_speakers)
+    return [(str(s), float(a), "North America" if na else str(o)) for s, a, na, o in zip(sex, age, north, other)]
+
+
+def utterance_texts(spk: np.ndarray, bank: list, n_speakers: int, rng) -> list:
+    """1-3 bank sentences per utterance; half of them from the speaker's own window of the bank."""
+    k = rng.choice(SENTENCES_PER_UTT[0], size=len(spk), p=SENTENCES_PER_UTT[1])
+    owner = np.repeat(spk, k)
+    home = rng.integers(0, len(bank), size=n_speakers)[owner]
+    own = rng.random(len(owner)) < HOME_SHARE
+    idx = np.where(own, (home + rng.integers(0, HOME_WINDOW, size=len(owner))) % len(bank),
+                   rng.integers(0, len(bank), size=len(owner)))
+    ends = np.cumsum(k)
+    return [" ".join(bank[i] for i in idx[e - c:e]) for e, c in zip(ends.tolist(), k.tolist())]
+
+
+def synthetic_manifest(n: int, bank: list, seed: int = 0):
+    """A NaturalVoices-shaped Manifest of exactly n utterances (see the module docstring)."""
+    from sparc_eval.manifest import Manifest, Utterance
+
+    rng = np.random.default_rng(seed)
+    n_speakers = max(8, round(TOP_SPEAKERS * n / TOP_N))
+    sizes = appearance_sizes(n, rng).reshape(-1, 2)
+    series, host, guest = cast(n_speakers, len(sizes), rng)
+    rows = []  # (episode, speaker) per utterance, in conversation order
+    for ep, (h, g) in enumerate(sizes.tolist()):
+        turns = rng.permutation(np.r_[np.zeros(h, dtype=np.int64), np.ones(g, dtype=np.int64)])
+        rows.append(np.c_[np.full(h + g, ep), np.where(turns == 0, host[ep], guest[ep])])
+    rows = np.concatenate(rows)
+    texts = utterance_texts(rows[:, 1], bank, n_speakers, rng)
+    attrs = speaker_table(n_speakers, rng)
+    utts, k, prev = [], 0, -1
+    for i, (ep, spk) in enumerate(rows.tolist()):
+        k, prev = (k + 1 if ep == prev else 0), ep
+        sex, age, accent = attrs[spk]
+        utts.append(Utterance(id=f"nv-{ep:06d}-{k:04d}", speaker=f"spk{spk:05d}", text=texts[i],
+                              episode=f"nv-ep{ep:06d}", series=f"nv-s{series[ep]:05d}", sex=sex, age=age,
+                              accent=accent))
+    return Manifest(utts, name=f"synthetic-naturalvoices-{n}")
+
+
+# ----------------------------------------------------------------------------- the preset, by stage
+
+
+def preset_settings(data_folder: Path, output_folder: Path):
+    """The preset as the recipe reads it (hparams file -> TextRunSettings), on the written corpus."""
+    from sparc_eval.recipe_cli import load_hparams
+    from sparc_eval.text.settings import TextRunSettings
+
+    hp = load_hparams(PRESET, {"data_folder": str(data_folder), "output_folder": str(output_folder)})
+    return TextRunSettings.from_hparams(hp)
+
+
+def timed_screens(builder) -> list:
+    """Wrap the builder's screen (its bound method: the library is unchanged); [seconds inside]."""
+    spent = [0.0]
+    inner = builder.screen
+
+    def screen(plan, counts):
+        t0 = time.perf_counter()
+        try:
+            return inner(plan, counts)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    builder.screen = screen
+    return spent
+
+
+def build_task(builder, task: str, Ls: list, meter: Meter, screens: list) -> dict:
+    """``TrialBuilder.build(task, Ls)`` as its two steps: plans once, materialise per L."""
+    before = screens[0]
+    with meter.stage("pairing"):
+        plans = builder.plans(task)
+    meter.move("pairing", "screens", screens[0] - before)
+    sets = {}
+    for L in Ls:
+        with meter.stage("materialise"):
+            sets[L] = builder.materialise(task, plans, L)
+    return sets
+
+
+def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> None:
+    """What ``_TextRun.setting`` and ``_one_scorer`` do for the preset's one scorer, step by step."""
+    from sparc_eval.text.evaluate import (
+        condition_metrics,
+        score_trials,
+        scored_trials,
+        trial_block,
+    )
+
+    scorer = run.scorers[0]
+    with meter.stage("outputs"):
+        if run.save_trials:
+            ts.write_jsonl(run.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=run.trials_with_text)
+    with meter.stage("scoring"):
+        scores = score_trials(scorer, ts, run.scoring)
+    with meter.stage("outputs"):
+        scored_trials(ts, scores).write(run.out_dir / "scores" / f"{task}_{key}.txt")
+    with meter.stage("metrics"):
+        conds, curves = condition_metrics(ts, scores, n_boot=run.n_boot, seed=run.seed, task=task,
+                                          where=f"tasks.{task}.{key}.conditions",
+                                          not_applicable=run.not_applicable, bootstrap_unit=run.unit)
+        run.results[scorer.name][task][key] = trial_block(ts, scores, stats, conds)
+    run.curves[scorer.name][task][key] = curves
+
+
+def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
+    """evaluate_text's loop over P, task and L; returns (trials, n_cut, topic_on)."""
+    from sparc_eval.text.evaluate import _by_P, setting_key
+    from sparc_eval.text.trials import TrialBuilder
+
+    n_trials, n_cut, topic_on = 0, 0, False
+    for P, Ls in _by_P(s.pl_settings).items():
+        with meter.stage("probes"):
+            builder = TrialBuilder(clean, replace(s.trial_config, P=P, L=max(Ls)), L_max=max(Ls))
+        n_cut, topic_on = n_cut + builder.n_cut, topic_on or builder.topic_on
+        screens = timed_screens(builder)
+        for task in s.tasks:
+            if usable[task] is not None:
+                for L in Ls:
+                    run.unusable(task, setting_key(P, L), usable[task])
+                continue
+            sets = build_task(builder, task, Ls, meter, screens)
+            for L in Ls:
+                n_trials += len(sets[L])
+                score_setting(run, task, setting_key(P, L), sets[L], builder.stats(task), meter)
+    return n_trials, n_cut, topic_on
+
+
+def staged_preset(manifest, s, meter: Meter) -> int:
+    """``evaluate_text(manifest, ...)`` with the preset's settings, one timed stage at a time."""
+    from sparc_eval.text.evaluate import (
+        _document,
+        _TextRun,
+        remove_shared_text,
+        run_deviations,
+        usable_tasks,
+        write_outputs,
+    )
+    from sparc_eval.text.trials import has_topic_metadata
+
+    t_start = time.perf_counter()
+    scorers, config = list(s.scorers), s.trial_config
+    run = _TextRun(scorers, list(s.tasks), n_boot=s.n_boot, seed=s.seed, unit=s.bootstrap_unit,
+                   out_dir=s.output_folder, save_trials=s.save_trials, trials_with_text=s.trials_with_text,
+                   log=lambda *_: None, scoring=s.scoring)
+    with meter.stage("setup"):
+        clean, shared = remove_shared_text(manifest, config.shared_text)
+        usable = usable_tasks(list(s.tasks), clean.speaker_attributes())
+    n_trials, n_cut, topic_on = run_trials(run, clean, s, usable, meter)
+    with meter.stage("report"):
+        deviations = run_deviations(config, s.protocol, topic_on=topic_on, topic_metadata=has_topic_metadata(clean),
+                                    shared=shared, n_cut=n_cut, unit=s.bootstrap_unit, scorers=scorers)
+        doc = _document(run, scorers, manifest, config, list(s.pl_settings), list(s.tasks), shared, deviations,
+                        dataset=manifest.name, seed=s.seed, n_boot=s.n_boot, protocol=s.protocol,
+                        run_info=s.run_info({}), t_start=t_start)
+        write_outputs(s.output_folder, doc, run.curves, plots=s.plots, removed_ids=shared.removed_ids)
+    return n_trials
+
+
+def one_size(n: int, data: Path, folder: Path) -> dict:
+    """Every stage at size n, in this process; the rows for the parent."""
+    import matplotlib  # noqa: F401  (imported before the first stage, so no stage pays for it)
+    import sklearn.feature_extraction.text  # noqa: F401
+
+    from sparc_eval.text.evaluate import load_text_corpus
+    from sparc_eval.text.shared_text import detect_shared_text
+
+    meter = Meter()
+    base = _status_kib("VmRSS") * 1024
+    with meter.stage("corpus"):
+        manifest = synthetic_manifest(n, sentence_bank(data))
+    info = {"speakers": len(manifest.speakers()), "episodes": len(manifest.episodes())}
+    with meter.stage("write manifest"):
+        manifest.write_jsonl(folder / "corpus" / "manifest.jsonl")
+    del manifest  # the recipe reads the file: only the loaded copy is held
+    s = preset_settings(folder / "corpus", folder / "results")
+    with meter.stage("load"):
+        manifest, _ = load_text_corpus(s)
+    info["trials"] = staged_preset(manifest, s, meter)
+    with meter.stage("shared-text detection"):
+        found = detect_shared_text(manifest, replace(s.trial_config.shared_text, enabled=True))
+    info["shared_removed"] = found.n_removed
+    return {"n": n, "rows": meter.rows, "method": meter.method, "base_rss": base, **info}
+
+
+# ----------------------------------------------------------------------------- driver and table
+
+
+def exponent(t1, t2, n1, n2):
+    if not t1 or not t2 or t1 <= 0 or t2 <= 0:
+        return None
+    return math.log(t2 / t1) / math.log(n2 / n1)
+
+
+def run_child(n: int, data: Path, cores: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, __file__, "--one-size", str(n), "--data", str(data), "--json", str(out),
+               "--cores", str(cores)]
+        subprocess.run(cmd, check=True, cwd=REPO)
+        return json.loads(out.read_text())
+
+
+def print_size(res: dict) -> None:
+    rows = res["rows"]
+    print(f"\nn={res['n']:,} utterances: {res['speakers']:,} speakers, {res['episodes']:,} episodes, "
+          f"{res['trials']:,} trials (4 tasks x 4 settings); shared-text detection would remove "
+          f"{res['shared_removed']:,}", flush=True)
+    for name in (*EXTRA_STAGES[:2], *PROTOCOL_STAGES, EXTRA_STAGES[2]):
+        r = rows.get(name)
+        if r is None:
+            continue
+        mem = ("memory within pairing" if r["peak"] is None else
+               f"peak RSS {r['peak'] / 1e9:.2f} GB (delta {r['delta'] / 1e9:+.2f} GB)")
+        print(f"  {name:<22} {r['t']:8.2f} s  {mem}  [{r['calls']} call(s)]", flush=True)
+
+
+def stage_table(results: list) -> dict:
+    """Print the per-stage table; returns {stage: last exponent} for the verdict."""
+    ns = [r["n"] for r in results]
+    head = "".join(f"{f't@{n:,}':>13}" for n in ns)
+    pairs = list(zip(range(len(ns) - 1), range(1, len(ns))))
+    head += "".join(f"{f'exp {ns[i]:,}->{ns[j]:,}':>22}" for i, j in pairs)
+    print(f"\n{'stage':<24}{head}{'peak RSS@' + f'{ns[-1]:,}':>18}")
+    last = {}
+    for name in (*PROTOCOL_STAGES, "TOTAL (protocol)", *EXTRA_STAGES):
+        ts = [protocol_total(r) if name.startswith("TOTAL") else r["rows"].get(name, {}).get("t") for r in results]
+        exps = [exponent(ts[i], ts[j], ns[i], ns[j]) for i, j in pairs]
+        cells = "".join(f"{t:13.2f}" if t is not None else f"{'-':>13}" for t in ts)
+        for (i, j), e in zip(pairs, exps):
+            short = ts[j] is not None and ts[j] < MIN_JUDGED_S
+            mark = "" if e is None else (" (short)" if short else (" !" if e > MAX_EXPONENT else ""))
+            cells += f"{('-' if e is None else f'{e:.2f}') + mark:>22}"
+        peak = None if name.startswith("TOTAL") else results[-1]["rows"].get(name, {}).get("peak")
+        cells += f"{'-' if peak is None else f'{peak / 1e9:.2f} GB':>18}"
+        print(f"{name:<24}{cells}")
+        if exps and not (ts[-1] is not None and ts[-1] < MIN_JUDGED_S):
+            last[name] = exps[-1]
+    return last
+
+
+def protocol_total(res: dict) -> float:
+    return sum(res["rows"][s]["t"] for s in PROTOCOL_STAGES if s in res["rows"])
+
+
+def protocol_peak(res: dict) -> int:
+    return max(res["rows"][s]["peak"] or 0 for s in PROTOCOL_STAGES if s in res["rows"])
+
+
+def predicted_time(top: dict, last_exp: dict, floor: float) -> float:
+    """The protocol's time at TOP_N from the largest size, each stage grown with its last exponent
+    (at least ``floor``; unjudged stages, too short to measure, as linear)."""
+    scale = TOP_N / top["n"]
+    return sum(top["rows"][s]["t"] * scale ** max(floor, last_exp.get(s, 1.0) or 0.0)
+               for s in PROTOCOL_STAGES if s in top["rows"])
+
+
+def predicted_peak(results: list):
+    """(peak RSS at TOP_N, exponent): a straight line through the last two sizes' protocol peaks
+    (a fixed part, the interpreter and libraries, and a part that grows with n)."""
+    top = results[-1]
+    if len(results) < 2:
+        return top["base_rss"] + (protocol_peak(top) - top["base_rss"]) * TOP_N / top["n"], None
+    prev = results[-2]
+    p1, p2 = protocol_peak(prev), protocol_peak(top)
+    slope = (p2 - p1) / (top["n"] - prev["n"])
+    return p2 + slope * (TOP_N - top["n"]), exponent(p1, p2, prev["n"], top["n"])
+
+
+def verdict(results: list, last_exp: dict) -> None:
+    """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against 1.1."""
+    top = results[-1]
+    t_pred, t_linear = predicted_time(top, last_exp, 0.0), predicted_time(top, last_exp, 1.0)
+    m_pred, m_exp = predicted_peak(results)
+    how = "measured" if top["n"] >= TOP_N else f"extrapolated from n={top['n']:,}"
+    print(f"\ngoal at n={TOP_N:,} ({how}):")
+    print(f"  time   {t_pred:9.1f} s   / {GOAL_S} s  = {t_pred / GOAL_S:6.2f}  {'PASS' if t_pred < GOAL_S else 'FAIL'}"
+          + ("" if top["n"] >= TOP_N else f"  (each stage at its last exponent; with every stage at least linear "
+                                           f"{t_linear:.0f} s = {t_linear / GOAL_S:.2f})"))
+    print(f"  memory {m_pred / 1e9:9.2f} GB  / {GOAL_BYTES / 1e9:.0f} GB  = {m_pred / GOAL_BYTES:6.2f}  "
+          f"{'PASS' if m_pred < GOAL_BYTES else 'FAIL'}  (protocol peak RSS"
+          + ("" if top["n"] >= TOP_N else ", straight line through the last two sizes")
+          + (f"; RSS exponent {m_exp:.2f}" if m_exp is not None else "") + ")")
+    judged = {s: e for s, e in last_exp.items() if s in PROTOCOL_STAGES and e is not None}
+    over = {s: round(e, 2) for s, e in judged.items() if e > MAX_EXPONENT}
+    print(f"  exponents (last pair of sizes, stages >= {MIN_JUDGED_S} s): max "
+          f"{max(judged.values(), default=float('nan')):.2f} / {MAX_EXPONENT}  "
+          f"{'PASS' if judged and not over else 'FAIL' if over else 'n/a'}" + (f"; over: {over}" if over else ""))
+    st = last_exp.get("shared-text detection")
+    if st is not None:
+        print(f"  shared-text detection (not in the protocol): exponent {st:.2f}")
+
+
+def pin_cores(cores: int) -> None:
+    """Run on ``cores`` CPUs (the goal's budget) where the machine has more."""
+    if cores and hasattr(os, "sched_setaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        if len(allowed) > cores:
+            os.sched_setaffinity(0, allowed[:cores])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=f"10000,100000,{TOP_N}", help="utterance counts, comma-separated")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--cores", type=int, default=2, help="CPUs to run on (0: all)")
+    ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    pin_cores(args.cores)
+    if args.one_size:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = one_size(args.one_size, args.data, Path(tmp))
+        args.json.write_text(json.dumps(res))
+        return 0
+    if not sentence_bank(args.data):
+        print(f"bench_scale: no LibriSpeech/EdAcc transcripts under {args.data} (set SPARC_EVAL_DATA); skipped")
+        return 0
+    sizes = sorted(int(float(x)) for x in args.sizes.split(","))
+    print(f"NaturalVoices preset ({PRESET.relative_to(REPO)}) on synthetic NaturalVoices-shaped corpora; "
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} CPU(s) "
+          f"(--cores {args.cores}), load average {os.getloadavg()[0]:.2f}")
+    results = []
+    for n in sizes:
+        results.append(run_child(n, args.data, args.cores))
+        print_size(results[-1])
+    print(f"\ntime: wall clock; memory: {results[0]['method']}")
+    last_exp = stage_table(results)
+    verdict(results, last_exp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
