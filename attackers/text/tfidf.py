@@ -27,6 +27,7 @@ class TfidfScorer(TextScorer):
         self.token_pattern = token_pattern
         self.vectorizer_ = None
         self.idf_ = None
+        self.counts_, self.row_ = None, None
 
     def settings(self) -> dict:
         return {"ngram_range": list(self.ngram_range), "min_df": self.min_df, "sublinear_tf": self.sublinear_tf,
@@ -45,12 +46,19 @@ class TfidfScorer(TextScorer):
                                            lowercase=self.lowercase, token_pattern=self.token_pattern)
         counts = self.vectorizer_.fit_transform(unique)
         self.idf_ = TfidfTransformer(smooth_idf=True).fit(counts).idf_
+        # the fitted texts' counts are kept: scoring the same texts reuses them instead of counting
+        # every n-gram again (the same rows CountVectorizer.transform would return)
+        self.counts_, self.row_ = counts.tocsr(), {t: i for i, t in enumerate(unique)}
         return self
 
     def side_vectors(self, trials):
         if self.vectorizer_ is None:
             self.fit(trials.texts)
-        C = self.vectorizer_.transform(trials.texts)  # texts x terms
+        rows = [self.row_.get(t) for t in trials.texts] if self.row_ is not None else [None]
+        if None in rows:  # texts the scorer was not fitted on
+            C = self.vectorizer_.transform(trials.texts)  # texts x terms
+        else:
+            C = self.counts_[rows]
         S = (side_matrix(trials) @ C).tocsr()  # sides x terms, summed counts
         if self.sublinear_tf:
             S.data = 1.0 + np.log(S.data)

@@ -171,10 +171,11 @@ def _utility_comparisons(s: CardSettings, a: str, b: str, utility: dict, inputs:
         else:
             found = {"diff": rb["value"] - ra["value"], "ci95": None}
         if found.get("ci95"):
-            better = b if (found["diff"] > 0) == bool(ra.get("higher_is_better")) else a
+            higher = bool(ra.get("higher_is_better"))
+            better = b if (found["diff"] > 0) == higher else a
+            said = f"{better} keeps more utility ({'higher' if higher else 'lower'} {metric_name})"
             found["verdict"] = ci_verdict({"eer_diff": found["diff"], "eer_diff_ci95": found["ci95"]},
-                                          below=f"{better} keeps more ({metric_name})", above=f"{better} keeps more ({metric_name})",
-                                          within="no significant difference (the 95% CI contains 0)")
+                                          below=said, above=said, within="no significant difference (the 95% CI contains 0)")
         out[metric_name] = found
     return out
 
