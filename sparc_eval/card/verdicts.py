@@ -36,10 +36,10 @@ class CellTrials:
     def cell(self, where, attacker, scenario) -> dict:
         return self.cells[where][attacker][scenario]
 
-    def trials(self, key):
-        if key not in self._trials:
-            self._trials[key] = cell_trials(self.root / self.cell(*key)["folder"])
-        return self._trials[key]
+    def trials(self, folder: str):
+        if folder not in self._trials:
+            self._trials[folder] = cell_trials(self.root / folder)
+        return self._trials[folder]
 
     def compare_folders(self, folder_a: str, folder_b: str, s: CardSettings):
         """b - a for two finished cells given by their folders (relative to the card's folder)."""
@@ -47,20 +47,16 @@ class CellTrials:
         if boot.n_boot <= 0:
             return None
         try:
-            return compare_cells(cell_trials(self.root / folder_a), cell_trials(self.root / folder_b),
-                                 n_boot=boot.n_boot, seed=boot.seed, unit=boot.unit)
+            return compare_cells(self.trials(folder_a), self.trials(folder_b), n_boot=boot.n_boot, seed=boot.seed,
+                                 unit=boot.unit)
         except DataError:
             return None
 
     def compare(self, a, b, s: CardSettings):
         """b - a for two cells (where, attacker, scenario); None when either did not run."""
-        if not (self.ok(*a) and self.ok(*b)) or s.evaluation.bootstrap.n_boot <= 0:
+        if not (self.ok(*a) and self.ok(*b)):
             return None
-        boot = s.evaluation.bootstrap
-        try:
-            return compare_cells(self.trials(a), self.trials(b), n_boot=boot.n_boot, seed=boot.seed, unit=boot.unit)
-        except DataError:
-            return None
+        return self.compare_folders(self.cell(*a)["folder"], self.cell(*b)["folder"], s)
 
 
 def _eer(cell: dict) -> dict | None:
