@@ -1,6 +1,7 @@
 """Shared fixtures. Real data comes from $SPARC_EVAL_DATA (default ../shared/data beside the repo);
 tests that need it skip only when it is absent."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -35,3 +36,22 @@ def demo_conversation_corpus(tmp_path_factory):
 
     return build_demo_corpus(tmp_path_factory.mktemp("demo_conversation"), mode="conversation",
                              progress=False)
+
+
+@pytest.fixture(scope="session")
+def demo_dir(demo_reading_corpus) -> Path:
+    """The folder of the reading-mode demo corpus (what --data_folder takes)."""
+    return Path(demo_reading_corpus.name).parent
+
+
+def _load_recipe(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "recipes" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def recipe():
+    """``recipe("train_attacker")``: a recipe script loaded as a module (its ``main(argv)``)."""
+    return _load_recipe

@@ -2,7 +2,6 @@
 run by the attacker recipe and by the leakage comparison without touching either (README example:
 attackers/bag_of_phones.py, hparams/bag_of_phones.yaml)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,22 +15,10 @@ from sparc_eval.trials import Trials
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _recipe(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "recipes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def demo_dir(demo_reading_corpus):
-    return Path(demo_reading_corpus.name).parent
-
-
-def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys):
+def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys, recipe):
     args = [str(REPO / "hparams/bag_of_phones.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
             f"--cache_folder={tmp_path / 'cache'}", "--n_boot=100"]
-    assert _recipe("train_attacker").main(args) == 0
+    assert recipe("train_attacker").main(args) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["run"]["attacker"] == "bag_of_phones" and doc["run"]["features"] == "bag_of_phones"
@@ -42,7 +29,7 @@ def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys):
     assert len(trials) == doc["overall"]["n_target"] + doc["overall"]["n_nontarget"]
 
 
-def test_bag_of_phones_in_the_leakage_comparison(demo_dir, tmp_path, capsys):
+def test_bag_of_phones_in_the_leakage_comparison(demo_dir, tmp_path, capsys, recipe):
     hp = tmp_path / "leakage.yaml"
     hp.write_text(f"""seed: 0
 output_folder: {tmp_path / 'out'}
@@ -61,7 +48,7 @@ attackers:
         attacker: !new:attackers.bag_of_phones.BagOfPhones
             cache_folder: {tmp_path / 'cache'}
 """)
-    assert _recipe("compare_leakage").main([str(hp)]) == 0, capsys.readouterr().err
+    assert recipe("compare_leakage").main([str(hp)]) == 0, capsys.readouterr().err
     doc = json.loads((tmp_path / "out/results.json").read_text())
     cells = doc["cells"]["reading"]
     assert cells["bag"]["all"]["status"] == "ok" and cells["bag_inline"]["all"]["status"] == "ok"

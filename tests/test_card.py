@@ -11,15 +11,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def _recipe():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("evaluate_anonymizer", REPO / "recipes/evaluate_anonymizer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def small_demo(tmp_path_factory):
     from sparc_eval.demo import build_demo_corpus
@@ -71,10 +62,10 @@ def _args(small_demo, out, *extra):
 
 
 @pytest.fixture(scope="module")
-def card(small_demo, tmp_path_factory):
+def card(small_demo, tmp_path_factory, recipe):
     pytest.importorskip("resemblyzer")
     out = tmp_path_factory.mktemp("card")
-    code = _recipe().main(_args(small_demo, out, "--anonymizer=[identity,mcadams]"))
+    code = recipe("evaluate_anonymizer").main(_args(small_demo, out, "--anonymizer=[identity,mcadams]"))
     assert code == 0
     return out, json.loads((out / "results.json").read_text())
 
@@ -129,7 +120,7 @@ def test_voice_beyond_content_headline_and_comparisons(card):
     assert set(doc["strength"]) == {"resemblyzer", "bag", "tfidf"}
 
 
-def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, capsys):
+def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, capsys, recipe):
     out, doc = card
     text = (out / "card.md").read_text()
     for part in ("## Headline", "## Privacy", "## What the words give away", "## Voice leakage beyond content",
@@ -137,7 +128,8 @@ def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, cap
         assert part in text
     assert "Content bound" in text and "pretrained_resemblyzer_attacker" in text
     capsys.readouterr()
-    assert _recipe().main(_args(small_demo, out, "--anonymizer=[identity,mcadams]", "--pseudonymise=True")) == 0
+    args = _args(small_demo, out, "--anonymizer=[identity,mcadams]", "--pseudonymise=True")
+    assert recipe("evaluate_anonymizer").main(args) == 0
     err = capsys.readouterr().err
     assert "running" not in err and err.count("reused") >= 10
     again = json.loads((out / "results.json").read_text())
@@ -146,8 +138,8 @@ def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, cap
     assert "S0" in text and "spk" not in text.split("## Speakers")[1].split("##")[0]
 
 
-def test_bad_card_settings_fail_before_any_work(small_demo, tmp_path, capsys):
-    main = _recipe().main
+def test_bad_card_settings_fail_before_any_work(small_demo, tmp_path, capsys, recipe):
+    main = recipe("evaluate_anonymizer").main
     assert main(_args(small_demo, tmp_path, "--anonymizer=[identity,identity]")) == 2
     assert "listed twice" in capsys.readouterr().err
     assert main(_args(small_demo, tmp_path, "--anonymizer=identity", "--scenarios=[original]")) == 2
@@ -194,13 +186,13 @@ def test_learning_curve_warns_when_more_data_still_helps():
     assert row["warning"] is None
 
 
-def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(card, small_demo, tmp_path):
+def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(card, small_demo, tmp_path, recipe):
     out, _ = card
     ids = [json.loads(line)["id"] for line in (out / "anonymized/identity/eval/manifest.jsonl").read_text().splitlines()]
     crash, empty = ids[3], ids[-2]
     args = _args(small_demo, tmp_path, "--anonymizer=[identity,card_fixtures.Flaky]",
                  f"--anonymizer_options={{Flaky: {{fail_ids: [{crash}], empty_ids: [{empty}]}}}}")
-    assert _recipe().main(args) == 0
+    assert recipe("evaluate_anonymizer").main(args) == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     failures = doc["anonymizers"]["Flaky"]["failures"]
     assert set(failures) == {crash, empty}

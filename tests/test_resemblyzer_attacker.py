@@ -1,7 +1,6 @@
 """The pretrained voice attacker (attackers/resemblyzer_attacker.py, the ``voice`` extra): run by
 the attacker recipe on the demo corpus without training; it refuses the semi-informed scenario."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,22 +13,10 @@ REPO = Path(__file__).resolve().parents[1]
 FEW = ["--max_per_speaker=6", "--n_boot=100", "--plots=False"]
 
 
-def _recipe(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "recipes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def demo_dir(demo_reading_corpus):
-    return Path(demo_reading_corpus.name).parent
-
-
-def test_resemblyzer_recognises_demo_voices_without_training(demo_dir, tmp_path, capsys):
+def test_resemblyzer_recognises_demo_voices_without_training(demo_dir, tmp_path, capsys, recipe):
     args = [str(REPO / "hparams/resemblyzer.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
             f"--cache_folder={tmp_path / 'cache'}", *FEW]
-    assert _recipe("train_attacker").main(args) == 0, capsys.readouterr().err
+    assert recipe("train_attacker").main(args) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
     run = doc["run"]
@@ -50,11 +37,11 @@ def test_resemblyzer_recognises_demo_voices_without_training(demo_dir, tmp_path,
     assert attacker.n_embedded == 0 and len(attacker.score(plan)) == 72 + doc["overall"]["n_nontarget"]
 
 
-def test_resemblyzer_refuses_the_semi_informed_scenario(demo_dir, tmp_path, capsys):
+def test_resemblyzer_refuses_the_semi_informed_scenario(demo_dir, tmp_path, capsys, recipe):
     args = [str(REPO / "hparams/resemblyzer.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
             f"--cache_folder={tmp_path / 'cache'}", "--scenario=semi-informed", f"--anon_eval_folder={demo_dir}",
             f"--anon_train_folders=[{demo_dir}]", "--anonymizer_name=identity", *FEW]
-    assert _recipe("train_attacker").main(args) == 2
+    assert recipe("train_attacker").main(args) == 2
     err = capsys.readouterr().err
     assert "cannot run the semi-informed scenario" in err and "never trained" in err
     assert not (tmp_path / "results.json").exists() and not (tmp_path / "cache" / "resemblyzer").exists()

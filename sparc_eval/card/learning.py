@@ -26,10 +26,9 @@ def _label(fraction: float) -> str:
     return f"train{round(100 * fraction)}"
 
 
-def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx) -> dict:
-    """{(where, attacker, scenario): {fraction: cell}} for the shares below 100%."""
-    from .run import _cell  # the card's one way to run a cell (run imports this module at the top)
-
+def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx, run_cell) -> dict:
+    """{(where, attacker, scenario): {fraction: cell}} for the shares below 100%; ``run_cell`` is
+    the card's way of running one cell (:func:`sparc_eval.card.run._cell`)."""
     specs = {a.name: a for a in s.attackers}
     out = {}
     for where in cells:
@@ -39,7 +38,7 @@ def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx)
             for fraction in s.learning_fractions:
                 spec = replace(specs[attacker], overrides={**specs[attacker].overrides,
                                                            "train_speaker_fraction": fraction})
-                points[fraction] = _cell(s, spec, corpora, sc, evalset, ctx, variant=_label(fraction))
+                points[fraction] = run_cell(s, spec, corpora, sc, evalset, ctx, variant=_label(fraction))
             out[(where, attacker, sc)] = points
     return out
 

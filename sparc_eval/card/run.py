@@ -67,11 +67,11 @@ def model_folder(s: CardSettings, attacker: AttackerSpec, anonymizer: str | None
     return str(s.output_folder / "models" / attacker.name / (f"{where}_{variant}" if variant else where))
 
 
-def _text_manifest(evalset: EvaluationSet, anonymized: AnonymizedCorpora):
-    """What the anonymized speech says (its own transcript or the kept words), on the evaluated ids."""
-    corpus = load_anonymized(str(anonymized.eval_folder), DataSettings(anonymizer_name=anonymized.name))
+def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
+    """{anonymizer: its anonymized speech on the evaluated ids}, read once for cells and utility."""
     keep = set(evalset.manifest.by_id())
-    return spoken_manifest(corpus.subset(lambda u: u.id in keep))
+    return {name: load_anonymized(str(a.eval_folder), DataSettings(anonymizer_name=name)).subset(lambda u: u.id in keep)
+            for name, a in anonymized.items()}
 
 
 def _cell(s: CardSettings, spec: AttackerSpec, anonymized, scenario: str, evalset, ctx, text_manifest=None,
@@ -96,27 +96,26 @@ def _cell(s: CardSettings, spec: AttackerSpec, anonymized, scenario: str, evalse
     return cell
 
 
-def run_cells(s: CardSettings, evalset: EvaluationSet, anonymized: dict, log) -> OrderedDict:
-    """cells[original | anonymizer][attacker][scenario]."""
+def run_cells(s: CardSettings, evalset: EvaluationSet, anonymized: dict, speech: dict, log) -> OrderedDict:
+    """cells[original | anonymizer][attacker][scenario]; text attackers read what each anonymizer's
+    speech says (its own transcript or the kept words)."""
     ctx = s.cell_context(log)
     cells = OrderedDict()
     cells[ORIGINAL] = OrderedDict((a.name, {ORIGINAL: _cell(s, a, None, ORIGINAL, evalset, ctx)}) for a in s.attackers)
     for name, corpora in anonymized.items():
-        words = _text_manifest(evalset, corpora)
+        words = spoken_manifest(speech[name])
         cells[name] = OrderedDict(
             (a.name, OrderedDict((sc, _cell(s, a, corpora, sc, evalset, ctx, text_manifest=words))
                                  for sc in s.scenarios)) for a in s.attackers)
     return cells
 
 
-def run_utility(s: CardSettings, evalset: EvaluationSet, anonymized: dict, log) -> tuple:
+def run_utility(s: CardSettings, evalset: EvaluationSet, speech: dict, log) -> tuple:
     """({anonymizer: {metric: result}}, {anonymizer: UtilityInput}); a metric that fails on one
     anonymizer is reported as failed there, the rest runs."""
     results, inputs = OrderedDict(), OrderedDict()
-    for name, corpora in anonymized.items():
-        keep = set(evalset.manifest.by_id())
-        anon = load_anonymized(str(corpora.eval_folder), DataSettings(anonymizer_name=name))
-        pair = UtilityInput(name, evalset.manifest, anon.subset(lambda u: u.id in keep), cache_folder=s.cache_folder,
+    for name, anon in speech.items():
+        pair = UtilityInput(name, evalset.manifest, anon, cache_folder=s.cache_folder,
                             n_boot=s.evaluation.bootstrap.n_boot, seed=s.seed, progress=s.progress)
         inputs[name], results[name] = pair, OrderedDict()
         for metric_name, metric in s.utility.items():
@@ -156,11 +155,12 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     timings["anonymization"] = time.perf_counter() - start
     evalset = evaluation_set(plan, anonymized)
     stage = time.perf_counter()
-    cells = run_cells(s, evalset, anonymized, log)
-    extra = learning_cells(s, cells, evalset, anonymized, s.cell_context(log)) if s.learning_curve else {}
+    speech = evaluated_speech(evalset, anonymized)
+    cells = run_cells(s, evalset, anonymized, speech, log)
+    extra = learning_cells(s, cells, evalset, anonymized, s.cell_context(log), _cell) if s.learning_curve else {}
     timings["attacks"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    utility, inputs = run_utility(s, evalset, anonymized, log)
+    utility, inputs = run_utility(s, evalset, speech, log)
     timings["utility"] = time.perf_counter() - stage
     stage = time.perf_counter()
     verdicts = card_verdicts(s, cells, utility, inputs, learning=extra)
