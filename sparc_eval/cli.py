@@ -23,6 +23,7 @@ COMMANDS = {
     "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
     "anonymize": ("sparc_eval.anonymize_cli", "anonymize a corpus into 16 kHz wav files and a manifest"),
     "leakage": ("sparc_eval.leakage.cli", "compare content leakage across corpora and attackers"),
+    "llm-server": ("sparc_eval.llm_server.cli", "start or stop a local OpenAI-compatible LLM server (llama.cpp)"),
     "evaluate": ("sparc_eval.card.cli", "evaluate anonymizers: privacy against voice and content, and utility"),
 }
 

@@ -19,11 +19,15 @@ class FakeOpenAI:
 
     NUM<k>: replies "<k>"; NONUM: "I cannot tell."; BIG: "150, surely"; RATE: 429 once, then "77";
     FAIL: 500 once, then "12"; DOWN: always 500; SLOW: sleeps past the client timeout once, then
-    "33"; AUTH: 401.
+    "33"; AUTH: 401. LOGP<k> (read in the last message): with ``logprobs`` requested, a yes/no reply
+    whose top log-probabilities give P(yes) = k/100, and for a 0-9 rating P("7") = P("3") = k/100
+    (the rest on "A"); without, the text "yes". ``GET /v1/models`` lists ``models`` when set.
     """
 
     def __init__(self):
         self.calls = []  # (marker, authorization header)
+        self.bodies = []
+        self.models = None
         self.seen = {}
         self.lock = threading.Lock()
         owner = self
@@ -32,15 +36,23 @@ class FakeOpenAI:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):  # noqa: N802
+                if self.path == "/v1/models" and owner.models is not None:
+                    return self._send(200, {"object": "list", "data": [{"id": m} for m in owner.models]})
+                return self._send(404, {"error": "not found"})
+
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][0]["content"]
+                prompt = body["messages"][-1]["content"]
                 marker = next((w for w in prompt.replace("\n", " ").split()
                                if w.isupper() and w.isalnum() and w[:3] in
-                               ("NUM", "NON", "BIG", "RAT", "FAI", "DOW", "SLO", "AUT")), "NONE")
+                               ("NUM", "NON", "BIG", "RAT", "FAI", "DOW", "SLO", "AUT", "LOG")), "NONE")
                 with owner.lock:
                     owner.calls.append((marker, self.headers.get("Authorization")))
+                    owner.bodies.append(body)
                     n = owner.seen[marker] = owner.seen.get(marker, 0) + 1
+                if marker.startswith("LOGP"):
+                    return self._send(200, _logprob_reply(int(marker[4:]) / 100, prompt, body.get("logprobs")))
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": "not found"})
                 if marker == "RATE" and n == 1:
@@ -77,6 +89,18 @@ class FakeOpenAI:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def _logprob_reply(p: float, prompt: str, logprobs: bool) -> dict:
+    if "yes or no" in prompt:
+        text, top = "Yes", [("Yes", p), (" no", 1 - p)]
+    else:
+        text, top = "7", [("7", p), ("3", p), ("A", max(1e-9, 1 - 2 * p))]
+    choice = {"message": {"role": "assistant", "content": text if logprobs else "yes"}}
+    if logprobs:
+        choice["logprobs"] = {"content": [{"token": text, "logprob": 0.0, "top_logprobs": [
+            {"token": t, "logprob": math.log(q)} for t, q in top]}]}
+    return {"choices": [choice]}
 
 
 @pytest.fixture()
@@ -206,3 +230,62 @@ def test_missing_scores_are_counted_in_results(server, tmp_path):
     assert block["missing_scores"] > 0
     assert "tasks.speaker.P3_L1.missing_scores" in doc["not_applicable"]
     assert doc["run"]["scorer_report"]["no_number"] >= 1
+
+
+def test_each_scoring_mode_has_its_instruction():
+    from attackers.text.llm_prompts import instruction
+
+    assert instruction("speaker", "yes_no") == (
+        "Decide whether the probe and enrollment utterances came from the SAME SPEAKER. Focus on stylistic and "
+        "linguistic cues, not topic similarity. Answer with one word: yes or no.")
+    assert instruction("speaker", "rating").endswith(
+        "Output one digit from 0 to 9: 0 = definitely different speaker 9 = definitely same speaker")
+    assert instruction("accent", "number") == build_prompt([], [], "accent").split("\n\n")[1]
+
+
+def test_yes_no_and_rating_read_the_top_logprobs(server, tmp_path):
+    yes_no = scorer(server, tmp_path, scoring="yes_no")
+    assert yes_no.score(trials(["LOGP25", "LOGP80"])).round(6).tolist() == [25.0, 80.0]
+    assert yes_no.report()["from_logprobs"] == 2
+    body = server.bodies[-1]
+    assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 3
+    rating = scorer(server, tmp_path, scoring="rating")  # P(7) = P(3): expected digit 5, whatever the mass
+    assert rating.score(trials(["LOGP10", "LOGP40"])).round(6).tolist() == [round(500 / 9, 6)] * 2
+    assert yes_no.name == "llm:test-model:yes_no" and "scorer_scoring" in rating.deviations()
+
+
+def test_without_logprobs_the_reply_text_scores_and_is_counted(server, tmp_path):
+    sc = scorer(server, tmp_path, scoring="yes_no", request_params={"logprobs": False})
+    assert sc.score(trials(["LOGP25"])).tolist() == [100.0]  # the text "yes"
+    assert sc.report()["from_reply_text"] == 1 and sc.report()["from_logprobs"] == 0
+
+
+def test_few_shot_examples_come_first_and_from_other_speakers(server, tmp_path):
+    examples = tmp_path / "dev.jsonl"
+    rows = [{"task": "speaker", "label": lab, "probe": {"id": f"p{i}", "speaker": f"dev{i}"},
+             "enroll": {"id": f"e{i}", "speaker": f"dev{i}" if lab else "devX"},
+             "probe_texts": [f"example probe {i}"], "enroll_texts": [f"example enroll {i}"]}
+            for i, lab in enumerate([1, 0, 1, 0])]
+    examples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sc = scorer(server, tmp_path, scoring="yes_no", few_shot=examples, few_shot_n=1)
+    assert np.isfinite(sc.score(trials(["LOGP60"]))).all()
+    messages = server.bodies[-1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert [messages[1]["content"], messages[3]["content"]] == ["yes", "no"]
+    assert "example probe" in messages[0]["content"] and "LOGP60" in messages[4]["content"]
+    assert "scorer_few_shot" in sc.deviations() and sc.name.endswith(":few-shot-2")
+    leaky = [{**r, "probe": {"id": "x", "speaker": "s1"}} for r in rows]
+    examples.write_text("".join(json.dumps(r) + "\n" for r in leaky))
+    test = TrialSet.from_records([{"probe_texts": ["LOGP60"], "enroll_texts": ["b"], "label": 1,
+                                   "probe": {"id": "q", "speaker": "s1"}}], meta={"task": "speaker"})
+    with pytest.raises(DataError, match="share speakers"):
+        scorer(server, tmp_path, scoring="yes_no", few_shot=examples).score(test)
+
+
+def test_a_model_the_endpoint_does_not_list_stops_before_any_request(server, tmp_path):
+    server.models = ["other-model"]
+    with pytest.raises(DataError, match="serves other-model, not 'test-model'"):
+        scorer(server, tmp_path).score(trials(["NUM10"]))
+    assert server.calls == []
+    server.models = ["test-model"]
+    assert scorer(server, tmp_path).score(trials(["NUM10"])).tolist() == [10.0]

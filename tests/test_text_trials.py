@@ -2,6 +2,7 @@
 conditions, controls, and the shared-text detector."""
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -316,3 +317,24 @@ def test_trial_config_validation():
     with pytest.raises(ValueError, match="unknown trial settings"):
         TrialConfig.from_dict({"probe_len": 3})
     assert np.isclose(TrialConfig().topic_max_similarity, 0.10)
+
+
+def test_trial_sample_keeps_whole_probes_and_is_named():
+    from sparc_eval.text.trials import sample_by_probe
+
+    records = [{"probe_texts": [f"probe {p}"], "enroll_texts": [f"enroll {p} {k}"], "label": k == 0,
+                "probe": {"id": f"p{p}"}} for p in range(5) for k in range(3)]
+    ts = TrialSet.from_records(records)
+    kept = sample_by_probe(ts, 7, seed=0)
+    per_probe = Counter(r["probe"]["id"] for r in kept.records)
+    assert len(kept) == 9 and set(per_probe.values()) == {3}  # three whole probes: 6 < 7 <= 9
+    assert kept.meta["sampled_from"] == 15
+    assert [r["id"] for r in sample_by_probe(ts, 7, seed=0).records] == [r["id"] for r in kept.records]
+    assert sample_by_probe(ts, 15, seed=0) is ts
+    with pytest.raises(ValueError, match="trial_sample"):
+        TrialConfig(trial_sample=0)
+    from sparc_eval.text.evaluate import trial_build_deviations
+
+    named = trial_build_deviations(TrialConfig(trial_sample=5), "naturalvoices", topic_on=False,
+                                   topic_metadata=False, n_cut=0)
+    assert "seeded sample of probes" in named["trial_sample"]

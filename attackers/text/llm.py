@@ -1,10 +1,21 @@
 """LLM judge (SPARC paper A.2.2) over any OpenAI-compatible chat-completions endpoint.
 
-Works with OpenAI, vLLM, Ollama (``http://localhost:11434/v1``), llama.cpp server and anything
-else that serves ``POST {base_url}/chat/completions``. Each trial is one zero-shot user
-message built from the paper's prompt (:data:`PROMPTS`; override per task with ``prompts``);
-the first number in the reply is the score, clamped to 0-100. A reply without a number is
-recorded as missing (NaN, counted in ``report()``), never as 0.
+Works with OpenAI, vLLM, Ollama (``http://localhost:11434/v1``), llama.cpp server (``sparc-eval
+llm-server``) and anything else that serves ``POST {base_url}/chat/completions``. Each trial is
+one zero-shot user message built from the paper's prompt (:data:`PROMPTS`; override per task with
+``prompts``); the first number in the reply is the score, clamped to 0-100. A reply without a
+number is recorded as missing (NaN, counted in ``report()``), never as 0.
+
+- Scoring modes (:mod:`.llm_prompts`): ``scoring: number`` is the paper's; ``yes_no`` and
+  ``rating`` read a continuous score from the top log-probabilities the server returns (P(yes),
+  or the expected 0-9 digit), for models too small to vary a 0-100 answer. Each is a named
+  deviation; ``report()`` counts the scores read from log-probabilities and from reply text.
+- Few-shot: ``few_shot`` names a trial file with texts (an evaluation's ``trials/*.jsonl`` with
+  ``trials_with_text: True``, from another split); ``few_shot_n`` same and different examples,
+  drawn seeded, precede every trial as earlier chat turns. Examples that share a speaker with the
+  scored trials stop the run.
+- Preflight lists the endpoint's models (``GET /models``) once: a server that lists models
+  without ours (llama.cpp answers any name with its one model) stops the run before any trial.
 
 - API key: read from the environment variable named by ``api_key_env`` (default
   ``OPENAI_API_KEY``) and sent as a bearer token. It is never logged, cached or reported.
@@ -32,7 +43,6 @@ import logging
 import math
 import os
 import random
-import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -45,57 +55,20 @@ from sparc_eval.digest import text_digest
 from sparc_eval.errors import DataError
 
 from .base import TextScorer, as_trialset
+from .llm_cache import ReplyCache
+from .llm_prompts import MODES, PROMPTS, build_prompt, few_shot_messages, parse_score, reply_logprobs, score_reply
+
+__all__ = ["LLMScorer", "PROMPTS", "ReplyCache", "build_prompt", "parse_score"]
 
 log = logging.getLogger(__name__)
 
-_HEADER = "You are a speaker verification judge."
-_TAIL = "Do not explain your reasoning."
-PROMPTS = {
-    "speaker": (
-        "Estimate how likely it is that the probe and enrollment utterances came from the SAME SPEAKER. "
-        "Focus on stylistic and linguistic cues, not topic similarity. Output one number from 0 to 100: "
-        "0 = definitely different speaker 100 = definitely same speaker"),
-    "sex": (
-        "Estimate how likely it is that the probe and enrollment utterances came from speakers of the SAME "
-        "BIOLOGICAL SEX. Focus on stylistic and linguistic cues, not topic similarity. Output one number from "
-        "0 to 100: 0 = definitely different sex 100 = definitely same sex"),
-    "age": (
-        "Estimate how likely it is that the probe and enrollment utterances came from speakers in the SAME AGE "
-        "GROUP (<30, 30-60, or 60+). Focus on stylistic and linguistic cues, not topic similarity. Output one "
-        "number from 0 to 100: 0 = definitely different age group 100 = definitely same age group"),
-    "accent": (
-        "Estimate how likely it is that the probe and enrollment utterances came from speakers in the SAME "
-        "ACCENT GROUP (North America versus Other). Focus on vocabulary, phrasing, and linguistic markers, not "
-        "topic similarity. Output one number from 0 to 100: 0 = definitely different accent group "
-        "100 = definitely same accent group"),
-}
-_GENERIC = (
-    "Estimate how likely it is that the probe and enrollment utterances came from speakers with the SAME "
-    "{task}. Focus on stylistic and linguistic cues, not topic similarity. Output one number from 0 to 100: "
-    "0 = definitely different {task} 100 = definitely same {task}")
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 # the paper's judges (A.2.2), matched on the end of the model name (provider prefixes vary)
 PAPER_MODELS = ("gpt-5-mini", "llama-3.3-70b-instruct-turbo", "llama-3.3-70b-instruct", "qwen3.5-9b")
 _FATAL = {401: "the endpoint rejected the API key", 403: "the API key may not use this model or endpoint",
           404: "no such model or URL"}
-
-
-def build_prompt(probe_texts, enroll_texts, task: str = "speaker", instructions=None) -> str:
-    """The paper's A.2 prompt: header, task instruction, 'Do not explain', probe, enrollment."""
-    body = (instructions or {}).get(task) or PROMPTS.get(task) or _GENERIC.format(task=task.upper())
-    return "\n\n".join([_HEADER, body, _TAIL, "Probe utterances:", "\n".join(probe_texts),
-                        "Enrollment utterances:", "\n".join(enroll_texts)])
-
-
-def parse_score(reply) -> float:
-    """The first number in the reply, clamped to [0, 100]; NaN when there is none."""
-    if not reply:
-        return math.nan
-    m = _NUMBER.search(str(reply))
-    if not m:
-        return math.nan
-    return float(min(100.0, max(0.0, float(m.group()))))
+# what a logprob mode asks for unless request_params says otherwise: one short, greedy answer
+_LOGPROB_PARAMS = {"logprobs": True, "top_logprobs": 20, "max_tokens": 3, "temperature": 0}
 
 
 class _Retryable(Exception):
@@ -104,74 +77,12 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-class ReplyCache:
-    """JSON lines of {key, model, reply}, shared by threads and processes (Ray actors).
-
-    Each reply is appended with one ``os.write`` of one whole line to a file opened with
-    ``O_APPEND``, then fsynced, so lines that several processes append at once never interleave.
-    :meth:`refresh` reads what other processes appended since the last read; a torn last line (a
-    process killed while writing) is skipped, and the next append starts on a new line.
-    """
-
-    def __init__(self, path):
-        self.path = Path(path) if path else None
-        self._lock = threading.Lock()
-        self._mem = {}
-        self._offset = 0
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Read the lines appended to the file since the last read (complete lines only)."""
-        if self.path is None or not self.path.is_file():
-            return
-        with self._lock, open(self.path, "rb") as handle:
-            handle.seek(self._offset)
-            data = handle.read()
-            end = data.rfind(b"\n") + 1
-            for line in data[:end].splitlines():
-                try:
-                    row = json.loads(line)
-                    self._mem[row["key"]] = row["reply"]
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn line from an interrupted run
-            self._offset += end
-
-    def get(self, key):
-        return self._mem.get(key)
-
-    def __contains__(self, key) -> bool:
-        return key in self._mem
-
-    def put(self, key, model, reply) -> None:
-        with self._lock:
-            self._mem[key] = reply
-            if self.path is None:
-                return
-            line = (json.dumps({"key": key, "model": model, "reply": reply}, ensure_ascii=False) + "\n").encode()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                if _ends_torn(fd):
-                    line = b"\n" + line
-                while line:  # one write for a line on a local file system; the loop is for the rare short write
-                    line = line[os.write(fd, line):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
-def _ends_torn(fd) -> bool:
-    """Whether the file does not end with a newline (a torn last line)."""
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-
-
 class LLMScorer(TextScorer):
     def __init__(self, base_url="https://api.openai.com/v1", model: str = "gpt-5-mini",
                  api_key_env: str = "OPENAI_API_KEY", require_api_key="auto", prompts=None, concurrency: int = 4,
                  max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0, timeout: float = 120.0,
                  cache_path="results/cache/llm_replies.jsonl", request_params=None, task: str = "speaker",
-                 name=None):
+                 name=None, scoring: str = "number", few_shot=None, few_shot_n: int = 1, few_shot_seed: int = 0):
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
         self.endpoints = [str(u).rstrip("/") for u in urls]
         if not self.endpoints:
@@ -190,12 +101,19 @@ class LLMScorer(TextScorer):
         self.request_params = dict(request_params or {})
         self.task = task
         self._name = name
+        if scoring not in MODES:
+            raise DataError(f"LLM scorer: scoring {scoring!r} is not one of {', '.join(MODES)}")
+        self.scoring = scoring
+        self.few_shot = None if few_shot in (None, "") else str(few_shot)
+        self.few_shot_n = max(1, int(few_shot_n))
+        self.few_shot_seed = int(few_shot_seed)
         self._cache = None
         self.counts = {"trials": 0, "prompts": 0, "requests": 0, "retries": 0, "cache_hits": 0, "no_number": 0,
-                       "errors": 0}
+                       "errors": 0, "from_logprobs": 0, "from_reply_text": 0}
         self.last_errors = []
         self._lock = threading.Lock()
         self._n_posts = 0  # requests rotate over the endpoints
+        self._models_checked = False
 
     def __getstate__(self):  # a copy for another process (a Ray actor): no lock, the cache is reread there
         state = dict(self.__dict__)
@@ -235,22 +153,35 @@ class LLMScorer(TextScorer):
 
     @property
     def name(self) -> str:
-        return self._name or f"llm:{self.model}"
+        if self._name:
+            return self._name
+        mode = "" if self.scoring == "number" else f":{self.scoring}"
+        return f"llm:{self.model}{mode}" + (f":few-shot-{2 * self.few_shot_n}" if self.few_shot else "")
 
     def settings(self) -> dict:
         out = {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
                "require_api_key": self.require_api_key, "concurrency": self.concurrency,
                "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
                "timeout": self.timeout, "cache_path": self.cache_path, "request_params": self.request_params,
-               "custom_prompts": sorted(self.prompts)}
+               "custom_prompts": sorted(self.prompts), "scoring": self.scoring}
+        if self.few_shot:
+            out.update(few_shot=self.few_shot, few_shot_n=self.few_shot_n, few_shot_seed=self.few_shot_seed)
         if len(self.endpoints) > 1:
             out["endpoints"] = list(self.endpoints)
         return out
 
     def deviations(self) -> dict:
-        if any(self.model.lower().endswith(m) for m in PAPER_MODELS):
-            return {}
-        return {"scorer_model": f"LLM judge {self.model}, not one of the paper's ({', '.join(PAPER_MODELS)})"}
+        out = {}
+        if not any(self.model.lower().endswith(m) for m in PAPER_MODELS):
+            out["scorer_model"] = f"LLM judge {self.model}, not one of the paper's ({', '.join(PAPER_MODELS)})"
+        if self.scoring != "number":
+            out["scorer_scoring"] = (f"{self.name} scores from the top log-probabilities of a "
+                                     f"{'yes/no answer' if self.scoring == 'yes_no' else '0-9 rating'}, not the "
+                                     "first number of a 0-100 reply (paper A.2.2)")
+        if self.few_shot:
+            out["scorer_few_shot"] = (f"{self.name} sees {self.few_shot_n} same and {self.few_shot_n} different "
+                                      f"labelled examples from {self.few_shot} before each trial (paper: zero-shot)")
+        return out
 
     def report(self) -> dict:
         return {**self.counts, "last_errors": list(self.last_errors[-5:])}
@@ -276,15 +207,51 @@ class LLMScorer(TextScorer):
                 f"for {', '.join(self.endpoints)} is not set",
                 hint="export it before running, or name another variable with api_key_env; a server on this "
                      "machine needs none (require_api_key: false)")
+        if not self._models_checked:
+            for url in self.endpoints:
+                self._check_model_listed(url)
+            self._models_checked = True
+
+    def _headers(self) -> dict:
+        key = self._api_key()
+        return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+
+    def _check_model_listed(self, url: str) -> None:
+        """``GET /models`` once: a server that lists models but not ours would answer with another
+        model (llama.cpp serves its one model under any name), so the run stops here. A server
+        without the listing, or one that cannot be reached yet, is left to the requests."""
+        import httpx
+
+        try:
+            resp = httpx.get(f"{url}/models", headers=self._headers(), timeout=min(self.timeout, 30.0))
+        except httpx.HTTPError:
+            return
+        if resp.status_code in (401, 403):
+            raise DataError(f"LLM endpoint {url} answered HTTP {resp.status_code} to GET /models "
+                            f"({_FATAL[resp.status_code]})", hint=f"check the key in ${self.api_key_env}")
+        try:
+            listed = [m["id"] for m in resp.json()["data"]] if resp.status_code == 200 else []
+        except (ValueError, KeyError, TypeError):
+            return
+        if listed and self.model not in listed:
+            raise DataError(f"LLM endpoint {url} serves {', '.join(map(str, listed[:5]))}, not {self.model!r}",
+                            hint="set --model to a listed name (a llama.cpp server: its --model_alias)")
 
     # -- requests -------------------------------------------------------------------------------
-    def cache_key(self, prompt: str) -> str:
-        blob = json.dumps({"model": self.model, "params": self.request_params,
-                           "prompt_sha256": text_digest(prompt, n=None)}, sort_keys=True)
+    def params(self) -> dict:
+        """Request parameters as sent: a logprob mode asks for top log-probabilities unless told otherwise."""
+        return dict(self.request_params) if self.scoring == "number" else {**_LOGPROB_PARAMS, **self.request_params}
+
+    def cache_key(self, prompt) -> str:
+        """sha256 of (model, parameters, prompt); a prompt is a string or a list of chat messages."""
+        text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+        blob = json.dumps({"model": self.model, "params": self.params(),
+                           "prompt_sha256": text_digest(text, n=None)}, sort_keys=True)
         return text_digest(blob, n=None)
 
-    def _post(self, client, prompt: str) -> str:
-        payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.request_params}
+    def _post(self, client, prompt):
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        payload = {"model": self.model, "messages": messages, **self.params()}
         import httpx
 
         url = self._endpoint()
@@ -306,13 +273,15 @@ class LLMScorer(TextScorer):
         if resp.status_code >= 400:
             raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         try:
-            data = resp.json()
-            message = data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            choice = resp.json()["choices"][0]
+            content = choice["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise ValueError(f"not an OpenAI chat-completions reply: {resp.text[:200]}") from None
-        return message.get("content") or ""
+        if self.scoring == "number":
+            return content
+        return {"content": content, "top_logprobs": reply_logprobs(choice.get("logprobs"))}
 
-    def _request(self, client, prompt: str) -> str:
+    def _request(self, client, prompt):
         attempt = 0
         while True:
             self._count("requests")
@@ -329,7 +298,7 @@ class LLMScorer(TextScorer):
                 attempt += 1
 
     def replies(self, prompts: list) -> list:
-        """Reply text per prompt (None where the request failed), from the cache or the endpoint."""
+        """Reply per prompt (None where the request failed), from the cache or the endpoint."""
         self.preflight()
         if self._cache is None:
             self._cache = ReplyCache(self.cache_path)
@@ -338,48 +307,84 @@ class LLMScorer(TextScorer):
         keys = [self.cache_key(p) for p in prompts]
         todo = {}
         for k, p in zip(keys, prompts):
-            if k in self._cache:
-                continue
-            todo.setdefault(k, p)
+            if k not in self._cache:
+                todo.setdefault(k, p)
         self.counts["prompts"] += len(set(keys))
         self.counts["cache_hits"] += len(set(keys)) - len(todo)
         if todo:
-            import httpx
-
-            headers = {"Content-Type": "application/json"}
-            key = self._api_key()
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            with httpx.Client(timeout=self.timeout, headers=headers) as client, \
-                    ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-                futures = {pool.submit(self._request, client, p): k for k, p in todo.items()}
-                try:
-                    for fut in as_completed(futures):
-                        k = futures[fut]
-                        try:
-                            reply = fut.result()
-                        except DataError:
-                            raise
-                        except Exception as err:  # recorded, reported, retried on the next run
-                            self._count("errors")
-                            self.last_errors.append(str(err)[:300])
-                            continue
-                        self._cache.put(k, self.model, reply)
-                except DataError:
-                    for f in futures:
-                        f.cancel()
-                    raise
+            self._send_all(todo)
         return [self._cache.get(k) for k in keys]
+
+    def _send_all(self, todo: dict) -> None:
+        """Send the uncached prompts ``{key: prompt}`` and cache each reply as it arrives."""
+        import httpx
+        from tqdm.auto import tqdm
+
+        # sorted prompts share their longest prefixes with their neighbours: a llama.cpp server
+        # reuses the cached prefix of the previous request (same probe, same examples)
+        order = sorted(todo.items(), key=lambda kp: kp[1] if isinstance(kp[1], str) else json.dumps(kp[1]))
+        with httpx.Client(timeout=self.timeout, headers=self._headers()) as client, \
+                ThreadPoolExecutor(max_workers=self.concurrency) as pool, \
+                tqdm(total=len(order), desc=self.name, unit="trial", disable=len(order) < 50) as bar:
+            futures = {pool.submit(self._request, client, p): k for k, p in order}
+            try:
+                for fut in as_completed(futures):
+                    bar.update(1)
+                    try:
+                        reply = fut.result()
+                    except DataError:
+                        raise
+                    except Exception as err:  # recorded, reported, retried on the next run
+                        self._count("errors")
+                        self.last_errors.append(str(err)[:300])
+                        continue
+                    self._cache.put(futures[fut], self.model, reply)
+            except BaseException:  # a fatal answer or an interruption: send nothing more
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _few_shot_turns(self, task: str, trials) -> list:
+        """The labelled example turns for ``task``: ``few_shot_n`` same and different trials drawn
+        (seeded) from the ``few_shot`` trial file, none of whose speakers is in ``trials``."""
+        from sparc_eval.text.trial_set import read_trials_jsonl
+
+        examples = read_trials_jsonl(self.few_shot)
+        mine = [i for i, r in enumerate(examples.records) if r.get("task", task) == task]
+        speakers = {side.get("speaker") for r in trials.records for side in (r.get("probe", {}), r.get("enroll", {}))}
+        shared = sorted({examples.records[i][side].get("speaker") for i in mine for side in ("probe", "enroll")}
+                        & speakers - {None})
+        if shared:
+            raise DataError(f"LLM few-shot examples in {self.few_shot} share speakers with the trials being scored "
+                            f"({', '.join(map(str, shared[:3]))}...)", hint="draw them from another split (dev)")
+        rng = np.random.default_rng(self.few_shot_seed)
+        picked = []
+        for label in (True, False):
+            pool = [i for i in mine if bool(examples.labels[i]) == label]
+            if len(pool) < self.few_shot_n:
+                raise DataError(f"LLM few-shot: {self.few_shot} has {len(pool)} {task} trials labelled {label}, "
+                                f"fewer than few_shot_n = {self.few_shot_n}")
+            picked.append(rng.choice(pool, self.few_shot_n, replace=False))
+        order = [int(i) for pair in zip(*picked) for i in pair]  # same, different, same, ...
+        return few_shot_messages([(examples.probe_texts(i), examples.enroll_texts(i), examples.labels[i])
+                                  for i in order], task, self.scoring, self.prompts)
 
     def score(self, trials) -> np.ndarray:
         trials = as_trialset(trials)
         self.preflight()
         default_task = trials.meta.get("task", self.task)
-        prompts = [build_prompt(trials.probe_texts(i), trials.enroll_texts(i),
-                                trials.records[i].get("task", default_task), self.prompts)
-                   for i in range(len(trials))]
+        tasks = [trials.records[i].get("task", default_task) for i in range(len(trials))]
+        shots = {t: self._few_shot_turns(t, trials) for t in set(tasks)} if self.few_shot else {}
+        prompts = []
+        for i, task in enumerate(tasks):
+            text = build_prompt(trials.probe_texts(i), trials.enroll_texts(i), task, self.prompts, self.scoring)
+            prompts.append(shots[task] + [{"role": "user", "content": text}] if shots else text)
         self.counts["trials"] += len(prompts)
-        replies = self.replies(prompts)
-        scores = np.array([parse_score(r) if r is not None else math.nan for r in replies], dtype=float)
-        self.counts["no_number"] += int(sum(1 for r, s in zip(replies, scores) if r is not None and math.isnan(s)))
+        scores = np.full(len(prompts), math.nan)
+        for i, reply in enumerate(self.replies(prompts)):
+            scores[i], source = score_reply(reply, self.scoring)
+            if reply is not None and math.isnan(scores[i]):
+                self.counts["no_number"] += 1  # no number (or no answer) in the reply
+            elif source:
+                self.counts[f"from_{source}"] += 1
         return scores

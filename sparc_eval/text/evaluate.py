@@ -157,7 +157,8 @@ def trial_block(ts, scores, stats: dict, conds: dict) -> OrderedDict:
         conditions=conds,
         trials={"n": len(ts), "n_target": int(ts.labels.sum()), "n_nontarget": int((~ts.labels).sum()),
                 "by_type": ts.type_counts(), "unique_texts": len(ts.texts), "unique_sides": len(ts.sides),
-                "enrollments_short_of_L": int(ts.meta.get("enrollments_short_of_L", 0)), **stats},
+                "enrollments_short_of_L": int(ts.meta.get("enrollments_short_of_L", 0)), **stats,
+                **({"sampled_from": ts.meta["sampled_from"]} if "sampled_from" in ts.meta else {})},
         missing_scores=len(unscored), unscored=unscored)
 
 
@@ -255,6 +256,10 @@ def trial_build_deviations(config: TrialConfig, protocol: str, *, topic_on: bool
     if topic_on and not topic_metadata:
         out["topic_metadata"] = ("the topic control is on but no episode has a title, description or category: "
                                  "every pair falls in one stratum, so it only balances the classes")
+    if config.trial_sample is not None:
+        out["trial_sample"] = (f"only the trials of a seeded sample of probes were scored, at least "
+                               f"{config.trial_sample} per task and setting (trials.sampled_from: how many "
+                               "there were); the paper scores every trial")
     if n_cut:
         out["probes_cut"] = (f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
                              f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "

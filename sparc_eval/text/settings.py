@@ -32,7 +32,7 @@ REQUIRED = ("data_folder", "output_folder", "scorer")
 TRIAL_KEYS = ("tolerance", "strict", "max_probes", "partners", "attribute_partners", "match_negatives",
               "negatives_cross_series", "positives_cross_series", "overlap_screen", "overlap_min_words",
               "name_screen", "name_fields", "topic_control", "topic_max_similarity", "topic_sim_edges",
-              "topic_jaccard_edges")
+              "topic_jaccard_edges", "trial_sample")
 SHARED_TEXT_KEYS = {"shared_text_n": "n", "shared_text_min_speakers": "min_speakers",
                     "shared_text_min_fraction": "min_fraction"}
 

@@ -72,6 +72,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
+import numpy as np
+
 from .attribute_trials import AttributeTrials, task_labeller
 from .pairing import TrialPairing
 from .probes import Appearance, Probe, appearances, cut_probes
@@ -118,6 +120,7 @@ class TrialConfig:
     topic_sim_edges: tuple = (0.02, 0.05)
     topic_jaccard_edges: tuple = (1e-9, 0.5, 1.0 - 1e-9)
     shared_text: SharedTextConfig = field(default_factory=lambda: SharedTextConfig(enabled="auto"))
+    trial_sample: Optional[int] = None  # score only the trials of a seeded sample of probes (costly scorers)
 
     def __post_init__(self):
         self.partners = {**DEFAULT_PARTNERS, **dict(self.partners or {})}
@@ -135,6 +138,8 @@ class TrialConfig:
             raise ValueError(f"P and L must be >= 1 (P={self.P}, L={self.L})")
         if not 0 <= int(self.tolerance) < int(self.P):
             raise ValueError(f"tolerance must lie in [0, P), not {self.tolerance}")
+        if self.trial_sample is not None and int(self.trial_sample) < 1:
+            raise ValueError(f"trial_sample must be >= 1 trials (or null: all), not {self.trial_sample}")
         if int(self.max_probes) < 1:
             raise ValueError(f"max_probes must be >= 1, not {self.max_probes}")
         if self.topic_control not in ("auto", "on", "off", True, False):
@@ -201,7 +206,30 @@ class TrialBuilder(TrialPairing):
         if max(Ls) > self.L_max:
             raise ValueError(f"L={max(Ls)} exceeds the L_max={self.L_max} this builder screened with")
         plans = self.plans(task)
-        return {L: self.materialise(task, plans, L) for L in Ls}
+        sets = {L: self.materialise(task, plans, L) for L in Ls}
+        if self.config.trial_sample is None:
+            return sets
+        return {L: sample_by_probe(ts, int(self.config.trial_sample), self.config.seed) for L, ts in sets.items()}
+
+
+def sample_by_probe(ts, n_trials: int, seed: int):
+    """The trials of whole probes, drawn in a seeded order until at least ``n_trials`` are kept
+    (all of them when there are fewer): a probe's trials stay together, so the speaker bootstrap
+    still resamples whole probes' speakers, and every L at one P keeps the same probes."""
+    if len(ts) <= n_trials:
+        return ts
+    probes = sorted({r["probe"]["id"] for r in ts.records})
+    order = np.random.default_rng([int(seed), 7919]).permutation(len(probes))
+    counts = Counter(r["probe"]["id"] for r in ts.records)
+    kept, total = set(), 0
+    for i in order:
+        if total >= n_trials:
+            break
+        kept.add(probes[i])
+        total += counts[probes[i]]
+    subset = ts.subset([r["probe"]["id"] in kept for r in ts.records])
+    subset.meta = {**ts.meta, "sampled_from": len(ts)}
+    return subset
 
 
 def build_trials(manifest, config: TrialConfig, task: str = "speaker", Ls=None):
