@@ -293,6 +293,7 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
                         settings=SETTINGS, n_boot=30, output_folder=out, plots=False, log=lambda *_: None)
     assert doc["run"]["scorers"] == ["tfidf", "stylometric"] and set(doc["scorers"]) == {"tfidf", "stylometric"}
     assert doc["tasks"] == doc["scorers"]["tfidf"]["tasks"]
+    assert all(doc["scorers"][n]["scoring_s"] > 0 for n in ("tfidf", "stylometric"))
     abl = doc["ablations"]
     assert abl["base"] == "P200_L20"
     for name, tasks in doc["scorers"].items():

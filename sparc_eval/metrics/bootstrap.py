@@ -14,11 +14,11 @@ resample is a count table, never a re-sorted list. Two ways to draw one (``metho
   O(B) for B bins, whatever the number of trials. A multinomial is drawn as log2(B) vectorised
   binomial splits of a binary tree over the bins. Block ``j`` of 64 resamples draws from
   ``np.random.default_rng([seed, j, 1])``. The speaker unit uses per-speaker count tables
-  (speakers x bins): a resample's table is its speaker multiplicities times that matrix, with
-  the same speaker draws as the exact path.
+  (speakers x bins, sparse: one cell per speaker, bin and label that holds trials, so its size
+  grows with the trials, not speakers x bins): a resample's table is its speaker multiplicities
+  times that matrix, with the same speaker draws as the exact path.
 - ``"auto"`` (default): exact up to 20,000 trials (where it costs no more, and small files keep
-  the numbers they always had) and with weights; binned above, unless the speaker table would
-  not fit (speakers x 2 x bins > 2^24 floats).
+  the numbers they always had) and with weights; binned above.
 
 Bins (at most B: 2,048 for the trial unit, 4,096 for the speaker unit). With at most B distinct
 scores, each distinct score is its own bin and the binned bootstrap is the exact bootstrap in
@@ -92,7 +92,6 @@ BOOTSTRAP_UNITS = ("trial", "speaker")
 BOOTSTRAP_METHODS = ("auto", "exact", "binned")
 DEFAULT_BINS = {"trial": 2048, "speaker": 4096}  # the speaker unit's AUC bound needs the finer table
 AUTO_EXACT_MAX_TRIALS = 20_000  # "auto" keeps the exact draws up to here (no slower there)
-SPEAKER_TABLE_MAX = 1 << 24  # speakers x 2 x bins floats of the speaker count table
 BLOCK = 64  # binned resamples per generator (fixed, so the chunking never changes the numbers)
 FOCUS_Z = 4.0  # focus windows span this many bootstrap standard deviations around each threshold
 FOCUS_SHARE = {"trial": 0.75, "speaker": 0.3}  # of the bins, for the focus windows (the rest serve the AUC)
@@ -538,8 +537,6 @@ def _use_binned(method: str, plan: "_Plan", weights, bins: int) -> bool:
     why = None
     if weights is not None:
         why = "trial weights are not counts of a table"
-    elif plan.unit == "speaker" and plan.n_groups * 2 * bins > SPEAKER_TABLE_MAX:
-        why = f"{plan.n_groups} speakers x 2 x {bins} bins exceed the speaker table's {SPEAKER_TABLE_MAX} floats"
     if method == "binned" and why:
         raise DataError(f"the binned bootstrap cannot run here: {why}", hint="use the exact method")
     return why is None and (method == "binned" or plan.n > AUTO_EXACT_MAX_TRIALS)
@@ -565,12 +562,11 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
     """``draw(lo, hi)`` -> binned count tables ``(t, n)`` of resamples lo..hi-1 (one block)."""
     if plan.unit == "speaker":
         bins = binning.of_group[st.code >> 1]  # original trial order
-        cells = (plan.group_index * binning.n_bins + bins) * 2 + (st.code & 1)
-        table = np.bincount(cells, minlength=plan.n_groups * 2 * binning.n_bins).astype(np.float64)
-        table = table.reshape(plan.n_groups, -1)
+        table = speaker_table(plan.group_index, bins * 2 + (st.code & 1), plan.n_groups, 2 * binning.n_bins)
 
-        def draw(lo, hi):
-            both = (plan.speaker_multiplicities(range(lo, hi)).astype(np.float64) @ table).reshape(hi - lo, -1, 2)
+        def draw(lo, hi):  # (table^T @ multiplicities^T)^T: sparse times dense, sums of whole counts (exact)
+            mult = plan.speaker_multiplicities(range(lo, hi)).astype(np.float64)
+            both = np.asarray(table.T @ mult.T).T.reshape(hi - lo, -1, 2)
             return both[..., 1], both[..., 0]
         return draw
     rng = lambda lo: np.random.default_rng([plan.seed, lo // BLOCK, 1])  # noqa: E731
@@ -587,6 +583,14 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
         g = rng(lo)
         return t_tree.draw(g, round(tb.sum()), hi - lo), n_tree.draw(g, round(nb.sum()), hi - lo)
     return draw
+
+
+def speaker_table(group_index, cell, n_groups: int, n_cells: int):
+    """Sparse (speakers x cells) trial counts: a speaker's row holds only the cells it has trials in."""
+    from scipy import sparse
+
+    ones = np.ones(len(cell), dtype=np.float64)
+    return sparse.csr_matrix((ones, (group_index, cell)), shape=(n_groups, n_cells))  # duplicates summed
 
 
 @dataclass

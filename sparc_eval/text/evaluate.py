@@ -175,6 +175,7 @@ class _TextRun:
         self.not_applicable = OrderedDict()
         self.comparisons = []
         self.timings = dict.fromkeys(("shared_text", "trials", "scoring", "metrics", "comparisons"), 0.0)
+        self.scoring_s = {}  # per scorer: what an LLM judge costs beside a TF-IDF one
 
     def unusable(self, task: str, key: str, why: str) -> None:
         for name in self.results:
@@ -198,6 +199,7 @@ class _TextRun:
         t0 = time.perf_counter()
         scores = score_trials(scorer, ts, self.scoring)
         self.timings["scoring"] += time.perf_counter() - t0
+        self.scoring_s[scorer.name] = self.scoring_s.get(scorer.name, 0.0) + time.perf_counter() - t0
         if self.out_dir is not None:
             folder = self.out_dir / "scores" / ("" if i == 0 else safe_name(scorer.name))
             scored_trials(ts, scores).write(folder / f"{task}_{key}.txt")  # unscored trials left out
@@ -379,6 +381,7 @@ def _document(run: _TextRun, scorers, manifest, config, settings, tasks, shared,
     doc = OrderedDict(run=info, overall=headline, per_speaker=None, segments={}, tasks=run.results[first])
     if len(scorers) > 1:
         doc["scorers"] = OrderedDict((s.name, {"settings": s.settings(), "report": s.report(),
+                                               "scoring_s": round(run.scoring_s.get(s.name, 0.0), 3),
                                                "tasks": run.results[s.name]}) for s in scorers)
     doc.update(ablations=ablations, comparisons=run.comparisons, shared_text=shared.stats(), not_applicable=na)
     return _json_safe(doc)
