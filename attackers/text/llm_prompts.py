@@ -89,16 +89,20 @@ def parse_score(reply) -> float:
     return float(min(100.0, max(0.0, float(m.group()))))
 
 
+_YES_NO = re.compile(r"\b(yes|no)\b")
+_DIGIT = re.compile(r"(?<![0-9])([0-9])(?![0-9])")
+
+
 def _text_score(text: str, mode: str) -> float:
+    """A reply's text in a mode: the first number; the first word yes or no; the first lone digit."""
     if mode == "number":
         return parse_score(text)
-    word = re.search(r"[a-z0-9]", (text or "").lower())
-    if word is None:
+    found = (_YES_NO if mode == "yes_no" else _DIGIT).search((text or "").lower())
+    if found is None:
         return math.nan
-    rest = (text or "").lower()[word.start():]
     if mode == "yes_no":
-        return 100.0 if rest.startswith("yes") else 0.0 if rest.startswith("no") else math.nan
-    return 100.0 * int(rest[0]) / 9.0 if rest[0].isdigit() else math.nan
+        return 100.0 if found.group(1) == "yes" else 0.0
+    return 100.0 * int(found.group(1)) / 9.0
 
 
 def _logprob_score(positions, mode: str) -> float:
@@ -106,10 +110,12 @@ def _logprob_score(positions, mode: str) -> float:
     for top in positions or []:
         mass = {}
         for token, logprob in top:
-            word = str(token).strip().lower()
+            word = re.sub(r"[^a-z0-9]", "", str(token).lower())  # " Yes", "Yes.", "YES" -> "yes"
+            if logprob is None or not math.isfinite(logprob):
+                continue
             if mode == "yes_no" and word in ("yes", "no"):
                 mass[word] = mass.get(word, 0.0) + math.exp(logprob)
-            elif mode == "rating" and len(word) == 1 and word.isdigit():
+            elif mode == "rating" and len(word) == 1 and word in "0123456789":
                 mass[int(word)] = mass.get(int(word), 0.0) + math.exp(logprob)
         if mass:
             total = sum(mass.values())
@@ -135,5 +141,8 @@ def score_reply(reply, mode: str) -> tuple:
 def reply_logprobs(message_logprobs, positions: int = 3) -> list:
     """The top log-probabilities of the first reply tokens from an OpenAI chat ``logprobs`` block."""
     content = (message_logprobs or {}).get("content") or []
-    return [[(t.get("token", ""), float(t.get("logprob", -math.inf))) for t in (c.get("top_logprobs") or [])]
+    def logprob(value):
+        return None if value is None else float(value)
+
+    return [[(t.get("token", ""), logprob(t.get("logprob"))) for t in (c.get("top_logprobs") or [])]
             for c in content[:positions]]

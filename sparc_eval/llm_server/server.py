@@ -49,7 +49,7 @@ def state_path(home: Path, port: int) -> Path:
 def start(config: ServerConfig, home: Path, *, api_key_env=None, ready_timeout: float = 300.0) -> dict:
     """Start the server in the background, wait until it lists its model, record its state."""
     try:
-        import llama_cpp.server  # noqa: F401
+        import llama_cpp.server.app  # noqa: F401  (the package imports without its [server] extras)
     except ImportError:
         raise DataError("llama-cpp-python's server is not installed in this environment",
                         hint="run `make llm-server` (builds llama-cpp-python[server] 0.3.36 once, then reuses the wheel)")
@@ -57,9 +57,12 @@ def start(config: ServerConfig, home: Path, *, api_key_env=None, ready_timeout: 
     if state_file.is_file() and alive(json.loads(state_file.read_text())["pid"]):
         raise DataError(f"an LLM server is already running on port {config.port} ({state_file})",
                         hint="stop it with `sparc-eval llm-server stop --port N` or choose another --port")
+    check_port_free(config.host, config.port)
     log_path = state_file.with_suffix(".log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    # the server's settings also read these from the environment (HOST and PORT override its
+    # command line, API_KEY would require a key nobody asked for): only what we set reaches it
+    env = {k: v for k, v in os.environ.items() if k.upper() not in ("HOST", "PORT", "API_KEY", "CONFIG_FILE")}
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:
         raise DataError(f"the server should require the API key in ${api_key_env}, which is not set")
@@ -71,7 +74,7 @@ def start(config: ServerConfig, home: Path, *, api_key_env=None, ready_timeout: 
     state = {"pid": proc.pid, **asdict(config), "base_url": config.base_url, "log": str(log_path),
              "requires_api_key": bool(key)}
     try:
-        wait_ready(config.base_url, proc, log_path, timeout=ready_timeout, api_key=key)
+        wait_ready(config.base_url, proc, log_path, timeout=ready_timeout, api_key=key, alias=config.alias)
     except BaseException:
         stop_pid(proc.pid)
         raise
@@ -79,8 +82,20 @@ def start(config: ServerConfig, home: Path, *, api_key_env=None, ready_timeout: 
     return state
 
 
-def wait_ready(base_url: str, proc, log_path: Path, *, timeout: float, api_key=None) -> None:
-    """Poll ``GET /models`` until it answers 200; fail with the log's tail if the process dies."""
+def check_port_free(host: str, port: int) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, int(port)))
+        except OSError:
+            raise DataError(f"port {port} on {host} is taken by another program",
+                            hint="choose another --port (make llm-server LLM_PORT=N)") from None
+
+
+def wait_ready(base_url: str, proc, log_path: Path, *, timeout: float, api_key=None, alias=None) -> None:
+    """Poll ``GET /models`` until our process answers with our model; fail with the log's tail if
+    the process dies."""
     import httpx
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -90,9 +105,10 @@ def wait_ready(base_url: str, proc, log_path: Path, *, timeout: float, api_key=N
             raise DataError(f"the LLM server exited with status {proc.returncode} while starting:\n"
                             f"{log_tail(log_path)}", hint=f"the whole log is {log_path}")
         try:
-            if httpx.get(f"{base_url}/models", headers=headers, timeout=5.0).status_code == 200:
+            resp = httpx.get(f"{base_url}/models", headers=headers, timeout=5.0)
+            if resp.status_code == 200 and (alias is None or alias in [m.get("id") for m in resp.json()["data"]]):
                 return
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
             pass
         time.sleep(0.5)
     raise DataError(f"the LLM server at {base_url} did not answer within {timeout:.0f} s:\n{log_tail(log_path)}")
@@ -106,15 +122,20 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live llama.cpp server (not a reused pid, not a zombie)."""
     try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError):
+        cmdline = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
         return False
-    return True
+    return b"llama_cpp.server" in cmdline and state != "Z"
 
 
 def stop_pid(pid: int, *, grace: float = 10.0) -> None:
     """SIGTERM the server's process group, then SIGKILL what is left after ``grace`` seconds."""
+    if not alive(pid):
+        _reap(pid)
+        return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(int(pid), sig)
@@ -129,6 +150,13 @@ def stop_pid(pid: int, *, grace: float = 10.0) -> None:
                 if not alive(pid):
                     return
             time.sleep(0.1)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(int(pid), os.WNOHANG)
+    except (ChildProcessError, OSError):
+        pass
 
 
 def stop(home: Path, port: int) -> bool:
