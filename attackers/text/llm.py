@@ -114,6 +114,7 @@ class LLMScorer(TextScorer):
         self._lock = threading.Lock()
         self._n_posts = 0  # requests rotate over the endpoints
         self._models_checked = False
+        self._examples = None  # the few-shot trial file, once read
 
     def __getstate__(self):  # a copy for another process (a Ray actor): no lock, the cache is reread there
         state = dict(self.__dict__)
@@ -349,9 +350,11 @@ class LLMScorer(TextScorer):
     def _few_shot_turns(self, task: str, trials) -> list:
         """The labelled example turns for ``task``: ``few_shot_n`` same and different trials drawn
         (seeded) from the ``few_shot`` trial file, none of whose speakers is in ``trials``."""
-        from sparc_eval.text.trial_set import read_trials_jsonl
+        if self._examples is None:  # read once per scorer (each Ray batch calls score())
+            from sparc_eval.text.trial_set import read_trials_jsonl
 
-        examples = read_trials_jsonl(self.few_shot)
+            self._examples = read_trials_jsonl(self.few_shot)
+        examples = self._examples
         mine = [i for i, r in enumerate(examples.records) if r.get("task", task) == task]
         speakers = {side.get("speaker") for r in trials.records for side in (r.get("probe", {}), r.get("enroll", {}))}
         theirs = {examples.records[i].get(side, {}).get("speaker") for i in mine for side in ("probe", "enroll")}

@@ -198,8 +198,9 @@ class _TextRun:
     def _one_scorer(self, i: int, scorer, task: str, key: str, ts, stats: dict) -> np.ndarray:
         t0 = time.perf_counter()
         scores = score_trials(scorer, ts, self.scoring)
-        self.timings["scoring"] += time.perf_counter() - t0
-        self.scoring_s[scorer.name] = self.scoring_s.get(scorer.name, 0.0) + time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.timings["scoring"] += took
+        self.scoring_s[scorer.name] = self.scoring_s.get(scorer.name, 0.0) + took
         if self.out_dir is not None:
             folder = self.out_dir / "scores" / ("" if i == 0 else safe_name(scorer.name))
             scored_trials(ts, scores).write(folder / f"{task}_{key}.txt")  # unscored trials left out
