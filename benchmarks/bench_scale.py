@@ -23,7 +23,9 @@ calls in the same order (sparc_eval.text.evaluate.evaluate_text's body), one tim
   so this is what the calls cost); measured by wrapping the builder's bound method, its memory
   is within pairing's;
 - materialise: ``TrialBuilder.materialise`` per P, task and L (``build`` is plans + materialise);
-- scoring: ``score_trials`` (TF-IDF fit on the trial set's unique texts, then all trials at once);
+- scoring: ``score_trials`` (TF-IDF fit on the trial set's unique texts: n-gram counts taken once
+  per text per run by the scorer, document frequencies and IDF per setting; trials scored in
+  chunks of 20,000);
 - metrics: ``condition_metrics`` (5 conditions, EER/AUC/TPR/minDCF, 1,000 speaker-bootstrap
   resamples) and ``trial_block``;
 - outputs: the trial JSON lines and score files the preset writes (save_trials: True);
@@ -424,8 +426,8 @@ def stage_table(results: list) -> dict:
     ns = [r["n"] for r in results]
     head = "".join(f"{f't@{n:,}':>13}" for n in ns)
     pairs = list(zip(range(len(ns) - 1), range(1, len(ns))))
-    head += "".join(f"{f'exp {ns[i]:,}->{ns[j]:,}':>22}" for i, j in pairs)
-    print(f"\n{'stage':<24}{head}{'peak RSS@' + f'{ns[-1]:,}':>18}")
+    head += "".join(f"{f'exp {ns[i]:,}->{ns[j]:,}':>26}" for i, j in pairs)
+    print(f"\n{'stage':<24}{head}{'peak RSS@' + f'{ns[-1]:,}':>20}")
     last = {}
     for name in (*PROTOCOL_STAGES, "TOTAL (protocol)", *EXTRA_STAGES):
         ts = [protocol_total(r) if name.startswith("TOTAL") else r["rows"].get(name, {}).get("t") for r in results]
@@ -434,9 +436,9 @@ def stage_table(results: list) -> dict:
         for (i, j), e in zip(pairs, exps):
             short = ts[j] is not None and ts[j] < MIN_JUDGED_S
             mark = "" if e is None else (" (short)" if short else (" !" if e > MAX_EXPONENT else ""))
-            cells += f"{('-' if e is None else f'{e:.2f}') + mark:>22}"
+            cells += f"{('-' if e is None else f'{e:.2f}') + mark:>26}"
         peak = None if name.startswith("TOTAL") else results[-1]["rows"].get(name, {}).get("peak")
-        cells += f"{'-' if peak is None else f'{peak / 1e9:.2f} GB':>18}"
+        cells += f"{'-' if peak is None else f'{peak / 1e9:.2f} GB':>20}"
         print(f"{name:<24}{cells}")
         if exps and not (ts[-1] is not None and ts[-1] < MIN_JUDGED_S):
             last[name] = exps[-1]

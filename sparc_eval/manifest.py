@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
@@ -150,19 +151,26 @@ class Utterance:
                 raise DataError(f"{where}: 'audio' must be null or {{'path': ..., 'start': ..., 'stop': ...}}")
             audio = AudioRef(str(audio["path"]), audio.get("start"), audio.get("stop"))
         duration = record.get("duration")
+        accent = clean_value(record.get("accent"))
         return cls(
             id=str(record["id"]),
-            speaker=str(record["speaker"]),
+            speaker=_shared(record["speaker"]),
             text=record.get("text") or "",
-            episode=None if record.get("episode") is None else str(record["episode"]),
-            series=None if record.get("series") is None else str(record["series"]),
+            episode=None if record.get("episode") is None else _shared(record["episode"]),
+            series=None if record.get("series") is None else _shared(record["series"]),
             audio=audio,
             duration=None if duration is None else float(duration),
             sex=normalise_sex(record.get("sex")),
             age=clean_age(record.get("age")),
-            accent=clean_value(record.get("accent")),
+            accent=accent if not isinstance(accent, str) else sys.intern(accent),
             extra=dict(record.get("extra") or {}),
         )
+
+
+def _shared(value) -> str:
+    """One string object per distinct speaker, episode or series (a corpus of 10^6 utterances
+    repeats each thousands of times: a few hundred MB held once each)."""
+    return sys.intern(str(value))
 
 
 def _missing(value) -> bool:

@@ -69,6 +69,61 @@ def test_tfidf_matches_a_per_trial_computation():
         assert fast[i] == pytest.approx(p @ e / np.linalg.norm(p) / np.linalg.norm(e))
 
 
+@pytest.mark.parametrize("ngram_range", [(1, 1), (1, 2), (2, 3), (1, 3)])
+def test_ngram_counts_are_count_vectorizer_counts(ngram_range):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from attackers.text.ngram_counts import NgramCounts
+
+    texts = CHATTY + FORMAL + ["", "... !", "It's it's IT'S a a a"]
+    counts = NgramCounts(ngram_range)
+    counts.rows(texts[:5])  # counted in two batches: columns carry on
+    mine = counts.rows(texts[::-1]).toarray()[::-1]
+    ref = CountVectorizer(ngram_range=ngram_range, token_pattern=TfidfScorer().token_pattern).fit_transform(texts)
+    used = mine[:, mine.sum(axis=0) > 0]
+    assert sorted(map(tuple, used.T)) == sorted(map(tuple, ref.toarray().T))  # the same columns, any order
+
+
+@pytest.mark.parametrize("min_df", [1, 2, 0.2])
+def test_tfidf_fits_after_other_fits_score_as_a_fresh_scikit_learn_fit(min_df):
+    import pickle
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    ts = toy_trials()
+    other = TrialSet.from_records([{"probe_texts": FORMAL[:2], "enroll_texts": ["a new text, never seen"],
+                                    "label": 0}])
+    sc = TfidfScorer(min_df=min_df)
+    sc.fit(other.texts)
+    sc.score(other)
+    sc.fit(ts.texts)  # a second fit: its own vocabulary and IDF, counts reused
+    ref = TfidfVectorizer(ngram_range=(1, 2), min_df=min_df, token_pattern=sc.token_pattern, norm=None)
+    ref.fit(sorted(set(ts.texts)))
+    for i, got in enumerate(sc.score(ts)):
+        p = np.asarray(ref.transform(ts.probe_texts(i)).sum(axis=0)).ravel()
+        e = np.asarray(ref.transform(ts.enroll_texts(i)).sum(axis=0)).ravel()
+        assert got == pytest.approx(p @ e / np.linalg.norm(p) / np.linalg.norm(e), abs=1e-12)
+    shipped = pickle.loads(pickle.dumps(sc))  # a scoring worker: counts rows again, same columns
+    assert np.allclose(shipped.score(ts), sc.score(ts), atol=1e-12)
+    assert np.allclose(shipped.score(other), TfidfScorer(min_df=min_df).fit(ts.texts).score(other), atol=1e-12)
+
+
+def test_tfidf_scores_in_chunks_bit_for_bit(monkeypatch):
+    import attackers.text.tfidf as tfidf
+
+    ts = toy_trials()
+    whole = TfidfScorer().fit(ts.texts).score(ts)
+    monkeypatch.setattr(tfidf, "SCORE_CHUNK", 5)  # 12 trials: chunks of 5, 5 and 2
+    assert np.array_equal(TfidfScorer().fit(ts.texts).score(ts), whole)
+
+
+def test_tfidf_without_any_word_says_so():
+    from sparc_eval.errors import DataError
+
+    with pytest.raises(DataError, match="no word n-gram"):
+        TfidfScorer().fit(["...", "!!"])
+
+
 def test_paired_dot_sparse_and_dense_agree():
     from scipy import sparse
 

@@ -309,6 +309,29 @@ def test_shared_text_detector_removes_read_passages():
         SharedTextConfig(min_fraction=1.5)
 
 
+def test_shared_text_rule_on_random_speech_matches_its_definition():
+    """The vectorised detector against the module docstring's rule written out with sets."""
+    rng = np.random.default_rng(5)
+    vocab = ["a", "b", "c", "Stella", "stella", "please"] + [f"w{k}" for k in range(300)]
+    zipf = 1.0 / np.arange(1, len(vocab) + 1)  # a few common words, many rare ones
+    rows = [(f"S{rng.integers(12)}", f"e{i % 7}",
+             " ".join(rng.choice(vocab, size=rng.integers(0, 12), p=zipf / zipf.sum())) or "x") for i in range(400)]
+    m = manifest(rows)
+    for cfg in (SharedTextConfig(n=2, min_speakers=3), SharedTextConfig(n=3, min_speakers=2, min_fraction=0.1),
+                SharedTextConfig(n=1, min_speakers=10, min_fraction=0.5)):
+        grams = [{tuple(u.text.lower().split()[i:i + cfg.n]) for i in range(len(u.text.split()) - cfg.n + 1)}
+                 for u in m]
+        said = {}
+        for u, g in zip(m, grams):
+            for x in g:
+                said.setdefault(x, set()).add(u.speaker)
+        shared = {x for x, who in said.items() if len(who) >= cfg.min_speakers}
+        expected = [u.id for u, g in zip(m, grams) if g and sum(x in shared for x in g) / len(g) > cfg.min_fraction]
+        res = detect_shared_text(m, cfg)
+        assert res.removed_ids == expected and res.n_shared_ngrams == len(shared)
+        assert 0 < len(expected) < len(rows)  # the fixture exercises both outcomes
+
+
 def test_trial_config_validation():
     with pytest.raises(ValueError, match="unknown trial types"):
         TrialConfig(partners={"easy": 1})
@@ -338,3 +361,63 @@ def test_trial_sample_keeps_whole_probes_and_is_named():
     named = trial_build_deviations(TrialConfig(trial_sample=5), "naturalvoices", topic_on=False,
                                    topic_metadata=False, n_cut=0)
     assert "seeded sample of probes" in named["trial_sample"]
+
+
+# ----------------------------------------------------------------------------- large pools
+
+
+def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
+    from sparc_eval.text import pairing
+
+    universe = np.arange(0, 20_000, 2, dtype=np.int64)  # 10,000 members: above EXACT_POOL_MAX
+    assert len(universe) > pairing.EXACT_POOL_MAX
+    for accept, n_kept in ((lambda c: c % 3 == 0, 3334), (lambda c: c % 2_000 == 0, 10)):  # common; rare
+        drawn = list(pairing.draw_order(np.random.default_rng(1), universe, accept))
+        assert len(drawn) == len(set(drawn)) == n_kept  # each once, all of them when read to the end
+        assert set(drawn) == set(universe[accept(universe)].tolist())
+    rare = lambda c: c % 2_000 == 0  # noqa: E731  (the rare pool: the fallback after a quarter is tried)
+    firsts = Counter(next(pairing.draw_order(np.random.default_rng([7, s]), universe, rare)) for s in range(3000))
+    assert sorted(firsts) == list(range(0, 20_000, 2_000))
+    assert max(firsts.values()) < 400 and min(firsts.values()) > 200  # 300 each when uniform (sd 16)
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 10 ** 6)  # the exact path: the same members
+    assert sorted(pairing.draw_order(np.random.default_rng(1), universe, rare)) == list(range(0, 20_000, 2_000))
+
+
+def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
+    from sparc_eval.text import pairing
+
+    rng = np.random.default_rng(3)
+    rows, attrs = [], {}
+    for s in range(40):
+        attrs[f"S{s}"] = {"sex": "FM"[s % 2], "age": 20 + s, "accent": "American", "series": f"series{s % 5}"}
+    for e in range(60):  # two speakers per episode, speakers returning in several episodes
+        for spk in rng.choice(40, size=2, replace=False):
+            rows += [(f"S{spk}", f"ep{e}", words(f"s{spk}e{e}x{i}w", 5)) for i in range(4)]
+    m = manifest(rows, attrs)
+    cfg = TrialConfig(P=10, L=2, tolerance=0, max_probes=1, partners={EP: 1, HP: 2, EN: 3, HN: 1},
+                      match_negatives=("sex",), negatives_cross_series=True, overlap_screen=False, name_screen="off")
+
+    def trials(seed=0):
+        return {task: build_trials(m, TrialConfig(**{**cfg.__dict__, "seed": seed}), task)[0][2].records
+                for task in ("speaker", "sex")}
+
+    exact = trials()
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 3)  # every other-episode pool sampled by rejection
+    lazy = trials()
+    assert lazy == trials() and lazy != trials(seed=1)  # seeded
+    assert lazy["speaker"] != exact["speaker"]  # other draws ...
+    for task, kind in (("speaker", "type"), ("sex", "same_episode")):  # ... of as many partners per probe
+        per_kind = lambda recs: Counter((r["probe"]["id"], r[kind]) for r in recs)  # noqa: E731
+        assert per_kind(lazy[task]) == per_kind(exact[task])  # (and type; attribute types follow the labels)
+    series = {s: a["series"] for s, a in attrs.items()}
+    for r in lazy["speaker"]:
+        p, e = r["probe"], r["enroll"]
+        assert (p["episode"] == e["episode"]) == (r["type"] in (EP, HN))
+        if r["type"] == EN:
+            assert e["speaker"] != p["speaker"] and attrs[e["speaker"]]["sex"] == attrs[p["speaker"]]["sex"]
+            assert series[e["speaker"]] != series[p["speaker"]]
+        if r["type"] == HP:
+            assert e["speaker"] == p["speaker"]
+    for r in lazy["sex"]:
+        assert r["enroll"]["speaker"] != r["probe"]["speaker"]
+        assert r["label"] == (attrs[r["enroll"]["speaker"]]["sex"] == attrs[r["probe"]["speaker"]]["sex"])

@@ -50,7 +50,22 @@ def l2_normalise_rows(X):
     return np.divide(X, norms, out=np.zeros_like(X, dtype=float), where=norms > 0)
 
 
-def paired_dot(A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 50_000) -> np.ndarray:
+def normalise_rows_in_place(X: sparse.csr_matrix, *, block: int = 1 << 16) -> sparse.csr_matrix:
+    """A CSR matrix's rows scaled to unit L2 norm in place (zero rows stay zero), a block of rows
+    at a time (no copy of a 10^8-entry matrix); returns it."""
+    for r0 in range(0, X.shape[0], block):
+        ptr = X.indptr[r0:min(r0 + block, X.shape[0]) + 1]
+        data = X.data[ptr[0]:ptr[-1]]
+        rows = np.flatnonzero(np.diff(ptr))  # reduceat segments: the non-empty rows' starts
+        if not len(rows):
+            continue
+        norms = np.sqrt(np.add.reduceat(data * data, ptr[rows] - ptr[0]))
+        scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        data *= np.repeat(scale, np.diff(ptr)[rows])
+    return X
+
+
+def paired_dot(A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 10_000) -> np.ndarray:
     """Row-wise dot products ``A[ia[k]] . B[ib[k]]`` for all k, vectorised (sparse or dense)."""
     out = np.empty(len(ia), dtype=np.float64)
     for lo in range(0, len(ia), chunk):

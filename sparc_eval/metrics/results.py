@@ -72,7 +72,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                     fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
                     c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
                     accent_grouping: str = "coarse", bootstrap_method: str = "auto",
-                    bootstrap_bins: Optional[int] = None) -> Evaluation:
+                    bootstrap_bins: Optional[int] = None, per_speaker: bool = True) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
     - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
@@ -90,6 +90,8 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
       ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins (None: the unit's
       default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
+    - ``per_speaker``: False skips the per-speaker EERs (None) where a caller reads only the
+      overall metrics (the text evaluation: one EER loop per speaker and condition otherwise).
 
     Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
     ``not_applicable``.
@@ -112,7 +114,7 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
         out["overall"], out.curves = _two_class_overall(tr, settings, boot, na, details, timings, t0)
 
     t2 = time.perf_counter()
-    out["per_speaker"] = _per_speaker(tr, settings.eer_method, na)
+    out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
     timings["per_speaker"] = time.perf_counter() - t2
 
     t3 = time.perf_counter()

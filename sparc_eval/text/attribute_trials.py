@@ -57,27 +57,31 @@ class AttributeTrials:
         self.builder = builder
         self.task = task
         self.label_codes = label_codes(builder, task)
+        self.labelled = np.flatnonzero(self.label_codes >= 0)  # where partners come from
 
     def probe_plans(self, probe: Probe, pool: Pool, counts: Counter) -> Optional[list]:
         """Other speakers of the episode and of other episodes, labelled by attribute agreement;
         None when the probe speaker's label is unknown (no trials, counted)."""
-        b, cfg, label_codes = self.builder, self.builder.config, self.label_codes
-        a, rng, cross = probe.app, pool.rng, pool.cross
-        mine = label_codes[a]
+        b, cfg, codes, a, rng = self.builder, self.builder.config, self.label_codes, probe.app, pool.rng
+        mine, spk = codes[a], b.app_spk[a]
         if mine < 0:
             counts["probes_unknown_label"] += 1
             return None
-        known_other = (label_codes >= 0) & (b.app_spk != b.app_spk[a])
-        same_label = lambda c: bool(label_codes[c] == mine)  # noqa: E731
-        plans = b.take(rng, probe, pool.same_ep[known_other[pool.same_ep]], cfg.attribute_partners["same_episode"],
+        known_other = lambda c: (codes[c] >= 0) & (b.app_spk[c] != spk)  # noqa: E731
+        same_label = lambda c: bool(codes[c] == mine)  # noqa: E731
+        plans = b.take(rng, probe, pool.same_ep[known_other(pool.same_ep)], cfg.attribute_partners["same_episode"],
                        "tail", same_label, counts, lambda lab: EP if lab else HN)
-        cm = known_other[cross]
-        if cfg.negatives_cross_series:
-            cm &= ~((label_codes[cross] != mine) & pool.same_series)
         # positives_cross_series is appendix A.4's speaker-task control: attribute tasks keep their positives
+        if cfg.negatives_cross_series:
+            eligible = lambda c: known_other(c) & ~((codes[c] != mine) & b.same_series(a, c))  # noqa: E731
+        else:
+            eligible = known_other
         k = cfg.attribute_partners["cross_episode"]
-        if b.topic_on:
-            posm, negm = cm & (label_codes[cross] == mine), cm & (label_codes[cross] != mine)
-            return plans + b.matched(rng, probe, cross[posm], cross[negm], pool.strata(b, posm),
-                                     pool.strata(b, negm), max(1, k // 2), counts, True, False)
-        return plans + b.take(rng, probe, cross[cm], k, "head", same_label, counts, lambda lab: HP if lab else EN)
+        if not b.topic_on:
+            return plans + b.cross_take(rng, probe, self.labelled, eligible, k, same_label, counts,
+                                        lambda lab: HP if lab else EN)
+        cross = pool.cross
+        cm = eligible(cross)
+        posm, negm = cm & (codes[cross] == mine), cm & (codes[cross] != mine)
+        return plans + b.matched(rng, probe, cross[posm], cross[negm], pool.strata(b, posm),
+                                 pool.strata(b, negm), max(1, k // 2), counts, True, False)

@@ -108,7 +108,7 @@ def condition_metrics(trials, scores, *, n_boot: int, seed: int, task: str, wher
         test = [trials.records[i]["probe"]["id"] for i in idx]
         utt2spk = dict(zip(test, probe_speakers(trials, idx))) if bootstrap_unit == "speaker" and n_boot else None
         ev = evaluate_trials(enroll, test, scores[mask], y, utt2spk=utt2spk, n_boot=n_boot, seed=seed,
-                             bootstrap_unit=bootstrap_unit, fpr_targets=fpr_targets)
+                             bootstrap_unit=bootstrap_unit, fpr_targets=fpr_targets, per_speaker=False)
         out[cond] = ev["overall"]
         curves[cond] = ev.curves
     return out, curves

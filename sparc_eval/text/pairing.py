@@ -27,6 +27,7 @@ from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
 if TYPE_CHECKING:
     from .trials import TrialConfig
 
+EXACT_POOL_MAX = 1024  # candidate pools up to this size are filtered whole (draw_order)
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
 
 
@@ -55,6 +56,46 @@ def int_codes(values):
     return np.asarray(out, dtype=np.int64)
 
 
+def group_index(codes: np.ndarray) -> dict:
+    """code -> the ascending indices holding it (codes < 0 left out): one sort, not a pass per code."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    groups = np.split(order, starts[1:])
+    return {int(sorted_codes[i]): g for i, g in zip(starts, groups) if sorted_codes[i] >= 0}
+
+
+def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
+    """The members of ``universe`` (ascending indices) that ``accept`` (a vectorised mask) keeps,
+    yielded in a uniformly random order, lazily.
+
+    A universe of up to ``EXACT_POOL_MAX`` is filtered and shuffled whole (the draws of every
+    corpus that size or smaller are those of sparc-eval 0.x). A larger one is sampled by rejection:
+    uniform positions, each tried once, in growing batches, so a probe that needs one partner
+    reads a few dozen candidates, not the corpus; once a quarter of the universe has been tried
+    (few members accepted), the untried rest is filtered and shuffled. The first tries of uniform
+    draws, restricted to the accepted members, are a uniform random order of them, so both paths
+    draw partners uniformly without replacement.
+    """
+    if len(universe) <= EXACT_POOL_MAX:
+        candidates = universe[accept(universe)]
+        if len(candidates):
+            yield from rng.permutation(candidates).tolist()
+        return
+    n, tried, batch = len(universe), set(), 16
+    while 4 * len(tried) < n:
+        positions = rng.integers(0, n, size=batch)
+        kept = accept(universe[positions])
+        for pos, ok in zip(positions.tolist(), kept.tolist()):
+            if pos not in tried:
+                tried.add(pos)
+                if ok:
+                    yield int(universe[pos])
+        batch *= 2
+    rest = universe[np.setdiff1d(np.arange(n), np.fromiter(tried, dtype=np.int64))]
+    yield from rng.permutation(rest[accept(rest)]).tolist()
+
+
 def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
     """speaker -> compiled regex of its name tokens, for speakers with a known name."""
     out = {}
@@ -77,8 +118,10 @@ def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
 
 @dataclass
 class Pool:
-    """One probe's candidates: same-episode appearances, other-episode ones (after the topic
-    filter) with their topic similarity and category Jaccard, and which share the probe's series."""
+    """One probe's candidates: same-episode appearances and, under the topic control, the
+    other-episode ones (after the topic filter) with their topic similarity, category Jaccard and
+    which share the probe's series. Without it the other episodes are not listed: a task draws
+    them lazily (:meth:`TrialPairing.cross_take`), since listing them per probe is quadratic."""
 
     rng: np.random.Generator
     same_ep: np.ndarray
@@ -139,6 +182,8 @@ class TrialPairing:
         self.app_ep = np.asarray([ep_index[a.episode] for a in self.apps], dtype=np.int64)
         self.app_series = int_codes([a.series for a in self.apps])
         self.app_n = np.asarray([len(a.ids) for a in self.apps], dtype=np.int64)
+        self.all_apps = np.arange(len(self.apps), dtype=np.int64)
+        self.speaker_apps = group_index(self.app_spk)
         self.by_episode = defaultdict(list)
         for a in self.apps:
             self.by_episode[self.app_ep[a.index]].append(a.index)
@@ -209,16 +254,18 @@ class TrialPairing:
         """The probe's candidates, with its own generator (seeded by seed, task, P, probe id)."""
         a = probe.app
         same_ep = np.asarray([b for b in self.by_episode[self.app_ep[a]] if b != a], dtype=np.int64)
+        rng = probe_rng(self.config.seed, task, self.config.P, probe.id)
+        if not self.topic_on:
+            return Pool(rng, same_ep, None, None, None, None)
         cross, sims, jac = self._cross_candidates(probe, counts)
-        return Pool(probe_rng(self.config.seed, task, self.config.P, probe.id), same_ep, cross, sims, jac,
-                    self.same_series(a, cross))
+        return Pool(rng, same_ep, cross, sims, jac, self.same_series(a, cross))
 
     def _cross_candidates(self, probe: Probe, counts: Counter):
-        """Appearances in other episodes that can give a head enrollment, after the topic filter."""
+        """Appearances in other episodes, after the topic filter (the topic control only)."""
         a = probe.app
         cands = np.flatnonzero(self.app_ep != self.app_ep[a])
         sims = jac = None
-        if self.topic_on and len(cands):
+        if len(cands):
             sims = self.topic.similarity(self.app_ep[a], self.app_ep[cands])
             keep = sims <= self.config.topic_max_similarity
             counts["excluded_topic_similarity"] += int((~keep).sum())
@@ -237,10 +284,24 @@ class TrialPairing:
 
     def take(self, rng, probe, candidates, k, position, label_of, counts, type_of):
         """Up to k screened partners from candidates (random order)."""
-        out = []
         if k <= 0 or len(candidates) == 0:
-            return out
-        for c in rng.permutation(np.asarray(candidates)):
+            return []
+        return self._screened(rng.permutation(np.asarray(candidates)).tolist(), probe, k, position, label_of,
+                              counts, type_of)
+
+    def cross_take(self, rng, probe, universe, accept, k, label_of, counts, type_of):
+        """Up to k screened head partners from other episodes: the members of ``universe`` (ascending
+        appearance indices) that ``accept`` keeps and that lie outside the probe's episode, drawn
+        lazily (:func:`draw_order`)."""
+        if k <= 0:
+            return []
+        ep = self.app_ep[probe.app]
+        order = draw_order(rng, universe, lambda c: (self.app_ep[c] != ep) & accept(c))
+        return self._screened(order, probe, k, "head", label_of, counts, type_of)
+
+    def _screened(self, order, probe, k, position, label_of, counts, type_of) -> list:
+        out = []
+        for c in order:
             label = label_of(int(c))
             plan = Plan(probe, int(c), position, type_of(label), label)
             if self.screen(plan, counts):

@@ -43,16 +43,8 @@ DEFAULT_RAY_BATCH = 500  # trials per batch under Ray when batch_size is None
 
 
 def trial_batch(ts: TrialSet, idx) -> TrialSet:
-    """Trials ``idx`` of ``ts`` as a TrialSet holding only the sides and texts they use (kept in
-    their original order, so each side lists its texts as before)."""
-    idx = np.asarray(idx, dtype=np.int64)
-    side_ids = np.unique(np.concatenate([ts.probe_side[idx], ts.enroll_side[idx]]))
-    used = [ts.sides[s] for s in side_ids]
-    text_ids = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-    sides = [np.searchsorted(text_ids, s) for s in used]
-    return TrialSet([ts.texts[t] for t in text_ids], sides, np.searchsorted(side_ids, ts.probe_side[idx]),
-                    np.searchsorted(side_ids, ts.enroll_side[idx]), ts.labels[idx],
-                    [ts.records[i] for i in idx], meta=ts.meta)
+    """Trials ``idx`` of ``ts`` holding only the sides and texts they use (:meth:`TrialSet.take`)."""
+    return ts.take(idx)
 
 
 def trial_batches(ts: TrialSet, batch_size: Optional[int]) -> list:

@@ -35,10 +35,16 @@ stock back-channel runs ("mm hmm mm hmm", "yeah yeah yeah yeah"). On LibriSpeech
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
+from itertools import chain
+
+import numpy as np
+
+from ..arrays import distinct
 
 AUTO = "auto"
+_SHIFT = 32  # a packed pair: high part << 32 | low part (both below 2**31)
 AUTO_MIN_SPEAKERS = 5  # the floor of ``min_speakers: auto`` (EdAcc test's 60 speakers get 5)
 AUTO_SPEAKER_SHARE = 0.05  # above 100 speakers: an n-gram is shared when one speaker in 20 says it
 
@@ -122,9 +128,32 @@ class SharedTextResult:
         return out
 
 
-def _ngrams(text: str, n: int) -> set:
-    words = text.lower().split()
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+def _word_ids(texts: list, batch: int = 10_000):
+    """(word ids of all texts, words per text): lower-cased white-space words, a batch of texts
+    at a time (their words are Python strings only until numbered)."""
+    vocab, ids, lengths = {}, [], []
+    for lo in range(0, len(texts), batch):
+        words = [t.lower().split() for t in texts[lo:lo + batch]]
+        flat = list(chain.from_iterable(words))
+        for w in dict.fromkeys(flat):
+            vocab.setdefault(w, len(vocab))
+        ids.append(np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat)))
+        lengths.append(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+    return np.concatenate(ids or [np.zeros(0, np.int64)]), np.concatenate(lengths or [np.zeros(0, np.int64)])
+
+
+def distinct_ngrams(texts: list, n: int):
+    """(text index, n-gram id) once per distinct word n-gram of each text, exactly: an n-gram is
+    numbered by sorting (its (n-1)-gram's number, its last word's), one sort per extra word."""
+    words, lengths = _word_ids(texts)
+    doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+    left = np.repeat(lengths, lengths) - (np.arange(len(words)) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    starts = np.flatnonzero(left >= n)  # the windows of n words inside one text
+    gram = words[starts]
+    for k in range(1, n):
+        gram = np.unique(gram << _SHIFT | words[starts + k], return_inverse=True)[1].ravel()
+    pairs = distinct(doc[starts] << _SHIFT | gram)
+    return pairs >> _SHIFT, pairs & ((1 << _SHIFT) - 1)
 
 
 def detect_shared_text(utterances, config: SharedTextConfig | None = None, *, n_examples: int = 5) -> SharedTextResult:
@@ -137,26 +166,26 @@ def detect_shared_text(utterances, config: SharedTextConfig | None = None, *, n_
     utts = list(utterances)
     settings = asdict(config)
     n_words = sum(len(u.text.split()) for u in utts)
-    n_speakers = len({u.speaker for u in utts})
+    speaker_codes = {}
+    speaker = np.fromiter((speaker_codes.setdefault(u.speaker, len(speaker_codes)) for u in utts),
+                          dtype=np.int64, count=len(utts))
     if not config.enabled:
         return SharedTextResult([], settings, len(utts), 0, n_words, 0, 0, requested=asdict(requested),
-                                n_speakers=n_speakers)
-    grams = [_ngrams(u.text, config.n) for u in utts]
-    speakers_of = defaultdict(set)
-    for u, g in zip(utts, grams):
-        for x in g:
-            speakers_of[x].add(u.speaker)
-    shared = {x for x, s in speakers_of.items() if len(s) >= config.min_speakers}
+                                n_speakers=len(speaker_codes))
+    doc, gram = distinct_ngrams([u.text for u in utts], config.n)
+    n_grams = int(gram.max()) + 1 if len(gram) else 0
+    said_by = np.bincount(distinct(speaker[doc] << _SHIFT | gram) & ((1 << _SHIFT) - 1), minlength=n_grams)
+    shared = said_by >= config.min_speakers
+    total = np.bincount(doc, minlength=len(utts))
+    fraction = np.divide(np.bincount(doc, weights=shared[gram], minlength=len(utts)), total,
+                         out=np.zeros(len(utts)), where=total > 0)
     removed, per_speaker, examples, words_removed = [], Counter(), [], 0
-    for u, g in zip(utts, grams):
-        if not g:
-            continue
-        fraction = sum(x in shared for x in g) / len(g)
-        if fraction > config.min_fraction:
-            removed.append(u.id)
-            per_speaker[u.speaker] += 1
-            words_removed += len(u.text.split())
-            if len(examples) < n_examples:
-                examples.append({"id": u.id, "shared_fraction": round(fraction, 3), "text": u.text[:120]})
-    return SharedTextResult(removed, settings, len(utts), len(removed), n_words, words_removed, len(shared),
-                            dict(per_speaker), examples, asdict(requested), n_speakers)
+    for i in np.flatnonzero(fraction > config.min_fraction).tolist():
+        u = utts[i]
+        removed.append(u.id)
+        per_speaker[u.speaker] += 1
+        words_removed += len(u.text.split())
+        if len(examples) < n_examples:
+            examples.append({"id": u.id, "shared_fraction": round(float(fraction[i]), 3), "text": u.text[:120]})
+    return SharedTextResult(removed, settings, len(utts), len(removed), n_words, words_removed, int(shared.sum()),
+                            dict(per_speaker), examples, asdict(requested), len(speaker_codes))

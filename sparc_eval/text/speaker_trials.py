@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from .attribute_trials import label_codes
-from .pairing import Pool, TrialPairing
+from .pairing import Pool, TrialPairing, group_index, int_codes
 from .probes import Probe
 from .trial_set import EN, EP, HN, HP
 
@@ -26,30 +26,59 @@ class SpeakerTrials:
         self.builder = builder
         # codes of the attributes negatives must share with the probe speaker
         self.match_codes = [label_codes(builder, attr) for attr in builder.config.match_negatives]
+        # the appearances of each combination of those codes: where a probe's negatives lie
+        self.match_keys = self._match_key() if self.match_codes else None
+        self.match_groups = group_index(self.match_keys) if self.match_codes else None
+
+    def _match_key(self) -> np.ndarray:
+        """One code per appearance for its combination of match codes (-1: one is unknown)."""
+        known = np.logical_and.reduce([codes >= 0 for codes in self.match_codes])
+        key = int_codes([tuple(row) for row in np.stack(self.match_codes, axis=1).tolist()])
+        return np.where(known, key, -1)
+
+    def _negatives_ok(self, a: int, cands: np.ndarray) -> np.ndarray:
+        """Which candidates share every ``match_negatives`` attribute with appearance ``a``."""
+        ok = np.ones(len(cands), dtype=bool)
+        for codes in self.match_codes:
+            ok &= (codes[cands] == codes[a]) & (codes[cands] >= 0)
+        return ok
+
+    def _negative_pool(self, a: int) -> np.ndarray:
+        """The appearances a negative of appearance ``a`` can come from (all, or its match group)."""
+        if self.match_groups is None:
+            return self.builder.all_apps
+        return self.match_groups.get(int(self.match_keys[a]), self.builder.all_apps[:0])
 
     def probe_plans(self, probe: Probe, pool: Pool, counts: Counter) -> list:
         """EP (own later turns), HN (episode partners), HP and EN (other episodes) of one probe."""
-        b, cfg, a, rng, cross = self.builder, self.builder.config, probe.app, pool.rng, pool.cross
+        b, cfg, a, rng = self.builder, self.builder.config, probe.app, pool.rng
         spk = b.app_spk[a]
-        neg_ok = np.ones(len(b.apps), dtype=bool)
-        for codes in self.match_codes:
-            neg_ok &= (codes == codes[a]) & (codes >= 0)
         plans = []
         # easy positive: own appearance, last L non-probe utterances (at least one)
         if cfg.partners[EP] > 0 and b.app_n[a] - (probe.stop - probe.start) >= 1:
             plans += b.take(rng, probe, [a], 1, "tail", lambda c: True, counts, lambda lab: EP)
         # hard negative: other speakers of the episode
-        hn = pool.same_ep[(b.app_spk[pool.same_ep] != spk) & neg_ok[pool.same_ep]]
+        hn = pool.same_ep[(b.app_spk[pool.same_ep] != spk) & self._negatives_ok(a, pool.same_ep)]
         plans += b.take(rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts, lambda lab: HN)
+        if b.topic_on:
+            return plans + self._matched_cross(probe, pool, counts)
+        series_ok = lambda on: (lambda c: ~b.same_series(a, c)) if on else (lambda c: True)  # noqa: E731
+        pos_series, neg_series = series_ok(cfg.positives_cross_series), series_ok(cfg.negatives_cross_series)
+        plans += b.cross_take(rng, probe, b.speaker_apps[int(spk)], pos_series, cfg.partners[HP],
+                              lambda c: True, counts, lambda lab: HP)
+        return plans + b.cross_take(rng, probe, self._negative_pool(a),
+                                    lambda c: (b.app_spk[c] != spk) & self._negatives_ok(a, c) & neg_series(c),
+                                    cfg.partners[EN], lambda c: False, counts, lambda lab: EN)
+
+    def _matched_cross(self, probe: Probe, pool: Pool, counts: Counter) -> list:
+        """Topic-matched HP/EN pairs from the pool's listed other-episode candidates."""
+        b, cfg, a, cross = self.builder, self.builder.config, probe.app, pool.cross
+        spk = b.app_spk[a]
         posm = b.app_spk[cross] == spk
-        negm = (b.app_spk[cross] != spk) & neg_ok[cross]
+        negm = (b.app_spk[cross] != spk) & self._negatives_ok(a, cross)
         if cfg.positives_cross_series:
             posm &= ~pool.same_series
         if cfg.negatives_cross_series:
             negm &= ~pool.same_series
-        if b.topic_on:
-            return plans + b.matched(rng, probe, cross[posm], cross[negm], pool.strata(b, posm),
-                                     pool.strata(b, negm), cfg.partners[HP], counts, True, False)
-        plans += b.take(rng, probe, cross[posm], cfg.partners[HP], "head", lambda c: True, counts, lambda lab: HP)
-        return plans + b.take(rng, probe, cross[negm], cfg.partners[EN], "head", lambda c: False, counts,
-                              lambda lab: EN)
+        return b.matched(pool.rng, probe, cross[posm], cross[negm], pool.strata(b, posm), pool.strata(b, negm),
+                         cfg.partners[HP], counts, True, False)

@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..arrays import distinct
 from ..atomic import atomic_open
 from ..errors import DataError
 
@@ -111,6 +112,18 @@ class TrialSet:
             rec["conditions"] = list(TYPE_CONDITIONS[rec["type"]])
             out.append(rec)
         return cls(texts, sides, probe_side, enroll_side, labels, out, meta=meta)
+
+    def take(self, idx) -> "TrialSet":
+        """Trials ``idx`` as a TrialSet holding only the sides and texts they use (kept in their
+        original order, so each side lists its texts as before): a batch to score on its own."""
+        idx = np.asarray(idx, dtype=np.int64)
+        side_ids = distinct(np.concatenate([self.probe_side[idx], self.enroll_side[idx]]))
+        used = [self.sides[s] for s in side_ids]
+        text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+        sides = [np.searchsorted(text_ids, s) for s in used]
+        return TrialSet([self.texts[t] for t in text_ids], sides, np.searchsorted(side_ids, self.probe_side[idx]),
+                        np.searchsorted(side_ids, self.enroll_side[idx]), self.labels[idx],
+                        [self.records[i] for i in idx], meta=self.meta)
 
     def subset(self, mask) -> "TrialSet":
         idx = np.flatnonzero(np.asarray(mask))
