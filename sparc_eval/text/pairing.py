@@ -69,8 +69,8 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
     """The members of ``universe`` (ascending indices) that ``accept`` (a vectorised mask) keeps,
     yielded in a uniformly random order, lazily.
 
-    A universe of up to ``EXACT_POOL_MAX`` is filtered and shuffled whole (the draws of every
-    corpus that size or smaller are those of sparc-eval 0.x). A larger one is sampled by rejection:
+    A universe of up to ``EXACT_POOL_MAX`` is filtered and shuffled whole (so every corpus that
+    size or smaller keeps the trials earlier versions drew). A larger one is sampled by rejection:
     uniform positions, each tried once, in growing batches, so a probe that needs one partner
     reads a few dozen candidates, not the corpus; once a quarter of the universe has been tried
     (few members accepted), the untried rest is filtered and shuffled. The first tries of uniform
