@@ -52,11 +52,12 @@ class NgramCounts:
             if len(mine):
                 parts.append(block[ids[mine] - first])
                 order.append(mine)
+        if not parts:
+            return sparse.csr_matrix((0, self.n_columns), dtype=np.int32)
         shaped = [sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns)) for b in parts]
         if len(shaped) == 1:
             return shaped[0]
-        out = sparse.vstack(shaped, format="csr") if shaped else sparse.csr_matrix((0, self.n_columns), dtype=np.int32)
-        return out[np.argsort(np.concatenate(order), kind="stable")] if shaped else out
+        return sparse.vstack(shaped, format="csr")[np.argsort(np.concatenate(order), kind="stable")]
 
     def document_frequency(self, texts, *, block: int = 1 << 16) -> np.ndarray:
         """Per column, how many of ``texts`` (distinct) hold the n-gram; a block of texts at a time."""
