@@ -379,6 +379,8 @@ def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
     firsts = Counter(next(pairing.draw_order(np.random.default_rng([7, s]), universe, rare)) for s in range(3000))
     assert sorted(firsts) == list(range(0, 20_000, 2_000))
     assert max(firsts.values()) < 400 and min(firsts.values()) > 200  # 300 each when uniform (sd 16)
+    big = np.arange(200_000, dtype=np.int64)  # tries stop at MAX_TRIES, well before a quarter of it
+    assert list(pairing.draw_order(np.random.default_rng(2), big, lambda c: c == 123_456)) == [123_456]
     monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 10 ** 6)  # the exact path: the same members
     assert sorted(pairing.draw_order(np.random.default_rng(1), universe, rare)) == list(range(0, 20_000, 2_000))
 

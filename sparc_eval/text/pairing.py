@@ -27,7 +27,8 @@ from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
 if TYPE_CHECKING:
     from .trials import TrialConfig
 
-EXACT_POOL_MAX = 1024  # candidate pools up to this size are filtered whole (draw_order)
+EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
+MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
 
 
@@ -72,10 +73,11 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
     A universe of up to ``EXACT_POOL_MAX`` is filtered and shuffled whole (so every corpus that
     size or smaller keeps the trials earlier versions drew). A larger one is sampled by rejection:
     uniform positions, each tried once, in growing batches, so a probe that needs one partner
-    reads a few dozen candidates, not the corpus; once a quarter of the universe has been tried
-    (few members accepted), the untried rest is filtered and shuffled. The first tries of uniform
-    draws, restricted to the accepted members, are a uniform random order of them, so both paths
-    draw partners uniformly without replacement.
+    reads a few dozen candidates, not the corpus; once ``MAX_TRIES`` candidates or a quarter of the
+    universe have been tried (few members accepted), the untried rest is filtered and shuffled in
+    one vectorised pass. The first tries of uniform draws are a uniform random order of the ones
+    tried, and the rest shuffled after any such stopping point keeps the whole order uniform, so
+    both paths draw partners uniformly without replacement.
     """
     if len(universe) <= EXACT_POOL_MAX:
         candidates = universe[accept(universe)]
@@ -83,7 +85,7 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
             yield from rng.permutation(candidates).tolist()
         return
     n, tried, batch = len(universe), set(), 16
-    while 4 * len(tried) < n:
+    while 4 * len(tried) < n and len(tried) < MAX_TRIES:
         positions = rng.integers(0, n, size=batch)
         kept = accept(universe[positions])
         for pos, ok in zip(positions.tolist(), kept.tolist()):
@@ -92,7 +94,9 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
                 if ok:
                     yield int(universe[pos])
         batch *= 2
-    rest = universe[np.setdiff1d(np.arange(n), np.fromiter(tried, dtype=np.int64))]
+    untried = np.ones(n, dtype=bool)
+    untried[np.fromiter(tried, dtype=np.int64, count=len(tried))] = False
+    rest = universe[untried]
     yield from rng.permutation(rest[accept(rest)]).tolist()
 
 

@@ -30,10 +30,12 @@ classes are not balanced (paper A.1.1). Conditions: ``easy`` = EP+EN, ``hard`` =
 Sampling. For each probe and trial type, up to ``partners[type]`` partners are drawn without
 replacement from the eligible pool (attribute tasks: ``attribute_partners``), with a random
 generator seeded by ``(seed, task, P, probe id)``, so a probe's trials do not depend on the
-other probes. A pool is filtered and shuffled whole when it holds at most
-``pairing.EXACT_POOL_MAX`` (1,024) appearances; a larger one (other episodes of a SPARC-sized
-corpus) is sampled lazily by rejection (:func:`.pairing.draw_order`): the same uniform draw
-without replacement, so building trials grows linearly with the corpus, not with its square. Trials at one P are shared by every L of a run (:func:`build_trials` with
+other probes. Other-episode partners come from a candidate set (every appearance, the
+speaker's, the match group's or the labelled ones) that is filtered and shuffled whole when it
+holds at most ``pairing.EXACT_POOL_MAX`` (1,024) appearances; a larger one (a SPARC-sized corpus)
+is sampled lazily by rejection (:func:`.pairing.draw_order`): the same uniform draw without
+replacement, so building trials grows linearly with the corpus, not with its square. Trials at
+one P are shared by every L of a run (:func:`build_trials` with
 several ``Ls``): eligibility does not depend on L, the exclusion screens read the largest L's
 enrollment (which holds every smaller one), and only the enrollment length changes (paper
 A.1.1: "trials are fixed when varying L at a fixed P").
