@@ -62,13 +62,15 @@ class SpeakerTrials:
         plans += b.take(rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts, lambda lab: HN)
         if b.topic_on:
             return plans + self._matched_cross(probe, pool, counts)
-        series_ok = lambda on: (lambda c: ~b.same_series(a, c)) if on else (lambda c: True)  # noqa: E731
-        pos_series, neg_series = series_ok(cfg.positives_cross_series), series_ok(cfg.negatives_cross_series)
-        plans += b.cross_take(rng, probe, b.speaker_apps[int(spk)], pos_series, cfg.partners[HP],
-                              lambda c: True, counts, lambda lab: HP)
-        return plans + b.cross_take(rng, probe, self._negative_pool(a),
-                                    lambda c: (b.app_spk[c] != spk) & self._negatives_ok(a, c) & neg_series(c),
-                                    cfg.partners[EN], lambda c: False, counts, lambda lab: EN)
+        def other_series(c, required: bool):  # cross-series controls (both series known and equal: one series)
+            return ~b.same_series(a, c) if required else np.ones(len(c), dtype=bool)
+
+        plans += b.cross_take(rng, probe, b.speaker_apps[int(spk)], lambda c: other_series(c, cfg.positives_cross_series),
+                              cfg.partners[HP], lambda c: True, counts, lambda lab: HP)
+        negative = lambda c: ((b.app_spk[c] != spk) & self._negatives_ok(a, c)  # noqa: E731
+                              & other_series(c, cfg.negatives_cross_series))
+        return plans + b.cross_take(rng, probe, self._negative_pool(a), negative, cfg.partners[EN], lambda c: False,
+                                    counts, lambda lab: EN)
 
     def _matched_cross(self, probe: Probe, pool: Pool, counts: Counter) -> list:
         """Topic-matched HP/EN pairs from the pool's listed other-episode candidates."""
