@@ -15,8 +15,9 @@ Optional, with defaults here:
 - ``anonymize_batch(items)``: ``items`` is a list of ``(wav, sr, utterance)``; returns a list of
   ``(wav, sr)``. The default calls ``anonymize`` on each item; override it for batched models.
 - ``settings()``: a JSON-able dict that, with the input audio, keys the cache; the default
-  holds the class path, ``version`` and every constructor argument stored on ``self``
-  under the same name. Bump ``version`` when the algorithm changes.
+  holds the class path, ``version``, every constructor argument (the attribute of the same name
+  when there is one, else the value given), and ``seed`` when the object has its own. Bump
+  ``version`` when the algorithm changes.
 - ``setup()``: called once in each worker before the first utterance (load models here, or
   lazily on first use); objects must stay picklable before ``setup`` for the Ray runner.
 - ``keeps_words``: a class attribute, ``True`` when the output says the input's words (voice
@@ -24,9 +25,19 @@ Optional, with defaults here:
   ``extra.asr_text``). It goes into the output manifest (``extra.keeps_words``); phone and text
   attackers read the words of anonymized speech by it, and refuse an anonymizer that leaves it
   ``None`` and writes no transcript.
-- per-speaker state: ``self.speaker_rng(speaker)`` is a numpy Generator seeded from
-  ``(self.seed, speaker)`` alone, so a speaker gets the same draw in any order, shard or worker;
+- random draws: ``self.draw_rng(utterance)`` is a numpy Generator for the utterance's random
+  choices, seeded by ``(self.seed, speaker)`` when ``draws = "speaker"`` (the same draw for every
+  utterance of a speaker, in any order, shard or worker) or by ``(self.seed, utterance id)`` when
+  ``draws = "utterance"`` (VoicePrivacy 2024: every utterance anonymized independently);
   ``self.speaker_state`` is a dict to memoise per-speaker values.
+- ``deterministic``: True when the output depends on the input and the settings alone (no random
+  choices: McAdams at a fixed alpha, a one-voice STT-TTS). Evaluations then give the attacker the
+  user's audio as is; otherwise the attacker anonymizes its own speech with ``with_seed(seed)``,
+  a copy whose draws are its own (it has the system, not the user's secret choices). The default
+  is False: unknown randomness is treated as randomness.
+
+The cache key (``settings()``) always holds the arguments the object was built with: an argument
+kept under another attribute name (``self._gain``) is keyed by the value it was given.
 
 A complete anonymizer (register it in your package's ``sparc_eval.anonymizers`` entry points, or
 name it by dotted path)::
@@ -44,10 +55,17 @@ name it by dotted path)::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
+import re
 
 import numpy as np
+
+from sparc_eval.digest import UNKNOWN_STATE
+
+DRAW_MODES = ("speaker", "utterance")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 class Anonymizer:
@@ -65,6 +83,18 @@ class Anonymizer:
     #: its own (STT-TTS: False, and it writes them to ``extra.asr_text``). None: not declared, and
     #: attackers that read the words of anonymized speech refuse to guess (content-leakage rule).
     keeps_words = None
+    #: how random choices are drawn: per speaker or per utterance (see draw_rng).
+    draws = "speaker"
+    #: True when the output depends on the input and the settings alone (see the module doc).
+    deterministic = False
+
+    def __new__(cls, *args, **kwargs):
+        # the constructor's arguments as given, so the cache key holds them whatever the class
+        # stores them as (a copy or an unpickled object gets them back with its __dict__)
+        obj = super().__new__(cls)
+        if cls.__init__ is not object.__init__:
+            obj.__dict__["_init_arguments"] = _given_arguments(cls, obj, args, kwargs)
+        return obj
 
     # --- the contract --------------------------------------------------------------------------
     def anonymize(self, wav, sr, utterance):  # pragma: no cover - abstract
@@ -83,12 +113,26 @@ class Anonymizer:
             params = inspect.signature(cls.__init__).parameters
         except (TypeError, ValueError):
             params = {}
+        given = self.__dict__.get("_init_arguments", {})
         for key, param in params.items():
             if key == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             if hasattr(self, key):
                 out[key] = _jsonable(getattr(self, key))
+            elif key in given:
+                out[key] = _jsonable(given[key])
+        out.update({k: _jsonable(v) for k, v in given.items() if k not in out and (
+            k not in params or params[k].kind == params[k].VAR_POSITIONAL)})  # **options, non-empty *args
+        if "seed" in self.__dict__ and "seed" not in out:
+            out["seed"] = _jsonable(self.seed)
         return out
+
+    def with_seed(self, seed: int) -> "Anonymizer":
+        """A copy whose random draws come from ``seed``: the attacker's own copy of the system."""
+        twin = copy.copy(self)
+        twin.__dict__.pop("_speaker_state", None)
+        twin.seed = int(seed)
+        return twin
 
     # --- helpers -------------------------------------------------------------------------------
     @property
@@ -104,12 +148,47 @@ class Anonymizer:
 
     def speaker_rng(self, speaker) -> np.random.Generator:
         """A generator seeded from (seed, speaker) only: the same speaker, the same draws."""
-        digest = hashlib.sha256(f"{self.seed}\x00{speaker}".encode("utf-8")).digest()
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return _seeded(f"{self.seed}\x00{speaker}")
+
+    def utterance_rng(self, utterance_id) -> np.random.Generator:
+        """A generator seeded from (seed, utterance id) only: each utterance its own draws."""
+        return _seeded(f"{self.seed}\x00utterance\x00{utterance_id}")
+
+    def draw_rng(self, utterance) -> np.random.Generator:
+        """The generator of this utterance's random choices, as ``draws`` says."""
+        if self.draws not in DRAW_MODES:
+            raise ValueError(f"{type(self).__name__}.draws is {self.draws!r}; one of {DRAW_MODES}")
+        if self.draws == "utterance":
+            return self.utterance_rng(utterance.id)
+        return self.speaker_rng(utterance.speaker)
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items() if k not in ("class", "version"))
         return f"{type(self).__name__}({args})"
+
+
+def _given_arguments(cls, obj, args, kwargs) -> dict:
+    """{name: value} of a constructor call, defaults applied, ``**options`` spread out, ``*args``
+    kept only when given; {} when the call does not bind (an unpickled object: its __dict__
+    brings the original's back)."""
+    try:
+        signature = inspect.signature(cls.__init__)
+        bound = signature.bind(obj, *args, **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    bound.apply_defaults()
+    arguments = dict(list(bound.arguments.items())[1:])
+    for name, param in signature.parameters.items():
+        if param.kind == param.VAR_KEYWORD:
+            arguments.update(arguments.pop(name, {}))
+        elif param.kind == param.VAR_POSITIONAL and not arguments.get(name):
+            arguments.pop(name, None)
+    return arguments
+
+
+def _seeded(text: str) -> np.random.Generator:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 def _jsonable(value):
@@ -124,4 +203,6 @@ def _jsonable(value):
     settings = getattr(value, "settings", None)
     if callable(settings):
         return _jsonable(settings())
-    return repr(value)
+    text = repr(value)
+    # the default repr names a memory address: the value's state cannot be known (no reuse)
+    return UNKNOWN_STATE if _ADDRESS.search(text) else text

@@ -9,6 +9,7 @@ from .base import Anonymizer
 class Identity(Anonymizer):
     name = "identity"
     keeps_words = True
+    deterministic = True
 
     def anonymize(self, wav, sr, utterance):
         return wav, sr

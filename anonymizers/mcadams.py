@@ -12,9 +12,11 @@ first), the signal is padded so its ends are covered, LPC uses the autocorrelati
 sign of their imaginary part, not by position, and the work is vectorised over frames (numpy and
 scipy only).
 
-``random_per_speaker=(low, high)`` draws ``alpha`` uniformly per speaker from a generator seeded
-by ``(seed, speaker)`` (the VPC 2022 "random McAdams" uses 0.5-0.9 per utterance): the same
-speaker always gets the same ``alpha``, in any order, shard or worker.
+``random_per_speaker=(low, high)`` draws ``alpha`` uniformly from a generator seeded by
+``(seed, speaker)``: the same speaker always gets the same ``alpha``, in any order, shard or
+worker; with ``draws="utterance"`` each utterance gets its own, seeded by ``(seed, utterance id)``
+(the VPC 2022 "random McAdams" draws 0.5-0.9 per utterance). At a fixed ``alpha`` the
+anonymizer is deterministic.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from sparc_eval.errors import DataError
 
-from .base import Anonymizer
+from .base import DRAW_MODES, Anonymizer
 
 
 def _levinson(r: np.ndarray, order: int) -> np.ndarray:
@@ -140,14 +142,17 @@ def _overlap_add(out_frames: np.ndarray, starts: np.ndarray, size: int, shift: i
 
 class McAdams(Anonymizer):
     """VPC B2. ``alpha``: the McAdams coefficient (0.8 in the VPC); ``random_per_speaker``:
-    ``(low, high)`` to draw ``alpha`` per speaker instead (seeded by ``seed``)."""
+    ``(low, high)`` to draw ``alpha`` instead (seeded by ``seed``), per speaker or, with
+    ``draws="utterance"``, per utterance."""
 
     name = "mcadams"
     keeps_words = True
     sample_rate = 16000
 
     def __init__(self, alpha: float = 0.8, *, random_per_speaker=None, seed: int = 0, win_ms: float = 20.0,
-                 shift_ms: float = 10.0, lp_order: int = 20):
+                 shift_ms: float = 10.0, lp_order: int = 20, draws: str = "speaker"):
+        if draws not in DRAW_MODES:
+            raise DataError(f"McAdams: draws must be one of {DRAW_MODES}, got {draws!r}")
         if random_per_speaker is not None:
             low, high = (float(v) for v in random_per_speaker)
             if not 0 < low <= high:
@@ -160,6 +165,17 @@ class McAdams(Anonymizer):
         self.random_per_speaker = random_per_speaker
         self.seed = int(seed)
         self.win_ms, self.shift_ms, self.lp_order = float(win_ms), float(shift_ms), int(lp_order)
+        self.draws = draws
+
+    def settings(self) -> dict:
+        out = super().settings()
+        if out.get("draws") == "speaker":  # today's mode keeps the keys made before it was an option
+            del out["draws"]
+        return out
+
+    @property
+    def deterministic(self) -> bool:
+        return self.random_per_speaker is None
 
     def alpha_for(self, speaker) -> float:
         if self.random_per_speaker is None:
@@ -170,8 +186,13 @@ class McAdams(Anonymizer):
             state[speaker] = float(self.speaker_rng(speaker).uniform(low, high))
         return state[speaker]
 
+    def _alpha(self, utterance) -> float:
+        if self.random_per_speaker is not None and self.draws == "utterance":
+            return float(self.utterance_rng(utterance.id).uniform(*self.random_per_speaker))
+        return self.alpha_for(utterance.speaker)
+
     def anonymize(self, wav, sr, utterance):
-        alpha = self.alpha_for(utterance.speaker)
+        alpha = self._alpha(utterance)
         if self.random_per_speaker is not None:
             utterance.extra["mcadams_alpha"] = round(alpha, 6)
         return mcadams_transform(wav, sr, alpha, win_ms=self.win_ms, shift_ms=self.shift_ms,

@@ -30,6 +30,7 @@ class SttTts(Anonymizer):
     name = "stt_tts"
     keeps_words = False
     sample_rate = 16000
+    deterministic = True  # one voice: no per-speaker or per-utterance choices to keep secret
 
     def __init__(self, asr="faster-whisper", tts="piper", *, asr_options=None, tts_options=None,
                  on_empty: str = "error", silence_s: float = 0.5):

@@ -100,7 +100,7 @@ class EcapaAttacker:
         train_set = make_dataset(train_utts, feature_type=kind, features=feats, speaker_index=index,
                                  chunk=self.training.chunk)
         valid_set = make_dataset(valid_utts, feature_type=kind, features=feats, speaker_index=index, sort=True)
-        check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp))
+        check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp, train))
         self.brain = AttackerBrain(modules=hp["modules"], opt_class=hp["opt_class"], hparams=hp,
                                    run_opts=self.run_opts, checkpointer=hp["checkpointer"])
         loader = {"batch_size": self.training.batch_size, "shuffle": True, "num_workers": self.training.num_workers}

@@ -1,8 +1,10 @@
 """Resume safety of a trained ECAPA attacker: its checkpoints are reused only by the same model.
 
 ``run_fingerprint.json`` in the output folder holds the plain hparams that define the trained
-model (:func:`fingerprint_of`); a run whose fingerprint differs refuses the folder's checkpoints
-and names the keys that differ (:func:`check_resume`).
+model and the content digest of what it was trained on (:func:`fingerprint_of`); a run whose
+fingerprint differs refuses the folder's checkpoints and names the keys that differ
+(:func:`check_resume`). Training speech re-anonymized in place under other settings is other
+content: its model is never resumed from the old checkpoints.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "nu
 # keys a fingerprint written before they existed lacks, with the value the run then had
 KEYS_ADDED_LATER = {"model_size": "cpu", "attention_channels": 64, "anon_keeps_words": None, "phone_text": "reference"}
 EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
-             "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anonymizer_name",
+             "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anon_enroll_folder", "anonymizer_name",
              "results_folder", "n_boot", "bootstrap_unit", "accent_grouping", "eval_batch_size", "scenario",
              "bootstrap_method", "bootstrap_bins", "min_segment_speakers", "segment_attributes"}
 
@@ -45,8 +47,14 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
 def upgraded(old: dict, fingerprint: dict) -> dict:
     """A fingerprint written by an earlier version, in today's terms: keys added since with the
     value the run then had, ``silence: auto`` resolved, and keys that no longer define the model
-    (``phone_text`` outside semi-informed runs) left out."""
+    (``phone_text`` outside semi-informed runs) left out. A fingerprint without the training
+    content is trusted for original speech (which nothing rewrites in place), not for anonymized
+    training speech (which a re-run with other settings rewrites in place)."""
     old = {**{k: v for k, v in KEYS_ADDED_LATER.items() if k in fingerprint}, **old}
+    if "trained_on_speech" in fingerprint:  # the paths in trained_on tell original from anonymized
+        old.setdefault("trained_on_speech", fingerprint["trained_on_speech"])
+    if "trained_on_content" in fingerprint and fingerprint.get("trained_on_speech") == "original":
+        old.setdefault("trained_on_content", fingerprint["trained_on_content"])
     if old.get("silence") == "auto" and old.get("feature_type") in ("phones", "phone_durations"):
         source = "audio" if old["feature_type"] == "phone_durations" else old.get("phone_source", "transcript")
         old["silence"] = source == "audio"
@@ -73,8 +81,9 @@ def _plain(v) -> bool:
         isinstance(v, (list, tuple)) and all(_plain(x) for x in v))
 
 
-def fingerprint_of(hp: dict) -> dict:
-    """The plain (str/number/bool/list) hparams that define the trained model."""
+def fingerprint_of(hp: dict, train=None) -> dict:
+    """The plain (str/number/bool/list) hparams that define the trained model, and with the
+    training manifest ``train`` its content digest (:meth:`sparc_eval.manifest.Manifest.content_digest`)."""
     semi = hp.get("scenario") == "semi-informed"
     skip = RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})  # eval-only
     out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
@@ -84,6 +93,9 @@ def fingerprint_of(hp: dict) -> dict:
     out["model"] = model_signature(hp)
     trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
     out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
+    out["trained_on_speech"] = "anonymized" if semi else "original"
+    if train is not None:
+        out["trained_on_content"] = train.content_digest()
     if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
         data = DataSettings.from_hparams(hp)
         out["held_out_by"] = [data.eval_speaker_fraction, data.split_seed]

@@ -6,14 +6,17 @@
     out_dir/manifest.jsonl              same ids, speakers, attributes and reference text;
                                         audio -> the new files (relative paths), duration of the
                                         new audio, extra.anonymizer, extra.keeps_words (the
-                                        anonymizer's declaration, see sparc_eval.words), and
-                                        what it recorded (extra.asr_text for STT-TTS)
+                                        anonymizer's declaration, see sparc_eval.words),
+                                        extra.anonymization_key (the ledger key: what made
+                                        the audio), and what it recorded (extra.asr_text for
+                                        STT-TTS)
     out_dir/failures.jsonl              one line per utterance that failed: id, error, reason
     out_dir/anonymization.json          counts, timings and real-time factors
     out_dir/.done.jsonl                 the ledger: one line per finished utterance with its key
 
 The cache key of an utterance hashes its input audio's content, its segment, and the
-anonymizer's ``settings()``; an utterance whose key is in the ledger and whose wav file is there
+anonymizer's settings (:func:`settings_of`: its ``settings()`` and the options it was built
+with; an object that cannot say them is never reused, with a warning); an utterance whose key is in the ledger and whose wav file is there
 is not redone, so a re-run, or the run after an interruption, does only what is missing, and
 changing a setting redoes everything it affects. One bad utterance (unreadable audio, an empty
 transcript, text the TTS cannot speak, a failing backend) is listed in ``failures.jsonl`` and the
@@ -40,6 +43,8 @@ import json
 import os
 import re
 import time
+import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +55,7 @@ from .audio import read_utterance, resample
 from .backends import AnonymizerOutputError, DiskFull
 # keys are digest(..., n=None, default=repr): full length, repr() for what JSON cannot hold, as the
 # ledgers and shard reports of earlier runs were made
-from .digest import digest, file_digest
+from .digest import UNKNOWN_STATE, digest, file_digest
 from .errors import DataError
 from .manifest import AudioRef, Manifest
 
@@ -95,12 +100,59 @@ def output_relpath(utt) -> str:
     return f"wav/{safe_name(utt.speaker)}/{safe_name(utt.id)}.wav"
 
 
+def build_anonymizer(anonymizer, options=None):
+    """The anonymizer object: ``anonymizer`` itself, or one built from a registered name / dotted
+    path with ``options``, which it then carries so that they are always in its key."""
+    from .plugins import load_anonymizer
+
+    if not isinstance(anonymizer, str):
+        if options:
+            raise DataError("anonymizer_options need an anonymizer name, not an object")
+        return anonymizer
+    built = load_anonymizer(anonymizer, **dict(options or {}))
+    if options:
+        try:
+            setattr(built, _BUILT_WITH, dict(options))
+        except AttributeError:  # __slots__: its settings() must say it all
+            pass
+    return built
+
+
+_BUILT_WITH = "_sparc_eval_options"
+_RUN_TOKEN = "_sparc_eval_unknown_state"
+
+
 def settings_of(anonymizer) -> dict:
-    settings = getattr(anonymizer, "settings", None)
-    if callable(settings):
-        return settings()
+    """What keys an anonymizer's outputs: its ``settings()`` plus the options it was built with.
+    An object whose state cannot be known (no ``settings()``, or a value in it with no settings of
+    its own) gets a key of its own for this object's lifetime, with a warning: nothing made by
+    another run is reused."""
     cls = type(anonymizer)
-    return {"class": f"{cls.__module__}.{cls.__qualname__}"}
+    settings = getattr(anonymizer, "settings", None)
+    out = dict(settings()) if callable(settings) else {"class": f"{cls.__module__}.{cls.__qualname__}"}
+    options = getattr(anonymizer, _BUILT_WITH, None)
+    if options:
+        out["options"] = options
+    if not callable(settings) or UNKNOWN_STATE in json.dumps(out, default=repr):
+        out["unknown_state"] = _run_token(anonymizer)
+    return out
+
+
+def _run_token(anonymizer) -> str:
+    """One random token per object (and one warning): its outputs are never reused by a later run."""
+    token = getattr(anonymizer, _RUN_TOKEN, None)
+    if token is None:
+        token = uuid.uuid4().hex
+        cls = type(anonymizer).__name__
+        warnings.warn(f"the anonymizer {cls} cannot say what it was built with (no settings(), or a setting "
+                      f"with no settings of its own): its outputs are keyed by this run alone, so a re-run "
+                      f"recomputes them. Give {cls} a settings() method returning its options to have them reused",
+                      stacklevel=3)
+        try:
+            setattr(anonymizer, _RUN_TOKEN, token)
+        except AttributeError:
+            pass
+    return token
 
 
 def name_of(anonymizer) -> str:
@@ -409,7 +461,8 @@ def _manifest_records(items, done, out_dir, name, keeps_words=None) -> list:
         out = copy.deepcopy(utt)
         out.audio = AudioRef(entry["audio"])
         out.duration = entry["duration"]
-        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name, "keeps_words": keeps_words}
+        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name, "keeps_words": keeps_words,
+                     "anonymization_key": entry["key"]}  # what made the audio: its input's bytes and the settings
         records.append(out.to_dict())
     return records
 
@@ -483,17 +536,11 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
 
 def _resolve_inputs(manifest, anonymizer, anonymizer_options) -> tuple:
     """(Manifest, anonymizer object) from what the caller gave: objects, or a path and a name."""
-    from .plugins import load_anonymizer
-
     if not isinstance(manifest, Manifest):
         from .corpora import load_corpus
 
         manifest = load_corpus(manifest)
-    if isinstance(anonymizer, str):
-        anonymizer = load_anonymizer(anonymizer, **dict(anonymizer_options or {}))
-    elif anonymizer_options:
-        raise DataError("anonymizer_options need an anonymizer name, not an object")
-    return manifest, anonymizer
+    return manifest, build_anonymizer(anonymizer, anonymizer_options)
 
 
 def _check_run_options(runner, batch_size, shard) -> tuple:

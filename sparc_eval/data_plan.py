@@ -11,6 +11,10 @@ lazy-informed   original speech           anonymized            anonymized
 semi-informed   anonymized training data  anonymized            anonymized
 =============== ========================= ===================== =====================
 
+Trials are the user's anonymized speech (``anon_eval_folder``); anonymized enrollment and training
+speech are the attacker's, made with the same system but its own random draws when the anonymizer
+has any (``anon_enroll_folder``, ``anon_train_folders``; the anonymizer card makes them).
+
 :class:`DataSettings` is made once from the hparams; every data default lives in it.
 """
 
@@ -45,6 +49,8 @@ class DataSettings:
     scenario: str = "original"
     anon_train_folders: Optional[list] = None      # anonymized training corpus (semi-informed)
     anon_eval_folder: Optional[str] = None         # anonymized evaluation corpus (other scenarios)
+    anon_enroll_folder: Optional[str] = None       # enrollment speech the attacker anonymized with its
+                                                   # own draws (lazy-/semi-informed); None: anon_eval_folder
     anonymizer_name: Optional[str] = None
     anon_keeps_words: Optional[bool] = None        # corpora anonymized by other tools
     enrolls_dir: Optional[str] = None              # enrollment/trial split: VoicePrivacy lists,
@@ -143,21 +149,34 @@ def _training_share(train: Manifest, fraction: float, seed: int) -> Manifest:
     return train.subset(lambda u: u.speaker in keep)
 
 
-def _anonymized_evaluation(data: DataSettings, needed: set) -> tuple:
-    """(anonymized evaluation corpus, ids of ``needed`` the anonymizer failed on). Only the
-    utterances the split reads need to be anonymized (the anonymizer card anonymizes just those)."""
+def _anonymized_evaluation(data: DataSettings, split: Split) -> tuple:
+    """(anonymized trial corpus, anonymized enrollment corpus, ids of the split the anonymizer
+    failed on). Only the utterances the split reads need to be anonymized (the anonymizer card
+    anonymizes just those). Enrollment comes from ``anon_enroll_folder`` when it is given (the
+    attacker's own draws of a randomized anonymizer), else from ``anon_eval_folder``."""
     if not data.anon_eval_folder:
         raise DataError(f"scenario {data.scenario} needs anon_eval_folder (the anonymized evaluation corpus)")
-    anonymized = load_anonymized(data.anon_eval_folder, data)
+    enroll_ids = {u for ids in split.enroll.values() for u in ids}
+    trials = load_anonymized(data.anon_eval_folder, data)
+    if not data.anon_enroll_folder:
+        return trials, trials, _missing(trials, enroll_ids | set(split.trial_ids), data.anon_eval_folder)
+    enroll = load_anonymized(data.anon_enroll_folder, data)
+    missing = _missing(trials, set(split.trial_ids), data.anon_eval_folder)
+    return trials, enroll, sorted({*missing, *_missing(enroll, enroll_ids, data.anon_enroll_folder)})
+
+
+def _missing(anonymized: Manifest, needed: set, folder) -> list:
+    """The ids of ``needed`` that ``anonymized`` lacks: a few anonymizer failures are left out
+    with a warning, more is an error."""
     missing = sorted(needed - set(anonymized.by_id()))
     if len(missing) > MAX_MISSING_SHARE * len(needed):
         raise DataError(f"{len(missing)} of the {len(needed)} enrollment and trial utterances are missing from the "
-                        f"anonymized corpus, e.g. {missing[:3]}", path=data.anon_eval_folder,
+                        f"anonymized corpus, e.g. {missing[:3]}", path=folder,
                         hint="anonymize the whole evaluation corpus (failures are listed in its failures.jsonl)")
     if missing:  # a few failures of the anonymizer: evaluate without them, and say so
         warnings.warn(f"{len(missing)} enrollment and trial utterances are missing from the anonymized corpus "
-                      f"(e.g. {missing[:3]}); they are left out of the evaluation", stacklevel=3)
-    return anonymized, missing
+                      f"(e.g. {missing[:3]}); they are left out of the evaluation", stacklevel=4)
+    return missing
 
 
 def plan_data(data: DataSettings) -> DataPlan:
@@ -167,16 +186,16 @@ def plan_data(data: DataSettings) -> DataPlan:
                        enroll_list=data.enroll_list, trial_list=data.trial_list, seed=data.split_seed,
                        n_enroll=data.n_enroll, max_per_speaker=data.max_per_speaker,
                        min_duration=data.min_duration, max_duration=data.max_duration)
-    anonymized, missing = None, []
+    anonymized = anon_enroll = None
+    missing = []
     if data.scenario != "original":
-        needed = {u for ids in split.enroll.values() for u in ids} | set(split.trial_ids)
-        anonymized, missing = _anonymized_evaluation(data, needed)
+        anonymized, anon_enroll, missing = _anonymized_evaluation(data, split)
     if data.scenario == "semi-informed":
         if not data.anon_train_folders:
             raise DataError("scenario semi-informed needs anon_train_folders (the anonymized training corpus)")
         keep = set(train.speakers())
         train = load_anonymized(data.anon_train_folders, data).subset(lambda u: u.speaker in keep)
-    enroll = anonymized if data.scenario in ("lazy-informed", "semi-informed") else evaluation
+    enroll = anon_enroll if data.scenario in ("lazy-informed", "semi-informed") else evaluation
     trials = anonymized if data.scenario != "original" else evaluation
     if missing:  # the split is made on the full corpus (fixed lists name every utterance), then thinned
         split = without_utterances(split, set(missing))

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 _CHUNK = 1 << 20  # 1 MiB: large audio files are hashed without reading them whole
+# what a settings record holds for a value whose state cannot be known (an object with no
+# settings() and an address for a repr): a key made of it must never be reused
+UNKNOWN_STATE = "<unknown state>"
 
 
 def digest(obj, n: Optional[int] = 16, *, default: Callable = str) -> str:

@@ -45,8 +45,8 @@ SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man"
 MISSING_WORDS = frozenset({"", "nan", "na", "n/a", "null", "none"})
 CORE_ATTRIBUTES = ("sex", "age", "accent")
 # extra keys that vary per utterance or episode by design: never reported as speaker conflicts
-UTTERANCE_EXTRA = frozenset({"asr_text", "anonymizer", "keeps_words", "mcadams_alpha", "scripted",
-                             "title", "description", "category"})
+UTTERANCE_EXTRA = frozenset({"asr_text", "anonymizer", "keeps_words", "anonymization_key", "mcadams_alpha",
+                             "scripted", "title", "description", "category"})
 RESOLUTION_RULE = "kept each speaker's most frequent value (ties: the first seen)"
 
 
@@ -318,6 +318,21 @@ class Manifest:
         ``read_passages`` unless given in ``labels``."""
         labels = {"name": self.name, "read_passages": self.read_passages, **labels}
         return type(self)(self._utterances if utterances is None else utterances, **labels)
+
+    def content_digest(self) -> str:
+        """What a model trained on these utterances learned from: ids, speakers, words (and an
+        anonymizer's own transcript), segments, durations, and for audio made by sparc-eval's
+        anonymizer runner the key of what made it (its input's bytes and the anonymizer's settings).
+        Original audio is taken to be what its id, segment and duration say; paths are left out,
+        so a moved corpus or cache keeps its models."""
+        from .digest import lines_digest
+
+        def line(u: Utterance) -> str:
+            segment = (u.audio.start, u.audio.stop) if u.audio is not None else None
+            return json.dumps([u.id, u.speaker, u.text, segment, u.duration, u.extra.get("asr_text"),
+                               u.extra.get("anonymization_key")]) + "\n"
+
+        return lines_digest(line(u) for u in sorted(self._utterances, key=lambda u: u.id))
 
     def subset(self, keep) -> "Manifest":
         """The utterances for which ``keep(utt)`` is true, in order."""

@@ -69,9 +69,10 @@ def test_identity_run_writes_16k_wavs_and_the_manifest(corpus, tmp_path):
     out_dir = tmp_path / "identity"
     out = anonymize_corpus(corpus, Identity(), out_dir, progress=False)
     assert [u.id for u in out] == [u.id for u in corpus] == IDS
+    ledger = read_ledger(out_dir)
     for src, dst in zip(corpus, out):
         assert (dst.speaker, dst.text, dst.episode, dst.sex) == (src.speaker, src.text, src.episode, src.sex)
-        assert dst.extra == {"anonymizer": "identity", "keeps_words": True}
+        assert dst.extra == {"anonymizer": "identity", "keeps_words": True, "anonymization_key": ledger[dst.id]["key"]}
         assert Path(dst.audio.path).is_file() and Path(dst.audio.path).is_relative_to(out_dir / "wav")
         info = sf.info(dst.audio.path)
         assert info.samplerate == 16000 and info.subtype == "PCM_16" and info.channels == 1
@@ -157,7 +158,8 @@ def test_bad_anonymizer_outputs_are_failures_with_names(corpus, tmp_path):
     out = anonymize_corpus(corpus, Broken(), tmp_path / "b", progress=False, batch_size=3)
     assert [u.id for u in out] == ["3005-163389-0007", "533-1066-0000"]
     for u in out:
-        assert u.extra == {"asr_text": "words", "anonymizer": "broken", "keeps_words": None} and u.text
+        key = u.extra.pop("anonymization_key")
+        assert u.extra == {"asr_text": "words", "anonymizer": "broken", "keeps_words": None} and u.text and len(key) == 64
         assert u.duration == pytest.approx(0.5 * 16000 / 22050, abs=1e-3)
     failures = {json.loads(line)["id"]: json.loads(line) for line in
                 (tmp_path / "b" / "failures.jsonl").read_text().splitlines()}

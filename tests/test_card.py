@@ -77,6 +77,8 @@ def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):
     for name in ("identity", "mcadams"):
         assert (out / "anonymized" / name / "eval" / "manifest.jsonl").is_file()
         assert not (out / "anonymized" / name / "train").exists()  # no semi-informed: training data untouched
+        assert not (out / "anonymized" / name / "attacker").exists()  # deterministic: the attacker reads eval
+        assert doc["anonymizers"][name]["draws"]["mode"] == "deterministic"
         for attacker in ("resemblyzer", "bag"):
             for sc in ("ignorant", "lazy-informed"):
                 assert doc["cells"][name][attacker][sc]["status"] == "ok", doc["cells"][name][attacker][sc]

@@ -14,12 +14,12 @@ from ..recipe_cli import register_recipe, run_recipe
 def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     from ..attack import LIBRARY_KEYS
     from .run import evaluate_anonymizers
-    from .settings import CardSettings
+    from .settings import CARD_DEFAULTED_KEYS, CardSettings
 
-    # the data and evaluation keys the file leaves to the library's defaults can still be set
+    # the data, evaluation and card keys the file leaves to the library's defaults can still be set
     return run_recipe(argv, lambda hparams, hparams_file, overrides, log: evaluate_anonymizers(
         CardSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides, log=log), prog=prog,
-        library_keys=LIBRARY_KEYS)
+        library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS)
 
 
 def register(subparsers) -> None:

@@ -195,9 +195,21 @@ def _footer(doc: dict) -> list:
              + (f"; {left} left out of every attacker alike (anonymizer failures: anonymized/<name>/eval/failures.jsonl)"
                 if left else ""),
              f"- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
+    lines += _draws(doc)
     if run["deviations"]:
         lines += ["- Departures from the papers:"] + [f"  - `{k}`: {v}" for k, v in sorted(run["deviations"].items())]
     return lines + [""]
+
+
+def _draws(doc: dict) -> list:
+    """Whose random draws made the attacker's enrollment and training speech, per anonymizer."""
+    parts = []
+    for name, record in (doc.get("anonymizers") or {}).items():
+        draws = record.get("draws") or {}
+        if draws:
+            seed = f", seed {draws['attacker_seed']}" if draws.get("attacker_seed") is not None else ""
+            parts.append(f"{name}: {draws['mode']}; the attacker used {draws['attacker']}{seed}")
+    return ["- Draws: " + "; ".join(parts)] if parts else []
 
 
 def pseudonyms_of(doc: dict) -> dict:

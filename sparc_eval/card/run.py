@@ -28,7 +28,7 @@ from ..leakage.cells import AttackerSpec, CorpusSpec, not_applicable, run_cell
 from ..leakage.evaluation_set import EvaluationSet
 from ..provenance import bootstrap_deviation, environment, versions
 from ..words import spoken_manifest
-from .anonymized import AnonymizedCorpora, anonymize_needed, needed_utterances
+from .anonymized import REUSES_ENROLLMENT, AnonymizedCorpora, anonymize_needed, needed_utterances
 from .learning import learning_cells
 from .settings import CardSettings
 from .utility import UtilityInput
@@ -50,21 +50,24 @@ def corpus_spec(s: CardSettings, anonymized: AnonymizedCorpora | None, scenario:
     keys = {**_base_data_keys(s.data), "scenario": scenario}
     if anonymized is not None:
         keys.update(anon_eval_folder=str(anonymized.eval_folder), anonymizer_name=anonymized.name)
+        if anonymized.enroll_folder is not None and scenario in REUSES_ENROLLMENT:
+            keys["anon_enroll_folder"] = str(anonymized.enroll_folder)
         if scenario == "semi-informed":
             keys["anon_train_folders"] = [str(anonymized.train_folder)]
     name = ORIGINAL if anonymized is None else anonymized.name
     return CorpusSpec(name, str(s.data.data_folder), None, keys)
 
 
-def model_folder(s: CardSettings, attacker: AttackerSpec, anonymizer: str | None, scenario: str,
-                 variant: str | None = None) -> str:
+def model_folder(s: CardSettings, attacker: AttackerSpec, anonymized, scenario: str, variant: str | None = None) -> str:
     """One model per attacker and training data: trained on original speech for every scenario
-    but semi-informed, whose attacker is trained on each anonymizer's speech (``variant``: a
-    learning-curve share of the training speakers)."""
+    but semi-informed, whose attacker is trained on each anonymizer's speech, keyed by that
+    speech's content (other anonymizer settings, another model; ``variant``: a learning-curve
+    share of the training speakers)."""
+    suffix = f"_{variant}" if variant else ""
+    semi = f"semi_informed_{anonymized.name}_{anonymized.train_content[:12]}" if scenario == "semi-informed" else None
     if attacker.model_folder:
-        return str(attacker.model_folder) + (f"_{variant}" if variant else "")
-    where = f"semi_informed_{anonymizer}" if scenario == "semi-informed" else ORIGINAL
-    return str(s.output_folder / "models" / attacker.name / (f"{where}_{variant}" if variant else where))
+        return str(attacker.model_folder) + (f"_{semi}" if semi else "") + suffix
+    return str(s.output_folder / "models" / attacker.name / f"{semi or ORIGINAL}{suffix}")
 
 
 def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
@@ -82,7 +85,7 @@ def _cell(s: CardSettings, spec: AttackerSpec, anonymized, scenario: str, evalse
             f"{spec.name} makes its own trials from one corpus's words, so it reads the anonymized words for "
             "enrollment and trials alike: see its lazy-informed row"))
     if spec.hparams:
-        spec = replace(spec, model_folder=model_folder(s, spec, where, scenario, variant))
+        spec = replace(spec, model_folder=model_folder(s, spec, anonymized, scenario, variant))
     cell_dir = s.output_folder / "cells" / where / spec.name / (f"{scenario}@{variant}" if variant else scenario)
     ctx.log(f"[card] {where} speech / {spec.name} / {scenario}" + (f" / {variant}" if variant else ""))
     try:
@@ -166,7 +169,7 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     verdicts = card_verdicts(s, cells, utility, inputs, learning=extra)
     timings["comparisons"] = time.perf_counter() - stage
     timings["total"] = time.perf_counter() - start
-    doc = OrderedDict(run=_run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides),
+    doc = OrderedDict(run=_run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized),
                       overall=None, anonymizers=_anonymizer_records(anonymized), cells=cells, utility=_strip(utility),
                       **verdicts)
     doc = json_safe(doc)
@@ -183,12 +186,30 @@ def _strip(utility: dict) -> dict:
 
 def _anonymizer_records(anonymized: dict) -> dict:
     return {name: {"eval_folder": str(a.eval_folder), "train_folder": str(a.train_folder) if a.train_folder else None,
+                   "attacker_enroll_folder": str(a.enroll_folder) if a.enroll_folder else None,
+                   "draws": a.draws, "train_content": a.train_content,
                    "failures": a.failures, "train_failures": a.train_failures, "anonymization": a.reports}
             for name, a in anonymized.items()}
 
 
-def _deviations(s: CardSettings, cells: dict, utility: dict) -> dict:
-    found = dict(bootstrap_deviation(s.evaluation.bootstrap.unit))
+def _draw_deviations(anonymized: dict) -> dict:
+    """How the attacker's speech departs from VoicePrivacy 2024's (utterance-level draws, the
+    attacker's own)."""
+    found = {}
+    for name, a in anonymized.items():
+        mode, attacker = a.draws.get("mode"), a.draws.get("attacker", "")
+        if mode == "speaker":
+            found[f"draws ({name}): speaker"] = ("one random draw per speaker; VoicePrivacy 2024 anonymizes every "
+                                                 "utterance independently (draws: utterance)")
+        if attacker.startswith("the user's draws"):
+            found[f"attacker draws ({name}): user"] = (f"the attacker's enrollment and training speech use {attacker}: "
+                                                       "it knows the user's secret choices, which VoicePrivacy's "
+                                                       "attacker does not")
+    return found
+
+
+def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict) -> dict:
+    found = {**bootstrap_deviation(s.evaluation.bootstrap.unit), **_draw_deviations(anonymized)}
     for by_attacker in cells.values():
         for attacker, by_scenario in by_attacker.items():
             for cell in by_scenario.values():
@@ -205,7 +226,7 @@ def _deviations(s: CardSettings, cells: dict, utility: dict) -> dict:
     return found
 
 
-def _run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides) -> dict:
+def _run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized) -> dict:
     return {"kind": "anonymizer_card", "dataset": plan.eval_original.name,
             "anonymizers": [a.name for a in s.anonymizers], "attackers": {a.name: a.describe() for a in s.attackers},
             "scenarios": [ORIGINAL, *s.scenarios], "content_attacker": s.content_attacker,
@@ -214,5 +235,6 @@ def _run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrid
             "split": plan.split.source, "n_enroll_speakers": len(plan.split.enroll),
             "n_evaluated_utterances": len(evalset.manifest), "n_left_out": len(evalset.left_out_ids),
             "weak_attacker_eer": s.weak_attacker_eer, "max_ci_width": s.max_ci_width,
-            "pseudonymise": s.pseudonymise, "timings_s": {k: round(v, 3) for k, v in timings.items()},
-            "deviations": _deviations(s, cells, utility), "environment": environment(), **versions()}
+            "pseudonymise": s.pseudonymise, "attacker_draws": s.attacker_draws, "attacker_seed": s.attacker_seed,
+            "timings_s": {k: round(v, 3) for k, v in timings.items()},
+            "deviations": _deviations(s, cells, utility, anonymized), "environment": environment(), **versions()}

@@ -18,6 +18,11 @@ ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
 WEAK_ATTACKER_EER = 0.40   # an attacker at least this close to chance on original speech certifies nothing
 MAX_CI_WIDTH = 0.25        # a 95% CI wider than this (half of the 0-50% EER range) supports no verdict
+# whose random draws anonymize the attacker's enrollment and training speech: its own (VoicePrivacy:
+# the attacker has the system, not the user's secret choices), or the user's (a stronger, named variant)
+ATTACKER_DRAWS = ("own", "user")
+# card keys an hparams file may leave out (settable by --key=value all the same)
+CARD_DEFAULTED_KEYS = frozenset({"attacker_draws", "attacker_seed"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class CardSettings:
     pseudonymise: bool = False
     learning_curve: bool = False  # trained attackers again on nested shares of their training speakers
     learning_fractions: tuple = (0.25, 0.5)
+    attacker_draws: str = "own"
+    attacker_seed: Optional[int] = None   # None: derived from each anonymizer's own seed
     plots: bool = True
     progress: bool = True
     num_threads: Optional[int] = None
@@ -74,11 +81,22 @@ class CardSettings:
                    pseudonymise=bool(hp.get("pseudonymise", False)), plots=bool(hp.get("plots", True)),
                    learning_curve=bool(hp.get("learning_curve", False)),
                    learning_fractions=learning_fractions(hp.get("learning_fractions")),
-                   progress=bool(hp.get("progress", True)), num_threads=hp.get("num_threads"))
+                   progress=bool(hp.get("progress", True)), num_threads=hp.get("num_threads"),
+                   attacker_draws=attacker_draws_of(hp.get("attacker_draws")),
+                   attacker_seed=None if hp.get("attacker_seed") is None else int(hp["attacker_seed"]))
 
     def cell_context(self, log) -> CellContext:
         return CellContext(settings=self.evaluation, common=self.common, cache_folder=self.cache_folder,
                            plots=self.plots, log=log, prefix="card")
+
+
+def attacker_draws_of(value) -> str:
+    value = value or "own"
+    if value not in ATTACKER_DRAWS:
+        raise DataError(f"attacker_draws {value!r} is not one of {list(ATTACKER_DRAWS)}",
+                        hint="own: the attacker anonymizes its speech with its own draws (VoicePrivacy); "
+                             "user: it reuses the user's draws (a stronger attacker)")
+    return value
 
 
 def learning_fractions(value) -> tuple:

@@ -95,10 +95,10 @@ def manifest_digest(manifest) -> str:
 
 def inputs_digest(settings: dict) -> dict:
     """What the corpus settings point at on disk (trial lists, anonymized corpora): a list file by
-    its content; a folder written by sparc_eval's anonymizer runner by its manifest and ledger
-    (whose keys hash each input and the anonymizer's settings), so that a cached re-run keeps the
-    cells and a changed setting makes new ones; any other folder by its files' names, sizes and
-    modification times."""
+    its content; a folder written by sparc_eval's anonymizer runner by its manifest, whose records
+    carry the key of what made each file (its input's bytes and the anonymizer's settings), so that
+    a cached re-run keeps the cells, a changed setting makes new ones, and going back to a setting
+    finds its cells again; any other folder by its files' names, sizes and modification times."""
     out = {}
     for key, value in sorted(settings.items()):
         for i, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
@@ -106,7 +106,7 @@ def inputs_digest(settings: dict) -> dict:
             if path is not None and path.is_file():
                 out[f"{key}[{i}]"] = file_digest(path)
             elif path is not None and (path / ".done.jsonl").is_file() and (path / "manifest.jsonl").is_file():
-                out[f"{key}[{i}]"] = [file_digest(path / "manifest.jsonl"), file_digest(path / ".done.jsonl")]
+                out[f"{key}[{i}]"] = file_digest(path / "manifest.jsonl")
             elif path is not None and path.is_dir():
                 out[f"{key}[{i}]"] = folder_digest(path)
     return out

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..atomic import write_json
 from ..attributes import accent_groups
-from ..corpora.specs import load_spec
+from ..corpora.specs import load_spec, load_specs
 from ..digest import text_digest
 from ..errors import DataError
 from ..provenance import bootstrap_deviation, environment, versions
@@ -40,17 +40,20 @@ from .vocabulary import vocabulary_stats
 
 def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
     """Where an hparams attacker's model lives: one per attacker and training data, so corpora
-    evaluated by an attacker trained elsewhere share it (trained once, resumed after)."""
+    evaluated by an attacker trained elsewhere share it (trained once, resumed after). A model
+    trained on anonymized speech is keyed by that speech's content: re-anonymized training speech
+    trains a model of its own."""
     if attacker.model_folder:
         return str(attacker.model_folder)
     trained_on = list(corpus.train_folders or [])
     if corpus.scenario == "semi-informed":  # trained on anonymized speech
         anon = corpus.data_keys.get("anon_train_folders") or []
-        trained_on += ["anonymized:"] + ([anon] if isinstance(anon, str) else list(anon))
+        anon = [anon] if isinstance(anon, str) else list(anon)
+        trained_on += ["anonymized:", *anon, load_specs(anon, cache_folder=s.cache_folder).content_digest()]
     if corpus.train_folders:
         where = "trained_" + text_digest("\n".join(map(str, trained_on)), 8)
     else:
-        where = f"held_out_{corpus.name}" + ("_semi_informed" if len(trained_on) else "")
+        where = f"held_out_{corpus.name}" + ("_semi_informed_" + text_digest(trained_on[-1], 8) if trained_on else "")
     models = "models" if s.grid == "full" else f"models_{s.grid}"  # a quick model never resumes into a full one
     return str(s.output_folder / models / attacker.name / where)
 

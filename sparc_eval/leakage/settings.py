@@ -16,7 +16,7 @@ from .evaluation_set import SHARED_TEXT_CONDITIONS, balanced_count
 
 CORPUS_SETTINGS = {"enroll_list", "trial_list", "enrolls_dir", "trials_dirs", "split_seed", "eval_speaker_fraction",
                    "n_enroll", "max_per_speaker", "min_duration", "max_duration", "scenario", "anon_eval_folder",
-                   "anon_train_folders", "anonymizer_name", "anon_keeps_words", "phone_text"}
+                   "anon_enroll_folder", "anon_train_folders", "anonymizer_name", "anon_keeps_words", "phone_text"}
 # keys set on every attacker recipe whose hparams file has them
 ATTACKER_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
 # grid: quick runs quick_attackers with quick_overrides (a first run to wait for, its departures named
