@@ -41,7 +41,8 @@ from .trials import Trials
 
 ATTACKER_GROUP = "sparc_eval.attackers"
 EVALUATION_KEYS = {"seed", "n_boot", "bootstrap_unit", "bootstrap_method", "bootstrap_bins", "accent_grouping",
-                   "min_segment_speakers", "segment_attributes", "output_folder", "results_folder"}
+                   "min_segment_speakers", "segment_attributes", "min_verdict_speakers", "output_folder",
+                   "results_folder"}
 LIBRARY_KEYS = DataSettings.keys() | EVALUATION_KEYS  # an attacker's hparams file may leave these out
 
 

@@ -14,6 +14,7 @@ from typing import Optional
 
 from .errors import DataError
 from .metrics.core import MetricSettings
+from .metrics.small import MIN_SPEAKERS
 from .trials import Trials
 
 BOOTSTRAP_UNITS = ("speaker", "trial")
@@ -49,6 +50,8 @@ class EvaluationSettings:
     metrics: MetricSettings = field(default_factory=MetricSettings)
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     segments: SegmentSettings = field(default_factory=SegmentSettings)
+    # fewer test speakers than this, or a degenerate interval: no verdict (sparc_eval.metrics.small)
+    min_verdict_speakers: int = MIN_SPEAKERS
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "EvaluationSettings":
@@ -64,15 +67,18 @@ class EvaluationSettings:
             segments = SegmentSettings(**given({"min_segment_speakers": "min_speakers",
                                                 "segment_attributes": "attributes", "accent_grouping": "accent_grouping"},
                                                {"min_speakers": int, "attributes": tuple, "accent_grouping": str}))
+            verdict = int(hp.get("min_verdict_speakers") or MIN_SPEAKERS)
         except (TypeError, ValueError) as err:
-            raise DataError(f"n_boot, seed, bootstrap_bins and min_segment_speakers must be integers ({err})") from None
-        return cls(bootstrap=boot, segments=segments)
+            raise DataError(f"n_boot, seed, bootstrap_bins, min_segment_speakers and min_verdict_speakers must be "
+                            f"integers ({err})") from None
+        return cls(bootstrap=boot, segments=segments, min_verdict_speakers=verdict)
 
     def record(self) -> dict:
         """What results.json keeps of these settings (``run``)."""
         return {"bootstrap_unit": self.bootstrap.unit, "n_boot": self.bootstrap.n_boot,
                 "accent_grouping": self.segments.accent_grouping,
-                "min_segment_speakers": self.segments.min_speakers}
+                "min_segment_speakers": self.segments.min_speakers,
+                "min_verdict_speakers": self.min_verdict_speakers}
 
     def digest_parts(self) -> dict:
         return asdict(self)
@@ -104,6 +110,6 @@ def evaluate(trials: Trials, speakers: Optional[dict] = None,
                          utt2spk=scored.utt2spk(), speakers=segment_speakers(speakers, seg), settings=settings.metrics,
                          n_boot=boot.n_boot, seed=boot.seed, bootstrap_unit=boot.unit, bootstrap_method=boot.method,
                          bootstrap_bins=boot.bins, min_segment_speakers=seg.min_speakers,
-                         accent_grouping=seg.accent_grouping)
+                         accent_grouping=seg.accent_grouping, min_verdict_speakers=settings.min_verdict_speakers)
     ev.details["n_unscored"] = trials.n_unscored
     return ev

@@ -95,10 +95,16 @@ def test_audio_features_on_a_text_only_corpus_are_refused(data_dir, tmp_path, ca
 def test_mel_attacker_runs_on_demo_audio(demo_dir, tmp_path, capsys):
     code, lines, err = _run(capsys, "mel.yaml", f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
                             f"--cache_folder={tmp_path / 'cache'}", *TINY, "--number_of_epochs=1",
-                            "--chunk_seconds=1.5", "--plots=False")
+                            "--chunk_seconds=1.5", "--plots=False", "--min_verdict_speakers=30")
     assert code == 0, err
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["run"]["features"] == "mel" and results["overall"]["n_target"] == 240
+    # 24 test speakers under a rule asking for 30: the report says so and prints the counted bound
+    small = results["overall"]["small_evaluation"]
+    assert small["n_speakers"] == 24 and small["min_speakers"] == 30 and small["eer_bound95"][1] > results["overall"]["eer"]
+    report = (tmp_path / "report.md").read_text()
+    assert "**Small evaluation.** small evaluation (24 test speakers, 240 target" in report
+    assert "too few speakers for a verdict" in report
 
 
 def test_short_inputs_do_not_crash_ecapa():

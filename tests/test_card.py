@@ -105,13 +105,31 @@ def test_identity_leaves_what_the_original_speech_gives(card):
     assert doc["utility"]["mcadams"]["gvd"]["value"] < doc["utility"]["identity"]["gvd"]["value"]
 
 
+def _verdicts_at(out, doc, min_speakers: int) -> list:
+    from types import SimpleNamespace
+
+    from sparc_eval.card.verdicts import CellTrials, voice_beyond_content
+    from sparc_eval.evaluation import BootstrapSettings, EvaluationSettings
+
+    s = SimpleNamespace(content_attacker="bag", evaluation=EvaluationSettings(
+        bootstrap=BootstrapSettings(n_boot=100), min_verdict_speakers=min_speakers))
+    return voice_beyond_content(s, doc["cells"], CellTrials(out, doc["cells"]))
+
+
 def test_voice_beyond_content_headline_and_comparisons(card):
-    _, doc = card
+    out, doc = card
     rows = {(r["anonymizer"], r["attacker"], r["scenario"]): r for r in doc["voice_beyond_content"]}
     assert set(rows) == {(a, "resemblyzer", sc) for a in ("identity", "mcadams") for sc in ("ignorant", "lazy-informed")}
     identity = rows[("identity", "resemblyzer", "lazy-informed")]
     assert identity["paired"] == "trials" and identity["diff"] == pytest.approx(identity["eer"] - identity["content_eer"])
-    assert identity["verdict"].startswith("lower")  # the voice of unchanged speech identifies speakers beyond words
+    # 6 test speakers: no verdict rests on so few (issue 34), and the card says so with the bound
+    assert identity["verdict"].startswith("no verdict: too few speakers for a verdict (6 test speakers")
+    assert any(w.startswith("too few speakers for any verdict: 6 test speakers") for w in doc["strength"]["resemblyzer"]["warnings"])
+    assert "(small: 6 speakers, bound" in (out / "card.md").read_text()
+    # with the rule at 3 speakers, the same trials give the paired verdict
+    again = {(r["anonymizer"], r["scenario"]): r for r in _verdicts_at(out, doc, min_speakers=3)
+             if r["attacker"] == "resemblyzer"}
+    assert again[("identity", "lazy-informed")]["verdict"].startswith("lower")  # the voice of unchanged speech leaks
     for name, head in doc["headline"].items():
         eers = [c["overall"]["eer"] for by in doc["cells"][name].values() for c in by.values() if c["status"] == "ok"]
         assert head["eer"] == pytest.approx(min(eers)) and head["content_bound"] == pytest.approx(doc["content"]["bound"]["eer"])
@@ -196,7 +214,10 @@ def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(c
                  f"--anonymizer_options={{Flaky: {{fail_ids: [{crash}], empty_ids: [{empty}]}}}}")
     assert recipe("evaluate_anonymizer").main(args) == 0
     doc = json.loads((tmp_path / "results.json").read_text())
-    failures = doc["anonymizers"]["Flaky"]["failures"]
+    # named by its declared name, the dotted path beside it (options may still name the class)
+    assert doc["run"]["anonymizers"] == ["identity", "flaky"]
+    assert doc["anonymizers"]["flaky"]["source"] == "card_fixtures.Flaky"
+    failures = doc["anonymizers"]["flaky"]["failures"]
     assert set(failures) == {crash, empty}
     assert "crashed" in failures[crash] and empty in failures[empty] and "no audio" in failures[empty]
     assert doc["run"]["n_left_out"] == 2 and doc["run"]["n_evaluated_utterances"] == len(ids) - 2

@@ -140,9 +140,13 @@ def test_comparisons_pair_when_trials_are_shared():
     a = _trials(12, 6, 1.0, rng)
     b = replace(a, score=a.score + 0.8 * a.label + 0.1 * rng.normal(size=a.label.size))
     shuffled = b.select(np.arange(len(b))[::-1])  # order does not matter
-    paired = compare_cells(a, shuffled, n_boot=200, seed=0)
+    paired = compare_cells(a, shuffled, n_boot=200, seed=0, min_speakers=10)
     assert paired["paired"] and paired["eer_diff"] < 0
     assert paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
+    # 12 test speakers are too few for a verdict under the default rule (20): the CI stays, the verdict goes
+    default = compare_cells(a, shuffled, n_boot=200, seed=0)
+    assert default["eer_diff_ci95"] == paired["eer_diff_ci95"] and default["n_speakers_a"] == 12
+    assert verdict(default, "A", "B").startswith("no verdict: too few speakers")
     other = _trials(12, 6, 1.8, rng, prefix="x")  # other trials of the same speakers: paired on speakers
     assert compare_cells(a, other, n_boot=200, seed=0)["paired"] == "speakers"
     other = replace(other, test_speaker=np.char.add("other-", other.test_speaker.astype(str)))  # another corpus's
@@ -165,7 +169,7 @@ def test_comparisons_pair_when_trials_are_shared():
     holes = replace(b, score=np.where(np.arange(len(b)) % 50 == 0, np.nan, b.score))
     partial = compare_cells(a, holes, n_boot=100, seed=0)
     assert partial["paired"] and partial["n_trials_a"] == partial["n_trials_b"] < len(a)
-    same = compare_cells(a, a, n_boot=100, seed=0)
+    same = compare_cells(a, a, n_boot=100, seed=0, min_speakers=10)
     assert same["eer_diff"] == 0 and "no significant" in verdict(same, "A", "B")
 
 

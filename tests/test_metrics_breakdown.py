@@ -98,7 +98,8 @@ def test_evaluate_trials_full_document():
     res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=50)
     assert set(res) == {"overall", "per_speaker", "segments", "not_applicable"}
     ov = res["overall"]
-    assert set(ov) == {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95"}
+    assert set(ov) == {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95",
+                       "small_evaluation"}
     assert set(ov["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert set(ov["ci95"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
     assert ov["eer"] == core.eer(score, label).eer

@@ -16,7 +16,8 @@ from sparc_eval.metrics import read_scores, read_speakers, read_utt2spk, write_s
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
 RUN_KEYS = {"dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s"}
-OVERALL_KEYS = {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95"}
+OVERALL_KEYS = {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95",
+                "small_evaluation"}
 
 
 def write(tmp_path, name, text):

@@ -263,7 +263,7 @@ def test_evaluate_trials_keys_and_notes_in_order():
                           n_boot=100, stratify=False, eer_method="rocch")
     assert list(res) == ["overall", "per_speaker", "segments", "not_applicable"]
     assert list(res["overall"]) == ["eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target",
-                                    "n_nontarget", "ci95"]
+                                    "n_nontarget", "ci95", "small_evaluation"]
     assert res["overall"]["eer_threshold"] is None and res["per_speaker"] is None and res["segments"] == {}
     assert list(res["not_applicable"]) == ["overall.eer_threshold", "overall.ci95.dropped", "per_speaker",
                                            "segments"]

@@ -32,14 +32,18 @@ def _pct(x) -> str:
 def _eer_ci(e) -> str:
     if not e:
         return "n/a"
-    ci = e.get("ci95")
-    return _pct(e["eer"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
+    ci, small = e.get("ci95"), e.get("small")
+    text = _pct(e["eer"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
+    if small:  # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
+        lo, hi = small["eer_bound95"]
+        text += f" (small: {small.get('n_speakers') or 'n/a'} speakers, bound {_pct(lo)}-{_pct(hi)})"
+    return text
 
 
 def _cell_text(cell: dict) -> str:
     if cell.get("status") == "ok":
         o = cell["overall"]
-        return _eer_ci({"eer": o["eer"], "ci95": (o.get("ci95") or {}).get("eer")})
+        return _eer_ci({"eer": o["eer"], "ci95": (o.get("ci95") or {}).get("eer"), "small": o.get("small_evaluation")})
     return "n/a" if cell.get("status") == "not_applicable" else "failed"
 
 
@@ -245,6 +249,12 @@ def _bars(doc: dict, name: str) -> list:
     return bars
 
 
+def _legend(ax) -> None:
+    """A legend only where something is labelled (matplotlib warns the user otherwise)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+
+
 def plot_eers(path, doc: dict):
     plt = _pyplot()
     names = [n for n in doc["cells"] if n != ORIGINAL]
@@ -263,7 +273,7 @@ def plot_eers(path, doc: dict):
         ax.set_xticks(x, [f"{b[0]}\n{b[1]}" for b in bars], rotation=60, fontsize=6)
         ax.set_title(f"{name} (grey: original speech)", fontsize=9)
         ax.set_ylabel("EER")
-        ax.legend(fontsize=6)
+        _legend(ax)
     return _save(fig, path)
 
 
@@ -293,7 +303,7 @@ def plot_det(path, doc: dict, root: Path):
         ax.set_xlabel("false acceptance")
         ax.set_ylabel("false rejection")
         ax.set_title(f"DET, {name}")
-        ax.legend(fontsize=6)
+        _legend(ax)
     return _save(fig, path)
 
 

@@ -170,7 +170,7 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     timings["comparisons"] = time.perf_counter() - stage
     timings["total"] = time.perf_counter() - start
     doc = OrderedDict(run=_run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized),
-                      overall=None, anonymizers=_anonymizer_records(anonymized), cells=cells, utility=_strip(utility),
+                      overall=None, anonymizers=_anonymizer_records(s, anonymized), cells=cells, utility=_strip(utility),
                       **verdicts)
     doc = json_safe(doc)
     write_json(s.output_folder / "results.json", doc)
@@ -184,8 +184,10 @@ def _strip(utility: dict) -> dict:
             for a, by in utility.items()}
 
 
-def _anonymizer_records(anonymized: dict) -> dict:
-    return {name: {"eval_folder": str(a.eval_folder), "train_folder": str(a.train_folder) if a.train_folder else None,
+def _anonymizer_records(s: CardSettings, anonymized: dict) -> dict:
+    given = {a.name: a.anonymizer if isinstance(a.anonymizer, str) else type(a.anonymizer).__module__ + "."
+             + type(a.anonymizer).__qualname__ for a in s.anonymizers}
+    return {name: {"source": given.get(name), "eval_folder": str(a.eval_folder), "train_folder": str(a.train_folder) if a.train_folder else None,
                    "attacker_enroll_folder": str(a.enroll_folder) if a.enroll_folder else None,
                    "draws": a.draws, "train_content": a.train_content,
                    "failures": a.failures, "train_failures": a.train_failures, "anonymization": a.reports}

@@ -118,30 +118,49 @@ def scenarios_of(hp: dict) -> tuple:
 
 
 def _anonymizer_name(value) -> str:
+    """How the card names an anonymizer: its declared ``name`` (what ``sparc-eval anonymize`` and
+    the manifest use), else its class name; a registered name is its own name."""
     from ..anonymize import name_of
+    from ..plugins import anonymizer_class
 
-    if isinstance(value, str):
-        return value.rsplit(".", 1)[-1] if "." in value else value
-    return name_of(value)
+    if not isinstance(value, str):
+        return name_of(value)
+    if "." not in value and ":" not in value:
+        return value
+    declared = getattr(anonymizer_class(value), "name", None)
+    return declared if isinstance(declared, str) and declared else value.replace(":", ".").rsplit(".", 1)[-1]
+
+
+def _options_for(value, name: str, options: dict) -> tuple:
+    """(key, options) of ``anonymizer_options`` for one anonymizer: keyed by its card name, its
+    class name or its dotted path."""
+    if not isinstance(value, str):
+        return None, {}
+    for key in (name, value, value.replace(":", ".").rsplit(".", 1)[-1]):
+        if key in options:
+            return key, options[key] or {}
+    return None, {}
 
 
 def anonymizer_specs(hp: dict) -> tuple:
     """``anonymizer``: one or a list of registered names, dotted paths or objects (``!new:``);
-    ``anonymizer_options`` maps a name to its keyword arguments."""
+    ``anonymizer_options`` maps a name (the card's, the class's or the dotted path) to its keyword
+    arguments."""
     given = hp.get("anonymizer")
     if given in (None, "", []):
         raise DataError("no anonymizer to evaluate", hint="--anonymizer=mcadams (or a list: --anonymizer=[mcadams,stt_tts])")
     given = given if isinstance(given, (list, tuple)) else [given]
     options = hp.get("anonymizer_options") or {}
-    out, seen = [], set()
+    out, seen, used = [], set(), set()
     for value in given:
         name = _anonymizer_name(value)
         if name in seen:
             raise DataError(f"anonymizer {name!r} is listed twice")
         seen.add(name)
-        opts = (options.get(name) or {}) if isinstance(value, str) else {}
+        key, opts = _options_for(value, name, options)
+        used.add(key)
         out.append(AnonymizerSpec(name, value, dict(opts)))
-    unknown = set(options) - seen
+    unknown = set(options) - used
     if unknown:
         raise DataError(f"anonymizer_options names {sorted(unknown)}, which are not evaluated ({sorted(seen)})")
     return tuple(out)

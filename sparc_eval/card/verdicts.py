@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import DataError
 from ..leakage.cells import cell_trials
 from ..leakage.compare import ci_verdict, compare_cells, verdict as eer_verdict
+from ..metrics.small import too_few
 from .settings import CardSettings
 
 ORIGINAL = "original"
@@ -48,7 +49,7 @@ class CellTrials:
             return None
         try:
             return compare_cells(self.trials(folder_a), self.trials(folder_b), n_boot=boot.n_boot, seed=boot.seed,
-                                 unit=boot.unit)
+                                 unit=boot.unit, min_speakers=s.evaluation.min_verdict_speakers)
         except DataError:
             return None
 
@@ -64,7 +65,7 @@ def _eer(cell: dict) -> dict | None:
         return None
     overall = cell["overall"]
     return {"eer": overall["eer"], "ci95": overall["ci95"]["eer"] if overall.get("ci95") else None,
-            "n_trial_speakers": cell.get("n_trial_speakers")}
+            "n_trial_speakers": cell.get("n_trial_speakers"), "small": overall.get("small_evaluation")}
 
 
 def _needs(cell: dict, what: str) -> bool:
@@ -128,13 +129,31 @@ def headlines(s: CardSettings, cells: dict, content: dict) -> dict:
             out[name] = {"not_applicable": "no attacker ran on this anonymizer's speech"}
             continue
         eer, attacker, sc, e = min(found, key=lambda x: x[0])
-        out[name] = {"eer": eer, "ci95": e["ci95"], "attacker": attacker, "scenario": sc,
+        out[name] = {"eer": eer, "ci95": e["ci95"], "small": e["small"], "attacker": attacker, "scenario": sc,
                      "content_bound": (content.get("bound") or {}).get("eer")}
     return out
 
 
 def _too_wide(e: dict | None, width: float) -> bool:
     return bool(e and e["ci95"] and e["ci95"][1] - e["ci95"][0] > width)
+
+
+def _small_warnings(original: dict | None, anonymized: dict) -> list:
+    """What a small evaluation can claim (sparc_eval.metrics.small): too few speakers or a degenerate
+    interval, with the resampling-free bound of each such cell."""
+    found = [("original speech", original)] + [(f"{name} {sc}", e) for name, by_sc in anonymized.items()
+                                               for sc, e in by_sc.items()]
+    small = [(where, e["small"]) for where, e in found if e and e.get("small")]
+    if not small:
+        return []
+    bounds = "; ".join(f"{where} EER {e['eer_bound95'][0]:.1%}-{e['eer_bound95'][1]:.1%}" for where, e in small)
+    few = [e for _, e in small if too_few(e)]
+    if few:
+        return [f"too few speakers for any verdict: {few[0]['n_speakers']} test speakers (fewer than "
+                f"{few[0]['min_speakers']}); a bootstrap over so few cannot show the uncertainty. Resampling-free "
+                f"95% bounds, counted over speakers: {bounds}"]
+    return [f"a degenerate interval (no resample can vary) is no narrow CI; no verdict rests on it. "
+            f"Resampling-free 95% bounds, counted over speakers: {bounds}"]
 
 
 def strength(s: CardSettings, cells: dict) -> dict:
@@ -152,6 +171,7 @@ def strength(s: CardSettings, cells: dict) -> dict:
         if _too_wide(original, s.max_ci_width) or any(_too_wide(e, s.max_ci_width) for by_sc in anonymized.values()
                                                        for e in by_sc.values()):
             warnings.append(f"too few speakers for any verdict: a 95% CI is wider than {s.max_ci_width:.0%}")
+        warnings += _small_warnings(original, anonymized)
         out[attacker] = {"original": original, "anonymized": anonymized, "warnings": warnings}
     return out
 

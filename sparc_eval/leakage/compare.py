@@ -20,12 +20,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from ..metrics.small import MIN_SPEAKERS, few_speakers_reason
 from ..trials import Trials
 
 
-def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "speaker") -> dict:
+def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "speaker",
+                  min_speakers: int = MIN_SPEAKERS) -> dict:
     """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
-    EERs, the difference b - a with its 95% CI and p-value, and how it was computed."""
+    EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
+    says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers."""
     ka, kb = a.keys(), b.keys()
     same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
     if same_trials:
@@ -52,12 +55,21 @@ def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "
             "eer_a": d["a"]["eer"], "eer_b": d["b"]["eer"], "eer_diff": d["diff"]["eer"],
             "eer_diff_ci95": d["ci95"]["eer"], "eer_p_value": d["p_value"]["eer"],
             "auc_diff": d["diff"]["auc"], "auc_diff_ci95": d["ci95"]["auc"],
-            "n_trials_a": len(a), "n_trials_b": len(b)}
+            "n_trials_a": len(a), "n_trials_b": len(b),
+            "n_speakers_a": _speakers(a), "n_speakers_b": _speakers(b),
+            "small": few_speakers_reason(_speakers(a), _speakers(b), min_speakers)}
+
+
+def _speakers(t: Trials):
+    spk = t.test_speaker
+    return None if spk is None else len(set(spk.tolist()))
 
 
 def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
     """One of three sentences by where the 95% CI of the EER difference (b - a) lies: below 0,
-    above 0, or around it."""
+    above 0, or around it; none when the comparison is small (too few test speakers)."""
+    if comparison.get("small"):
+        return f"no verdict: {comparison['small']}"
     lo, hi = comparison["eer_diff_ci95"]
     if lo is None or hi is None or comparison.get("eer_diff", 0) is None:
         return "no interval (too few valid resamples)"

@@ -204,7 +204,11 @@ def _eer_cell(cell: dict) -> str:
         return "failed" if cell["status"] == "failed" else "n/a"
     ov = cell["overall"]
     same = " (no shared text: = all)" if cell.get("same_as") else ""
-    return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{same}"
+    small = ov.get("small_evaluation")
+    # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
+    bound = "" if not small else (f" (small: {small.get('n_speakers') or 'n/a'} speakers, bound "
+                                  f"{_pct(small['eer_bound95'][0])}-{_pct(small['eer_bound95'][1])}%)")
+    return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{bound}{same}"
 
 
 def _eer_tables(doc: dict, plots: dict) -> list:

@@ -303,7 +303,8 @@ class _Comparer:
             return None
         boot = self.s.evaluation.bootstrap
         try:
-            return compare_cells(self.trials(*x), self.trials(*y), n_boot=boot.n_boot, seed=boot.seed, unit=boot.unit)
+            return compare_cells(self.trials(*x), self.trials(*y), n_boot=boot.n_boot, seed=boot.seed, unit=boot.unit,
+                                 min_speakers=self.s.evaluation.min_verdict_speakers)
         except DataError as err:
             self.na["comparisons." + "~".join(".".join(side) for side in (x, y))] = str(err)
             return None

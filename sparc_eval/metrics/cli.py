@@ -47,6 +47,9 @@ def register(subparsers) -> None:
     p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
     p.add_argument("--min-segment-speakers", type=int, default=3,
                    help="report a segment only with at least this many trial speakers (default 3)")
+    p.add_argument("--min-verdict-speakers", type=int, default=20,
+                   help="fewer test speakers than this (or a degenerate EER interval): the report says the "
+                        "evaluation is small and prints a resampling-free bound (default 20)")
     p.add_argument("--accent-grouping", choices=("coarse", "fine"), default="coarse",
                    help="accent segments: coarse groups (default) or each self-reported accent, normalised")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -61,6 +64,7 @@ def run(args) -> int:
     from .core import MetricSettings
     from .results import evaluate_trials, write_report
     from .scores import read_scores, read_speakers, read_utt2spk
+    from .small import small_note
 
     t0 = time.perf_counter()
     trials = read_scores(args.scores)
@@ -86,7 +90,8 @@ def run(args) -> int:
                               speakers=speakers, n_boot=args.n_boot, seed=args.seed,
                               bootstrap_unit=args.bootstrap_unit, settings=settings,
                               min_segment_speakers=args.min_segment_speakers, accent_grouping=args.accent_grouping,
-                              bootstrap_method=args.bootstrap_method, bootstrap_bins=args.bootstrap_bins)
+                              bootstrap_method=args.bootstrap_method, bootstrap_bins=args.bootstrap_bins,
+                              min_verdict_speakers=args.min_verdict_speakers)
     timings = {"read": round(t_read, 4), **{k: round(v, 4) for k, v in (results.timings_s or {}).items()}}
     run_info = {
         "dataset": args.dataset, "features": args.features, "anonymizer": args.anonymizer,
@@ -97,6 +102,7 @@ def run(args) -> int:
                     "eer_method": args.eer,
                     "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
                     "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers,
+                    "min_verdict_speakers": args.min_verdict_speakers,
                     "accent_grouping": args.accent_grouping},
         "seed": args.seed, "timings_s": timings, "bootstrap_unit": args.bootstrap_unit,
         "deviations": bootstrap_deviation(args.bootstrap_unit) if args.n_boot else {},
@@ -109,5 +115,7 @@ def run(args) -> int:
     if ov.get("eer") is not None:
         print(f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
               f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)")
+        if ov.get("small_evaluation"):
+            print(f"sparc-eval metrics: {small_note(ov['small_evaluation'])}", file=sys.stderr)
     print(written["results.json"])
     return 0

@@ -31,6 +31,7 @@ from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (Counts, MetricSettings, SortedTrials, check_trials, compact, fpr_key, group_counts,
                    point_metrics, roc_points, sort_trials, thin_curve)
 from .scores import LABEL_WORDS, map_ids
+from .small import MIN_SPEAKERS, small_evaluation, small_note
 
 RUN_KEYS = ("dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s")
 
@@ -72,7 +73,8 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
                     fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
                     c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
                     accent_grouping: str = "coarse", bootstrap_method: str = "auto",
-                    bootstrap_bins: Optional[int] = None, per_speaker: bool = True) -> Evaluation:
+                    bootstrap_bins: Optional[int] = None, per_speaker: bool = True,
+                    min_verdict_speakers: int = MIN_SPEAKERS) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
     - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
@@ -90,6 +92,9 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
       ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins (None: the unit's
       default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
+    - ``min_verdict_speakers``: below this many test speakers, or with a degenerate EER interval,
+      ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound
+      (:mod:`sparc_eval.metrics.small`); otherwise it is None.
     - ``per_speaker``: False skips the per-speaker EERs (None) where a caller reads only the
       overall metrics (the text evaluation: one EER loop per speaker and condition otherwise).
 
@@ -112,6 +117,8 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
         boot = {"n_boot": n_boot, "seed": seed, "unit": bootstrap_unit, "stratify": stratify, "level": level,
                 "method": bootstrap_method, "bins": bootstrap_bins}
         out["overall"], out.curves = _two_class_overall(tr, settings, boot, na, details, timings, t0)
+    n_speakers = None if tr.test_spk is None else int(np.unique(tr.test_spk).size)
+    out["overall"]["small_evaluation"] = small_evaluation(out["overall"], n_speakers, min_verdict_speakers)
 
     t2 = time.perf_counter()
     out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
@@ -375,12 +382,16 @@ def _overall_lines(ov: dict, details: dict) -> list:
              f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.", "",
              "| metric | value | 95% CI |", "|---|---|---|"]
     ci = ov.get("ci95") or {}
-    lines.append(f"| EER | {_pct(ov.get('eer'))} | {_ci(ci.get('eer'))} |")
+    small = ov.get("small_evaluation")
+    degenerate = " (small evaluation: see below)" if small else ""
+    lines.append(f"| EER | {_pct(ov.get('eer'))} | {_ci(ci.get('eer'))}{degenerate} |")
     lines.append(f"| EER threshold | {_f(ov.get('eer_threshold'), 6)} | |")
     lines.append(f"| AUC | {_f(ov.get('auc'))} | {_ci(ci.get('auc'), pct=False)} |")
     for k, v in (ov.get("tpr_at_fpr") or {}).items():
         lines.append(f"| TPR at FPR {float(k):g} | {_pct(v)} | {_ci((ci.get('tpr_at_fpr') or {}).get(k))} |")
     lines.append(f"| minDCF | {_f(ov.get('min_dcf'))} | {_ci(ci.get('min_dcf'), pct=False)} |")
+    if small:
+        lines += ["", f"**Small evaluation.** {small_note(small)}."]
     if details.get("eer_speechbrain") is not None:
         lines += ["", f"EER, SpeechBrain definition: {_pct(details['eer_speechbrain'])}; "
                       f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}."]

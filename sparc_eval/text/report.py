@@ -114,6 +114,10 @@ def _cell(block) -> str:
         if k in tpr:
             parts.append(f"TPR@{float(k) * 100:g}%FPR {_f(tpr[k])}{_ci(tci.get(k))}")
     parts.append(f"n {block['n_target']}+/{block['n_nontarget']}-")
+    small = block.get("small_evaluation")
+    if small:  # a degenerate or few-speaker interval is not a narrow one
+        lo, hi = small["eer_bound95"]
+        parts.append(f"small: {small.get('n_speakers') or 'n/a'} speakers, EER bound [{lo:.3f}, {hi:.3f}]")
     return "<br>".join(parts)
 
 
