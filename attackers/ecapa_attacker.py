@@ -45,6 +45,14 @@ class EcapaAttacker:
     """``fit(train)`` trains (or resumes) the Brain; ``score(plan)`` embeds the split's enrollment
     and trial utterances and scores every trial pair."""
 
+    @staticmethod
+    def declared_needs(setting) -> Needs:
+        """What it will read, from its hparams keys (``setting(key)``), before anything is built:
+        the card checks its content attacker with it."""
+        keys = {k: v for k in ("phone_source", "recognizer") if (v := setting(k)) is not None}
+        features = FeatureSettings(str(setting("feature_type") or "mel"), **keys)
+        return Needs(audio=features.needs_audio, words=features.reads_words, training=True)
+
     def __init__(self, hparams: dict, run_opts=None):
         self.hp, self.run_opts = hparams, run_opts
         self.features = FeatureSettings.from_hparams(hparams)

@@ -48,16 +48,40 @@ def _cell_text(cell: dict) -> str:
 
 
 def _headline(doc: dict) -> list:
-    lines = ["## Headline", "", "Lowest EER of any attacker on the anonymized speech (higher is more private), "
-             "beside the content bound (what a perfect voice anonymizer leaves):", ""]
+    lines = ["## Headline", "", "Lowest EER of the attacker x scenario cells on the anonymized speech's utterance trials "
+             "(higher is more private). A selected minimum is biased low and its CI ignores the selection: the "
+             "cross-fitted value picks the best cell on half the test speakers and reads it on the other half. "
+             "Anonymizers are compared cell by cell (below), never by headline.", ""]
     for name, h in doc["headline"].items():
         if "not_applicable" in h:
             lines.append(f"- **{name}**: {h['not_applicable']}")
             continue
         bound = h.get("content_bound")
-        lines.append(f"- **{name}**: {_eer_ci(h)} ({h['attacker']}, {h['scenario']})"
-                     + (f"; content bound {_pct(bound)}" if bound is not None else ""))
+        if "attacker" in h:
+            cross = h.get("cross_fitted")
+            lines.append(f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}, "
+                         f"{h['scenario']}; selected)" + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
+                         + (f"; content bound {_pct(bound)}" if bound is not None else ""))
+        probe = h.get("probe_level")
+        if probe:
+            lines.append(f"- **{name}**, probe-level text attack ({probe['attacker']}, its own P-word probes, "
+                         f"{probe['scenario']}): {_eer_ci(probe)}")
     return lines + [""]
+
+
+MARKS = {"weak": "‡", "wide": "†", "small": "†", "learning": "§"}
+MARK_LEGEND = {"‡": "an attacker flagged weak (Attacker strength)", "†": "too few speakers or too wide a CI for a verdict",
+               "§": "its learning curve still falls: more training data would lower its EER"}
+
+
+def _marks(doc: dict, attacker: str) -> str:
+    flags = ((doc.get("strength") or {}).get(attacker) or {}).get("flags") or []
+    return "".join(dict.fromkeys(MARKS[f] for f in flags if f in MARKS))
+
+
+def _mark_legend(doc: dict) -> list:
+    used = {m for a in (doc.get("strength") or {}) for m in _marks(doc, a)}
+    return [f"- {m}: {MARK_LEGEND[m]}" for m in MARK_LEGEND if m in used]
 
 
 def _privacy_table(doc: dict) -> list:
@@ -70,26 +94,43 @@ def _privacy_table(doc: dict) -> list:
             continue
         for attacker, by_sc in by.items():
             original = doc["cells"][ORIGINAL][attacker][ORIGINAL]
-            lines.append(f"| {name} | {attacker} | {_cell_text(original)} | "
+            lines.append(f"| {name} | {attacker}{_marks(doc, attacker)} | {_cell_text(original)} | "
                          + " | ".join(_cell_text(by_sc.get(sc, {})) for sc in scenarios) + " |")
     notes = sorted({f"{a} / {sc}: {c['reason']}" for name, by in doc["cells"].items() for a, by_sc in by.items()
                     for sc, c in by_sc.items() if c.get("status") != "ok"})
-    return lines + [""] + [f"- n/a or failed: {n}" for n in notes[:8]] + ([""] if notes else [])
+    marks = _mark_legend(doc)
+    return lines + [""] + marks + [f"- n/a or failed: {n}" for n in notes[:8]] + ([""] if notes or marks else [])
 
 
 def _content(doc: dict) -> list:
     c = doc["content"]
     if "not_applicable" in c:
-        return []
+        reference = _reference(c.get("reference") or {})
+        return (["## What the words give away", ""] + reference + [""]) if reference else []
     lines = ["## What the words give away", "",
              f"- Content bound ({c['attacker']} on the G2P of the original transcripts): {_eer_ci(c['bound'])}"]
     for name, by_sc in c["left"].items():
         lines.append(f"- Content {name} leaves ({c['attacker']} on its speech's words): "
                      + ", ".join(f"{sc} {_eer_ci(e)}" for sc, e in by_sc.items()))
     for attacker, by in c["text"].items():
-        lines.append(f"- Text attacker {attacker}: original words {_eer_ci(by['original'])}; "
+        lines.append(f"- Text attacker {attacker} (its own P-word probes): original words {_eer_ci(by['original'])}; "
                      + ", ".join(f"{n} words {_eer_ci(e)}" for n, e in by.items() if n != "original"))
-    return lines + [""]
+    return lines + _reference(c.get("reference") or {}) + [""]
+
+
+def _reference(reference: dict) -> list:
+    """Every words-only attacker on the utterance trials, the lowest of K named as selected."""
+    lines = []
+    for where, by_sc in reference.items():
+        for sc, r in by_sc.items():
+            each = ", ".join(f"{a} {_eer_ci(e)}" for a, e in r["eers"].items())
+            lowest = r["eers"][r["lowest"]]
+            lines.append(f"- Words alone on the utterance trials, {where}" + ("" if sc == "original" else f" {sc}")
+                         + f": {each}; lowest of {r['k']} (selected): {r['lowest']} {_pct(lowest['eer'])}")
+    return lines
+
+
+PAIRING = {"trials": "same trials", "speakers": "same speakers (other trials)", False: "unpaired"}
 
 
 def _beyond(doc: dict) -> list:
@@ -97,23 +138,62 @@ def _beyond(doc: dict) -> list:
     if not rows:
         return []
     lines = ["## Voice leakage beyond content", "",
-             "Each audio attacker against the content this anonymizer leaves, on the same trials "
-             "(EER difference, 95% CI resampling test speakers):", "",
-             "| anonymizer | attacker | scenario | EER | content EER | difference [CI] | verdict |", "|---|---|---|---|---|---|---|"]
+             "Each audio attacker against every words-only attacker, EER difference (audio - words) with its paired "
+             "95% CI resampling test speakers, and the pairing used. \"Finds more than every words-only attacker\": "
+             "every CI below 0 (intersection-union, 5%); \"bounded by content\": some words-only attacker "
+             "significantly lower (Holm over K, 5%).", "",
+             "| anonymizer | attacker | scenario | EER | against each words-only attacker: EER, difference [CI], "
+             "pairing | verdict |", "|---|---|---|---|---|---|"]
     for r in rows:
-        ci = r["ci95"]
-        lines.append(f"| {r['anonymizer']} | {r['attacker']} | {r['scenario']} | {_pct(r['eer'])} | "
-                     f"{_pct(r['content_eer'])} | {_pct(r['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] | {r['verdict']} |")
-    return lines + [""]
+        against = "; ".join(f"{c['attacker']}{_marks(doc, c['attacker'])} {_pct(c['eer'])}, {_diff(c)}, "
+                            f"{PAIRING.get(c['paired'], c['paired'])}" for c in r["against"])
+        lines.append(f"| {r['anonymizer']} | {r['attacker']}{_marks(doc, r['attacker'])} | {r['scenario']} | "
+                     f"{_pct(r['eer'])} | {against} | {r['verdict']} |")
+    return lines + [""] + _mark_legend(doc) + [""]
+
+
+def _diff(c: dict) -> str:
+    ci = c.get("ci95") or [None, None]
+    return f"{_pct(c['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}]"
 
 
 def _strength(doc: dict) -> list:
     warned = [(a, w) for a, st in doc["strength"].items() for w in st["warnings"]]
+    notes = [(a, n) for a, st in doc["strength"].items() for n in st.get("notes") or []]
     lines = ["## Attacker strength", ""]
     if not warned:
-        return lines + ["Every attacker identifies speakers on original speech (EERs in the privacy table's "
-                        "'original speech' column), and every CI is narrow enough for a verdict.", ""]
-    return lines + [f"- **{a}**: {w}" for a, w in warned] + [""]
+        lines += ["Every attacker identifies speakers on original speech (EERs in the privacy table's "
+                  "'original speech' column), and every CI is narrow enough for a verdict."]
+    lines += [f"- **{a}**: {w}" for a, w in warned] + [f"- {a}: {n}" for a, n in notes]
+    return lines + [""]
+
+
+def _same_sex(doc: dict) -> list:
+    found = doc.get("same_sex") or {}
+    if not found or "not_applicable" in found:
+        return []
+    lines = ["## Same-sex trials", "",
+             "VoicePrivacy scores per-sex lists (enrollment and trial speakers of one sex); the card's split pools "
+             "both sexes and cross-sex trials. The verdicts above read the pooled EER.", "",
+             "| speech | attacker | scenario | pooled | " + " | ".join(_sexes(found)) + " |",
+             "|---|---|---|---|" + "---|" * len(_sexes(found))]
+    for where, by in found.items():
+        for attacker, by_sc in by.items():
+            for sc, by_sex in by_sc.items():
+                pooled = doc["cells"][where][attacker][sc]
+                lines.append(f"| {where} | {attacker} | {sc} | {_cell_text(pooled)} | "
+                             + " | ".join(_sex_text(by_sex.get(x)) for x in _sexes(found)) + " |")
+    return lines + [""]
+
+
+def _sexes(found: dict) -> list:
+    return sorted({x for by in found.values() for by_sc in by.values() for by_sex in by_sc.values() for x in by_sex})
+
+
+def _sex_text(e) -> str:
+    if not e:
+        return "n/a"
+    return _eer_ci({"eer": e["eer"], "ci95": e["ci95"], "small": e.get("small_evaluation")}) + f" ({e['n_speakers']} spk)"
 
 
 def _learning(doc: dict) -> list:
@@ -163,12 +243,13 @@ def _utility(doc: dict) -> list:
 def _comparisons(doc: dict) -> list:
     if not doc["comparisons"]:
         return []
-    lines = ["## Anonymizers compared (b - a, paired 95% CIs)", ""]
+    lines = ["## Anonymizers compared (b - a, 95% CIs; the pairing used in brackets)", ""]
     for row in doc["comparisons"]:
         for e in row["eer"]:
             ci = e["ci95"]
             lines.append(f"- {row['a']} vs {row['b']}, {e['attacker']} ({e['scenario']}): EER {_pct(e['eer_a'])} vs "
-                         f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}]: {e['verdict']}")
+                         f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
+                         f"({PAIRING.get(e['paired'], e['paired'])}): {e['verdict']}")
         for metric, u in row["utility"].items():
             if "diff" in u:
                 ci = u.get("ci95")
@@ -201,7 +282,8 @@ def _footer(doc: dict) -> list:
              f"- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
     lines += _draws(doc)
     if run["deviations"]:
-        lines += ["- Departures from the papers:"] + [f"  - `{k}`: {v}" for k, v in sorted(run["deviations"].items())]
+        first = sorted(run["deviations"], key=lambda k: (not k.startswith("scenarios"), k))
+        lines += ["- Departures from the papers:"] + [f"  - `{k}`: {run['deviations'][k]}" for k in first]
     return lines + [""]
 
 
@@ -225,7 +307,7 @@ def pseudonyms_of(doc: dict) -> dict:
 def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
     pseudonyms = pseudonyms_of(doc) if pseudonymise else {}
     lines = [f"# Anonymizer card: {', '.join(doc['run']['anonymizers'])} on {doc['run']['dataset']}", ""]
-    for part in (_headline, _privacy_table, _content, _beyond, _strength, _learning, _utility, _comparisons):
+    for part in (_headline, _privacy_table, _content, _beyond, _strength, _same_sex, _learning, _utility, _comparisons):
         lines += part(doc)
     lines += _speakers(doc, pseudonyms)
     lines += [f"![{name}]({path.name})" for name, path in figures.items() if path] + [""]

@@ -30,7 +30,7 @@ from ..provenance import bootstrap_deviation, environment, versions
 from ..words import spoken_manifest
 from .anonymized import REUSES_ENROLLMENT, AnonymizedCorpora, anonymize_needed, needed_utterances
 from .learning import learning_cells
-from .settings import CardSettings
+from .settings import CardSettings, file_setting
 from .utility import UtilityInput
 
 ORIGINAL = "original"
@@ -166,7 +166,8 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     utility, inputs = run_utility(s, evalset, speech, log)
     timings["utility"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    verdicts = card_verdicts(s, cells, utility, inputs, learning=extra)
+    verdicts = card_verdicts(s, cells, utility, inputs, learning=extra,
+                             speakers=evalset.manifest.speaker_attributes(warn=False))
     timings["comparisons"] = time.perf_counter() - stage
     timings["total"] = time.perf_counter() - start
     doc = OrderedDict(run=_run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized),
@@ -210,8 +211,49 @@ def _draw_deviations(anonymized: dict) -> dict:
     return found
 
 
-def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict) -> dict:
-    found = {**bootstrap_deviation(s.evaluation.bootstrap.unit), **_draw_deviations(anonymized)}
+def _card_deviations(s: CardSettings, plan) -> dict:
+    """What the card itself departs from (issue 25): the attack it leaves out first, then the
+    split, training data, phones, model sizes, probe design and bootstrap unit."""
+    found = {}
+    if "semi-informed" not in s.scenarios:
+        found["scenarios: no semi-informed"] = (
+            "no semi-informed attacker (trained on anonymized speech: the content-leakage paper's and VoicePrivacy "
+            "2024's ranking scenario) was run; a stronger attacker than any here is left out, so privacy may be "
+            "overstated. --scenarios=[ignorant,lazy-informed,semi-informed] with a trained audio attacker "
+            "(--attackers_enabled=[...,mel]) adds it")
+    if plan.split.source != "vpc lists":
+        found["split: seeded, pooled sexes"] = (
+            f"enrollment and trials from {plan.split.source or 'a seeded split'}, not VoicePrivacy's lists; the trials "
+            "pool both sexes and cross-sex pairs (VoicePrivacy scores same-sex lists): the verdicts read the pooled "
+            "EER, the same-sex EERs are on the card")
+    trained = [a for a in s.attackers if a.hparams and file_setting(a, "number_of_epochs") is not None]
+    if trained:
+        found["training speakers"] = (f"trained attackers learn from {len(plan.train.speakers())} speakers "
+                                      "(VoicePrivacy's ASV_eval: 921, LibriSpeech train-clean-360)")
+    for a in trained:
+        found[f"{a.name}: epochs"] = (f"{file_setting(a, 'number_of_epochs')} epochs, embedding size "
+                                      f"{file_setting(a, 'emb_dim')}, model_size {file_setting(a, 'model_size')} "
+                                      f"({a.hparams})")
+        if file_setting(a, "feature_type") in ("phones", "phone_durations") and \
+                (file_setting(a, "phone_source") or "transcript") == "transcript":
+            found[f"{a.name}: G2P"] = ("phones from the G2P of the words the speech says (a perfect phone recognizer), "
+                                       "not a phone recognizer on the audio (the content-leakage paper's)")
+    for a in s.attackers:
+        described = a.describe()
+        if described.get("P") is not None:
+            found[f"{a.name}: P {described['P']}, L {described['L']}"] = (
+                f"probes of {described['P']} words against {described['L']} enrollment utterances (SPARC's main "
+                "setting: 200 words, L 20; its ablation: 50 words, L 5)")
+    unit = s.evaluation.bootstrap.unit
+    found["bootstrap unit"] = (f"95% CIs and paired tests resample {'test speakers' if unit == 'speaker' else 'trials'}"
+                               f" ({s.evaluation.bootstrap.n_boot} resamples); the content-leakage paper reports "
+                               "no CI, SPARC bootstraps its trials")
+    return found
+
+
+def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, plan=None) -> dict:
+    found = {**bootstrap_deviation(s.evaluation.bootstrap.unit), **_draw_deviations(anonymized),
+             **(_card_deviations(s, plan) if plan is not None else {})}
     for by_attacker in cells.values():
         for attacker, by_scenario in by_attacker.items():
             for cell in by_scenario.values():
@@ -222,6 +264,11 @@ def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict) -
             found[f"rho_f0 ({anonymizer}): pyin"] = (f"F0 from librosa's pYIN (the challenge used YAAPT): {rho['estimator']}; "
                                      f"a seeded sample of {rho['sampled']} of {rho['sampled_from']} utterance pairs, "
                                      f"{rho['utterances']} with enough frames voiced in both")
+        wer = by_metric.get("wer") or {}
+        if wer.get("value") is not None:
+            found["wer: asr"] = (f"WER of the anonymized speech re-transcribed by {wer.get('asr')}, not VoicePrivacy "
+                                 "2024's ASR_eval (wav2vec2 fine-tuned on LibriSpeech-960): values are not "
+                                 "comparable with the challenge's")
         if "gvd" in by_metric and by_metric["gvd"].get("score"):
             found["gvd: cosine"] = ("similarity matrices from the pretrained encoder's cosine scores, not ASV_eval's "
                                     "PLDA log-likelihood ratios: G_VD values are not comparable with the challenge's")
@@ -239,4 +286,4 @@ def _run_record(s, plan, evalset, cells, utility, timings, hparams_file, overrid
             "weak_attacker_eer": s.weak_attacker_eer, "max_ci_width": s.max_ci_width,
             "pseudonymise": s.pseudonymise, "attacker_draws": s.attacker_draws, "attacker_seed": s.attacker_seed,
             "timings_s": {k: round(v, 3) for k, v in timings.items()},
-            "deviations": _deviations(s, cells, utility, anonymized), "environment": environment(), **versions()}
+            "deviations": _deviations(s, cells, utility, anonymized, plan), "environment": environment(), **versions()}

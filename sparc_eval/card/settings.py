@@ -12,7 +12,7 @@ from ..data_plan import SCENARIOS, DataSettings
 from ..errors import DataError
 from ..evaluation import EvaluationSettings
 from ..leakage.cells import CellContext
-from ..leakage.settings import ATTACKER_COMMON, attacker_specs
+from ..leakage.settings import ATTACKER_COMMON, attacker_specs, file_value
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
@@ -71,6 +71,9 @@ class CardSettings:
         if content is not None and content not in [a.name for a in attackers]:
             raise DataError(f"content_attacker {content!r} is not an enabled attacker ({[a.name for a in attackers]})",
                             hint="enable it in attackers_enabled, or set content_attacker: null")
+        if content is not None:
+            check_content_attacker(next(a for a in attackers if a.name == content))
+        check_split_keys(data, attackers)
         return cls(output_folder=Path(hp["output_folder"]), anonymizers=anonymizer_specs(hp), data=data,
                    attackers=attackers, scenarios=scenarios_of(hp), content_attacker=content,
                    utility=utility_metrics(hp), evaluation=EvaluationSettings.from_hparams(hp),
@@ -88,6 +91,74 @@ class CardSettings:
     def cell_context(self, log) -> CellContext:
         return CellContext(settings=self.evaluation, common=self.common, cache_folder=self.cache_folder,
                            plots=self.plots, log=log, prefix="card")
+
+
+# the split keys every attacker must share with the card (data_plan.DataSettings)
+SPLIT_KEYS = ("eval_speaker_fraction", "split_seed", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list",
+              "n_enroll", "max_per_speaker", "min_duration", "max_duration")
+
+
+def file_setting(spec, key: str):
+    """A top-level key of an hparams attacker as it will load: its card override, else its file's value."""
+    import yaml
+
+    if key in spec.overrides:
+        return spec.overrides[key]
+    text = file_value(spec.hparams, key)
+    if text is None or text.startswith("!"):
+        return None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def declared_needs(spec) -> dict:
+    """What an attacker reads (audio, words, the card's split), known before any work: an object's
+    ``needs``, else the class its hparams file names: its ``declared_needs(setting)`` when the
+    needs depend on the hparams (ECAPA: the feature type), else its ``needs``."""
+    from ..plugins import load_object
+
+    needs = getattr(spec.attacker, "needs", None)
+    if needs is None:
+        path = (file_value(spec.hparams, "attacker") or "").split(":", 1)[-1].strip()
+        cls = load_object(path) if path else None
+        declared = getattr(cls, "declared_needs", None)
+        needs = declared(lambda key: file_setting(spec, key)) if callable(declared) else getattr(cls, "needs", None)
+    return {"audio": bool(getattr(needs, "audio", False)), "words": bool(getattr(needs, "words", False)),
+            "split": bool(getattr(needs, "split", True))}
+
+
+def check_content_attacker(spec) -> None:
+    """The content rows need an attacker that reads the words and not the sound, on the card's trials."""
+    needs = declared_needs(spec)
+    if not needs["words"] or needs["audio"] or not needs["split"]:
+        reads = "the audio" if needs["audio"] else ("trials of its own" if not needs["split"] else "no words")
+        raise DataError(f"content_attacker {spec.name!r} reads {reads}: the content rows need a words-only attacker "
+                        "on the card's utterance trials",
+                        hint="content_attacker: phones (phone-only ECAPA on G2P), tfidf_utterances, or null")
+
+
+def check_split_keys(data: DataSettings, specs) -> None:
+    """Every hparams attacker evaluates the card's utterances: a split key its file (or its card
+    overrides) sets to another value than the card's, where the card leaves it at the default and so
+    does not pass it on, is an error naming the keys."""
+    default = DataSettings()
+    for spec in specs:
+        if not spec.hparams:
+            continue
+        differ = {}
+        for key in SPLIT_KEYS:
+            if getattr(data, key) != getattr(default, key):
+                continue  # the card passes its own value on: the file's is overridden
+            value = file_setting(spec, key)
+            if value not in (None, []) and value != getattr(data, key):
+                differ[key] = (value, getattr(data, key))
+        if differ:
+            said = ", ".join(f"{k}: {v[0]!r} (card: {v[1]!r})" for k, v in differ.items())
+            raise DataError(f"attacker {spec.name!r} ({spec.hparams}) sets split keys the card does not share: {said}",
+                            hint="set them on the card (--key=value) so every attacker scores the same utterances, "
+                                 "or remove them from the attacker's hparams")
 
 
 def attacker_draws_of(value) -> str:

@@ -1,14 +1,14 @@
 """What the card concludes from its cells: content rows, voice leakage beyond content, the
-headline privacy figure, attacker strength, and anonymizers compared pairwise.
+headline privacy figure, attacker strength, same-sex EERs, and anonymizers compared pairwise.
 
 Content (content-leakage paper, Table 1): the phone-only attacker on the G2P of the original
-transcripts is the **content bound**, what a perfect voice anonymizer (error-free STT-TTS) still
-leaves; the same attacker on the words the anonymized speech says is the **content this
-anonymizer leaves** (equal to the bound for an anonymizer that keeps the words). An audio attacker
-on anonymized speech is read against the latter, on the same trials (paired bootstrap over test
-speakers): lower EER means it identifies speakers beyond their words (the voice leaks); within the
-CI, its success is explained by content; higher means it finds less than the words alone give, so
-the anonymizer's privacy is bounded by the content row, not by this attacker.
+transcripts is the **content bound** (``content.bound``, kept with that meaning), what a perfect
+voice anonymizer (error-free STT-TTS) still leaves; the same attacker on the words the anonymized
+speech says is the **content this anonymizer leaves**. Any words-only attacker's EER is at best an
+upper bound on what the words allow, so the **content reference** (``content.reference``) lists
+every words-only attacker on the card's utterance trials, and an audio attacker is read against
+all of them (:mod:`.reference`: an intersection-union test for "finds more than every words-only
+attacker here", Holm over K for "bounded by content", "within" otherwise).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..errors import DataError
 from ..leakage.cells import cell_trials
 from ..leakage.compare import ci_verdict, compare_cells, verdict as eer_verdict
 from ..metrics.small import too_few
+from .reference import beyond_words_verdict, cross_fitted, probe_level, words_only
 from .settings import CardSettings
 
 ORIGINAL = "original"
@@ -77,8 +78,9 @@ def _is_text(cell: dict) -> bool:
 
 
 def content_rows(s: CardSettings, cells: dict) -> dict:
+    reference = content_reference(cells)
     if s.content_attacker is None:
-        return {"not_applicable": "no content_attacker is set"}
+        return {"not_applicable": "no content_attacker is set", "reference": reference}
     bound = _eer(cells[ORIGINAL][s.content_attacker][ORIGINAL])
     left = {name: {sc: _eer(by[s.content_attacker][sc]) for sc in s.scenarios}
             for name, by in cells.items() if name != ORIGINAL}
@@ -87,51 +89,87 @@ def content_rows(s: CardSettings, cells: dict) -> dict:
         if _is_text(by[ORIGINAL]):
             text[attacker] = {"original": _eer(by[ORIGINAL]),
                               **{name: _eer(c[attacker].get("lazy-informed")) for name, c in cells.items() if name != ORIGINAL}}
-    return {"attacker": s.content_attacker, "bound": bound, "left": left, "text": text}
+    return {"attacker": s.content_attacker, "bound": bound, "left": left, "text": text, "reference": reference}
 
 
-def _beyond_content_verdict(cmp: dict) -> str:
-    return ci_verdict(cmp, below="lower: it identifies speakers beyond their words (the voice leaks)",
-                      above="higher: it finds less than the words alone give; privacy is bounded by the content "
-                            "row, not by this attacker",
-                      within="within the CI: its success is explained by content")
+def content_reference(cells: dict) -> dict:
+    """Every words-only attacker's EER on the card's utterance trials, per speech and scenario, the
+    lowest of the K named (a selected minimum: biased low, an upper bound on what the words allow)."""
+    out = {}
+    for where, by in cells.items():
+        found = {}
+        for attacker, by_sc in by.items():
+            for sc, cell in by_sc.items():
+                if words_only(cell):
+                    found.setdefault(sc, {})[attacker] = _eer(cell)
+        out[where] = {sc: {"eers": eers, "lowest": min(eers, key=lambda a: eers[a]["eer"]), "k": len(eers)}
+                      for sc, eers in found.items()}
+    return out
+
+
+def _against(found: dict, attacker: str) -> dict:
+    return {"attacker": attacker, "eer": found["eer_a"], "diff": found["eer_diff"], "ci95": found["eer_diff_ci95"],
+            "p_value": found["eer_p_value"], "paired": found["paired"], "small": found.get("small")}
 
 
 def voice_beyond_content(s: CardSettings, cells: dict, reader: CellTrials) -> list:
+    """Each audio attacker on anonymized speech against every words-only attacker on the same trials.
+    ``content_eer``, ``diff``, ``ci95`` and ``paired`` keep their meaning (against the content
+    attacker); ``against`` holds every words-only comparison, and the verdict reads them all."""
     rows = []
-    if s.content_attacker is None:
-        return rows
     for name, by in cells.items():
         if name == ORIGINAL:
             continue
         for attacker, by_scenario in by.items():
             for sc, cell in by_scenario.items():
-                if attacker == s.content_attacker or not _needs(cell, "audio"):
+                if not (_needs(cell, "audio") and cell.get("status") == "ok"):
                     continue
-                found = reader.compare((name, s.content_attacker, sc), (name, attacker, sc), s)
-                if found:
-                    rows.append({"anonymizer": name, "attacker": attacker, "scenario": sc, "eer": found["eer_b"],
-                                 "content_eer": found["eer_a"], "diff": found["eer_diff"],
-                                 "ci95": found["eer_diff_ci95"], "paired": found["paired"],
-                                 "verdict": _beyond_content_verdict(found)})
+                words = [w for w, w_by in by.items() if words_only(w_by.get(sc, {}))]
+                against = [_against(found, w) for w in words
+                           if (found := reader.compare((name, w, sc), (name, attacker, sc), s))]
+                if not against:
+                    continue
+                content = next((c for c in against if c["attacker"] == s.content_attacker), None) or {}
+                rows.append({"anonymizer": name, "attacker": attacker, "scenario": sc, "eer": _eer(cell)["eer"],
+                             "content_eer": content.get("eer"), "diff": content.get("diff"),
+                             "ci95": content.get("ci95"), "paired": content.get("paired"),
+                             "against": against, "verdict": beyond_words_verdict(against)})
     return rows
 
 
-def headlines(s: CardSettings, cells: dict, content: dict) -> dict:
-    """Per anonymizer: the lowest EER of any attacker on its speech, naming the attacker, beside the bound."""
+def headlines(s: CardSettings, cells: dict, content: dict, reader: CellTrials | None = None) -> dict:
+    """Per anonymizer: the lowest EER of the N attacker x scenario cells on its utterance trials,
+    named, with the cross-fitted value beside it (a selected minimum is biased low); the probe-level
+    text attack (P-word probes) as its own line; the content bound."""
     out = {}
     for name, by in cells.items():
         if name == ORIGINAL:
             continue
         found = [(e["eer"], attacker, sc, e) for attacker, by_sc in by.items() for sc, cell in by_sc.items()
-                 if (e := _eer(cell)) is not None]
-        if not found:
+                 if not probe_level(cell) and (e := _eer(cell)) is not None]
+        probes = [(e["eer"], attacker, sc, e) for attacker, by_sc in by.items() for sc, cell in by_sc.items()
+                  if probe_level(cell) and (e := _eer(cell)) is not None]
+        if not found and not probes:
             out[name] = {"not_applicable": "no attacker ran on this anonymizer's speech"}
             continue
-        eer, attacker, sc, e = min(found, key=lambda x: x[0])
-        out[name] = {"eer": eer, "ci95": e["ci95"], "small": e["small"], "attacker": attacker, "scenario": sc,
-                     "content_bound": (content.get("bound") or {}).get("eer")}
+        row = {"content_bound": (content.get("bound") or {}).get("eer")}
+        if found:
+            eer, attacker, sc, e = min(found, key=lambda x: x[0])
+            row.update(eer=eer, ci95=e["ci95"], small=e["small"], attacker=attacker, scenario=sc,
+                       n_cells=len(found), selected=True,
+                       cross_fitted=_cross_fit(s, by, reader) if reader is not None else None)
+        if probes:
+            eer, attacker, sc, e = min(probes, key=lambda x: x[0])
+            row["probe_level"] = {"eer": eer, "ci95": e["ci95"], "attacker": attacker, "scenario": sc,
+                                  "n_cells": len(probes)}
+        out[name] = row
     return out
+
+
+def _cross_fit(s: CardSettings, by: dict, reader: CellTrials) -> dict | None:
+    trials = {f"{attacker}/{sc}": reader.trials(cell["folder"]).scored() for attacker, by_sc in by.items()
+              for sc, cell in by_sc.items() if cell.get("status") == "ok" and not probe_level(cell)}
+    return cross_fitted(trials, seed=s.seed) if trials else None
 
 
 def _too_wide(e: dict | None, width: float) -> bool:
@@ -156,24 +194,55 @@ def _small_warnings(original: dict | None, anonymized: dict) -> list:
             f"Resampling-free 95% bounds, counted over speakers: {bounds}"]
 
 
-def strength(s: CardSettings, cells: dict) -> dict:
-    """Each attacker's EER on original speech beside its anonymized EERs, and the warnings a reader needs."""
+def strength(s: CardSettings, cells: dict, reader: CellTrials | None = None) -> dict:
+    """Each attacker's EER on original speech beside its anonymized EERs, the warnings a reader
+    needs, and ``flags`` (weak, wide, small) that mark its rows wherever they appear. A words-only
+    attacker's high EER is a content finding, not weakness: it is flagged weak only when another
+    words-only attacker is significantly better on the same trials (or its learning curve still
+    falls, :func:`card_verdicts`)."""
     out = {}
     for attacker, by in cells[ORIGINAL].items():
         original = _eer(by[ORIGINAL])
-        warnings = []
+        warnings, flags, notes = [], [], []
+        anonymized = {name: {sc: _eer(c) for sc, c in cells[name][attacker].items()} for name in cells if name != ORIGINAL}
         if original is None:
             warnings.append(f"it did not run on original speech: {by[ORIGINAL].get('reason')}")
+        elif words_only(by[ORIGINAL]):
+            better = _better_words(s, cells, attacker, reader)
+            if better:
+                flags.append("weak")
+                warnings.append(f"a weak words-only attacker: {', '.join(better)} finds significantly more from "
+                                "the words on the same trials (paired 95% CI below 0)")
+            if original["eer"] >= s.weak_attacker_eer:
+                notes.append(f"the words identify few speakers: EER {original['eer']:.1%} on original speech "
+                             "(a content finding, not a weak attacker)")
         elif original["eer"] >= s.weak_attacker_eer:
+            flags.append("weak")
             warnings.append(f"too weak to certify anything: EER {original['eer']:.1%} on original speech "
                             f"(at least {s.weak_attacker_eer:.0%}, near chance)")
-        anonymized = {name: {sc: _eer(c) for sc, c in cells[name][attacker].items()} for name in cells if name != ORIGINAL}
         if _too_wide(original, s.max_ci_width) or any(_too_wide(e, s.max_ci_width) for by_sc in anonymized.values()
                                                        for e in by_sc.values()):
+            flags.append("wide")
             warnings.append(f"too few speakers for any verdict: a 95% CI is wider than {s.max_ci_width:.0%}")
-        warnings += _small_warnings(original, anonymized)
-        out[attacker] = {"original": original, "anonymized": anonymized, "warnings": warnings}
+        small = _small_warnings(original, anonymized)
+        flags += ["small"] if small else []
+        out[attacker] = {"original": original, "anonymized": anonymized, "warnings": warnings + small,
+                         "flags": flags, "notes": notes}
     return out
+
+
+def _better_words(s: CardSettings, cells: dict, attacker: str, reader: CellTrials | None) -> list:
+    """The other words-only attackers significantly better than ``attacker`` on original speech."""
+    if reader is None:
+        return []
+    better = []
+    for other, by in cells[ORIGINAL].items():
+        if other == attacker or not words_only(by[ORIGINAL]):
+            continue
+        found = reader.compare((ORIGINAL, attacker, ORIGINAL), (ORIGINAL, other, ORIGINAL), s)
+        if found and not found.get("small") and found["eer_diff_ci95"][1] is not None and found["eer_diff_ci95"][1] < 0:
+            better.append(other)
+    return better
 
 
 def _utility_comparisons(s: CardSettings, a: str, b: str, utility: dict, inputs: dict) -> dict:
@@ -214,17 +283,21 @@ def anonymizer_comparisons(s: CardSettings, cells: dict, utility: dict, inputs: 
     return rows
 
 
-def card_verdicts(s: CardSettings, cells: dict, utility: dict, inputs: dict, learning: dict | None = None) -> dict:
+def card_verdicts(s: CardSettings, cells: dict, utility: dict, inputs: dict, learning: dict | None = None,
+                  speakers: dict | None = None) -> dict:
     from .learning import learning_curves
+    from .same_sex import same_sex
 
     reader = CellTrials(s.output_folder, cells)
     content = content_rows(s, cells)
     curves = learning_curves(s, cells, learning or {}, reader)
-    found = strength(s, cells)
+    found = strength(s, cells, reader)
     for row in curves:
         if row["warning"]:
             found[row["attacker"]]["warnings"].append(row["warning"])
-    return {"headline": headlines(s, cells, content), "content": content,
+            found[row["attacker"]]["flags"].append("learning")
+    return {"headline": headlines(s, cells, content, reader), "content": content,
             "voice_beyond_content": voice_beyond_content(s, cells, reader), "strength": found,
             "learning_curves": curves if s.learning_curve else {"not_applicable": "learning_curve: False"},
-            "comparisons": anonymizer_comparisons(s, cells, utility, inputs, reader)}
+            "comparisons": anonymizer_comparisons(s, cells, utility, inputs, reader),
+            "same_sex": same_sex(s, cells, reader, speakers or {})}

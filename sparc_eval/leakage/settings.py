@@ -153,7 +153,7 @@ def quick_settings(hp: dict, attackers: dict) -> tuple:
     return names, {n: dict(v) for n, v in overrides.items()}
 
 
-def _file_value(hparams_file, key: str):
+def file_value(hparams_file, key: str):
     """A plain top-level value of an attacker recipe's hparams file, as written (None if absent)."""
     found = re.search(rf"^{re.escape(key)}\s*:\s*([^#\n]*?)\s*(#.*)?$", Path(hparams_file).read_text(), re.M)
     return found.group(1) if found else None
@@ -176,7 +176,7 @@ def grid_deviations(hp: dict, specs: list) -> dict:
     for a in specs:
         given = (attackers[a.name] or {}).get("overrides") or {}  # the attacker's own, before the quick ones
         for key, value in overrides.get(a.name, {}).items():
-            before = given.get(key, _file_value(a.hparams, key))
+            before = given.get(key, file_value(a.hparams, key))
             found[f"{a.name}: {key}_{value}"] = (
                 f"{key} {value} in the quick grid (quick_overrides); {a.hparams} sets {before} (grid: full)"
                 + (": fewer epochs can leave the attacker weaker (a higher EER)" if key == "number_of_epochs" else ""))
