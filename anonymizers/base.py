@@ -117,10 +117,12 @@ class Anonymizer:
         for key, param in params.items():
             if key == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
-            if hasattr(self, key):
-                out[key] = _jsonable(getattr(self, key))
+            if key in self.__dict__ or isinstance(inspect.getattr_static(cls, key, None), property):
+                out[key] = _jsonable(getattr(self, key))  # what the instance made of the argument
             elif key in given:
-                out[key] = _jsonable(given[key])
+                out[key] = _jsonable(given[key])  # stored under another name (self._gain), or not at all
+            elif hasattr(self, key):
+                out[key] = _jsonable(getattr(self, key))
         out.update({k: _jsonable(v) for k, v in given.items() if k not in out and (
             k not in params or params[k].kind == params[k].VAR_POSITIONAL)})  # **options, non-empty *args
         if "seed" in self.__dict__ and "seed" not in out:
@@ -128,7 +130,20 @@ class Anonymizer:
         return out
 
     def with_seed(self, seed: int) -> "Anonymizer":
-        """A copy whose random draws come from ``seed``: the attacker's own copy of the system."""
+        """The attacker's own copy of the system, whose random draws come from ``seed``: built again
+        from the constructor's arguments when ``seed`` is one of them (so whatever the constructor
+        derives from it, a generator or ``self._seed``, is the attacker's), else a copy with
+        ``seed`` set."""
+        given = self.__dict__.get("_init_arguments")
+        try:
+            params = inspect.signature(type(self).__init__).parameters
+        except (TypeError, ValueError):
+            params = {}
+        positional = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+        if given is not None and "seed" in params and not positional:
+            twin = type(self)(**{**given, "seed": int(seed)})
+            twin.__dict__.update({k: v for k, v in self.__dict__.items() if k.startswith("_sparc_eval")})
+            return twin
         twin = copy.copy(self)
         twin.__dict__.pop("_speaker_state", None)
         twin.seed = int(seed)

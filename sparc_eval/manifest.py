@@ -323,14 +323,16 @@ class Manifest:
         """What a model trained on these utterances learned from: ids, speakers, words (and an
         anonymizer's own transcript), segments, durations, and for audio made by sparc-eval's
         anonymizer runner the key of what made it (its input's bytes and the anonymizer's settings).
-        Original audio is taken to be what its id, segment and duration say; paths are left out,
-        so a moved corpus or cache keeps its models."""
+        Audio anonymized by another tool (``extra.anonymizer`` without a key) adds its file's size
+        and modification time, so a corpus re-anonymized in place is new content. Original audio is
+        taken to be what its id, segment and duration say; paths are left out, so a moved corpus or
+        cache keeps its models."""
         from .digest import lines_digest
 
         def line(u: Utterance) -> str:
             segment = (u.audio.start, u.audio.stop) if u.audio is not None else None
             return json.dumps([u.id, u.speaker, u.text, segment, u.duration, u.extra.get("asr_text"),
-                               u.extra.get("anonymization_key")]) + "\n"
+                               u.extra.get("anonymization_key") or _made_elsewhere(u)]) + "\n"
 
         return lines_digest(line(u) for u in sorted(self._utterances, key=lambda u: u.id))
 
@@ -429,3 +431,15 @@ def resolve_audio(utterances: list, *, name: str, skip_missing: bool = False) ->
         f"{name}: {len(missing)} of {len(listed)} audio files are missing, e.g. {shown}",
         hint="restore them, or pass skip_missing=True to drop those utterances",
     )
+
+
+def _made_elsewhere(u) -> Optional[list]:
+    """[size, mtime_ns] of an utterance's audio anonymized by another tool (None for original
+    audio, audio without a file, or audio sparc-eval made: its anonymization key says more)."""
+    if not u.extra.get("anonymizer") or u.audio is None or not u.audio.path:
+        return None
+    try:
+        st = Path(u.audio.path).stat()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]

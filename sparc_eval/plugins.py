@@ -43,6 +43,9 @@ def load_object(dotted: str):
     except ImportError as err:
         raise DataError(f"cannot import {module_name!r} for {dotted!r}: {err}",
                         hint="check the spelling, and that the package is installed") from None
+    except SyntaxError as err:  # a plug-in being written: name its file and line, not a traceback
+        raise DataError(f"cannot import {module_name!r} for {dotted!r}: {err.msg} ({err.filename}, line {err.lineno})",
+                        hint="fix the plug-in's syntax") from None
     obj = module
     for part in attr.split("."):
         try:

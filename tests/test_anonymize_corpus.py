@@ -308,6 +308,10 @@ class PitchShift(Anonymizer):
     def __init__(self, semitones=3.0, random_per_speaker=None, seed=0):
         self.semitones, self.random_per_speaker, self.seed = semitones, random_per_speaker, seed
 
+    @property
+    def deterministic(self):  # a fixed shift: the attacker's copy would be the same audio
+        return self.random_per_speaker is None
+
     def shift_for(self, speaker):
         if self.random_per_speaker is None:
             return self.semitones

@@ -325,3 +325,13 @@ def test_corpus_wer_of_original_audio(whisper, samples):
     assert result["utterances"] == 3 and result["wer"] < 0.5 and result["asr"]["model"] == "tiny.en"
     bad = Manifest([Utterance(id="x", speaker="s", text="HELLO", audio=None)])
     assert "x" in corpus_wer(bad, whisper)["failed"]
+
+
+def test_a_plugin_with_a_syntax_error_is_named_not_a_traceback(tmp_path, monkeypatch):
+    from sparc_eval.errors import DataError
+    from sparc_eval.plugins import anonymizer_class
+
+    (tmp_path / "half_written.py").write_text("class Voice:\n    def anonymize(self, wav, sr, utt)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(DataError, match=r"half_written.*\(.*half_written.py, line 2\)"):
+        anonymizer_class("half_written.Voice")

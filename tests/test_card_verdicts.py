@@ -91,6 +91,7 @@ def test_holm_and_the_intersection_union_test_on_hand_made_paired_bootstraps():
     assert words_better(above) == [] and beyond_words_verdict(above).startswith("within")
     assert words_better([{**above[0], "p_value": 0.01}, above[1]]) == ["a", "b"]
     assert words_better([{**above[0], "diff": -0.1, "p_value": 0.001}]) == []  # the other direction never counts
+    assert holm([0.04, None]) == [False, False]  # a missing p-value counts as 1: K stays 2
 
 
 def test_the_cross_fitted_headline_reads_the_selected_cell_on_other_speakers():
@@ -123,7 +124,14 @@ def test_the_headline_names_n_cells_and_keeps_the_probe_level_attack_apart(card,
     s = _settings(root)
     head = headlines(s, with_probe, content_rows(s, cells), CellTrials(root, with_probe))["anon"]
     assert head["n_cells"] == 3 and head["selected"] and head["attacker"] == "tfidf_utterances"
-    assert head["cross_fitted"]["eer"] >= 0 and head["probe_level"]["attacker"] == "tfidf"
+    cross = head["cross_fitted"]
+    assert set(cross["picked"]) <= {"voice/lazy-informed", "phones/lazy-informed", "tfidf_utterances/lazy-informed"}
+    assert cross["n_speakers"] == [15, 15] and cross["eer"] == pytest.approx(sum(cross["halves"]) / 2)
+    assert head["probe_level"]["attacker"] == "tfidf"
+    # text attackers alone: the probe-level cell is the headline, its keys kept
+    alone = {"anon": {"tfidf": with_probe["anon"]["tfidf"]}}
+    only = headlines(s, alone, {}, CellTrials(root, alone))["anon"]
+    assert only["attacker"] == "tfidf" and only["eer"] == only["probe_level"]["eer"] and only["trials"] == "probe-level"
 
 
 def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
@@ -150,6 +158,19 @@ def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
     doc = {"run": {"scenarios": ["original", "lazy-informed"]}, "cells": with_bag, "strength": found}
     table = "\n".join(_privacy_table(doc))
     assert "| anon | bag‡ |" in table and "| anon | voice |" in table and "‡: an attacker flagged weak" in table
+    # every flag has its mark, in every section that names the attacker
+    from sparc_eval.card.report import _comparisons, _reference
+
+    found["voice"]["flags"] += ["wide", "learning"]
+    assert "| anon | voice†§ |" in "\n".join(_privacy_table(doc))
+    reference = "\n".join(_reference({"anon": {"lazy-informed": {"eers": {"bag": {"eer": 0.4, "ci95": None}},
+                                                                   "lowest": "bag", "k": 1}}}, doc))
+    assert "bag‡ 40.0%" in reference
+    pair = {"comparisons": [{"a": "x", "b": "y", "utility": {}, "eer": [
+        {"attacker": "voice", "scenario": "ignorant", "eer_a": 0.1, "eer_b": 0.2, "diff": 0.1, "ci95": [0.05, 0.15],
+         "paired": "speakers", "verdict": "v"}]}], "strength": found}
+    line = "\n".join(_comparisons(pair))
+    assert "voice†§ (ignorant)" in line and "(same speakers (other trials))" in line
 
 
 def test_the_learning_curve_warns_when_the_paired_ci_excludes_0():
@@ -203,3 +224,11 @@ def test_an_attacker_with_other_split_keys_is_refused(tmp_path):
         CardSettings.from_hparams(hp)
     hp["n_enroll"] = 5  # the card sets it and passes it on: every attacker scores the same utterances
     assert CardSettings.from_hparams(hp).data.n_enroll == 5
+
+
+def test_one_class_at_two_settings_keeps_two_names():
+    from sparc_eval.card.settings import anonymizer_specs
+
+    specs = anonymizer_specs({"anonymizer": ["mcadams", "anonymizers.mcadams.McAdams"],
+                              "anonymizer_options": {"McAdams": {"alpha": 0.7}}})
+    assert [a.name for a in specs] == ["mcadams", "McAdams"] and specs[1].options == {"alpha": 0.7}

@@ -63,6 +63,34 @@ def test_options_kept_under_other_names_are_in_the_key():
     assert _key(twin) == _key(copy.copy(Gain(0.3))) == _key(Gain(0.3))
 
 
+class Noisy(Anonymizer):
+    """Derives a generator from its seed and keeps the seed privately: an argument named like a
+    class attribute (``seed``, ``draws``) must not be read from the class."""
+
+    keeps_words = True
+
+    def __init__(self, level=0.1, seed=0):
+        self._level, self._seed = level, seed
+        self.rng = np.random.default_rng(seed)
+
+    def anonymize(self, wav, sr, utterance):
+        return wav + self._level * self.rng.standard_normal(wav.shape).astype(np.float32), sr
+
+
+def test_an_argument_named_like_a_class_attribute_is_keyed_by_its_value():
+    assert settings_of(Noisy(seed=3))["seed"] == 3 and _key(Noisy(seed=3)) != _key(Noisy(seed=4))
+
+
+def test_the_attackers_copy_is_built_again_with_its_own_seed():
+    """with_seed rebuilds from the constructor's arguments: what __init__ derives from the seed
+    (a generator, a private copy) is the attacker's, not the user's."""
+    user = build_anonymizer("test_rerun_keys.Noisy", {"level": 0.2})
+    twin = user.with_seed(11)
+    assert twin.rng is not user.rng and twin._seed == 11 and twin._level == 0.2
+    assert settings_of(twin)["seed"] == 11 and settings_of(twin)["options"] == {"level": 0.2}
+    assert twin.rng.standard_normal() == np.random.default_rng(11).standard_normal()
+
+
 def test_the_built_in_anonymizers_keep_their_keys():
     """Caches made before this change stay valid: the same settings records as before."""
     assert settings_of(McAdams()) == {"class": "anonymizers.mcadams.McAdams", "version": 1, "alpha": 0.8,

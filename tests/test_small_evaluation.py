@@ -137,3 +137,10 @@ def test_card_strength_and_text_say_too_few_speakers_with_the_bound():
     assert "narrow enough" not in text and "too few speakers" in text
     assert _eer_ci(_eer(cells["pitch"]["voice"]["lazy-informed"])) == \
         "0.0% [0.0%, 0.0%] (small: 10 speakers, bound 0.0%-30.8%)"
+    # the card's privacy table: the bound beside the collapsed interval, the row marked
+    from sparc_eval.card.report import _privacy_table
+
+    table = "\n".join(_privacy_table({"run": {"scenarios": ["original", "lazy-informed"]}, "cells": cells,
+                                       "strength": found}))
+    assert "| pitch | voice† | 0.0% [0.0%, 0.0%] (small: 10 speakers, bound 0.0%-30.8%) |" in table
+    assert "| pitch | other |" in table and "(small" not in table.split("| pitch | other |")[1].splitlines()[0]

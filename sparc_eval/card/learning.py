@@ -57,7 +57,8 @@ def learning_curves(s: CardSettings, cells: dict, extra: dict, reader) -> list:
             if found:
                 lo, hi = found["eer_diff_ci95"]
                 row["diff_50_100"], row["ci95"] = found["eer_diff"], [lo, hi]
-                if hi is not None and hi < 0:  # the paired CI of (all - half) excludes 0: more data still helps
+                # the paired CI of (all - half) excludes 0: more data still helps (no verdict on too few speakers)
+                if hi is not None and hi < 0 and not found.get("small"):
                     row["warning"] = (f"{attacker} ({where}, {sc}): EER {eers[0.5]:.1%} with 50% of the training "
                                       f"speakers, {eers[1.0]:.1%} with all: more training data would likely lower it")
         rows.append(row)

@@ -39,8 +39,9 @@ def probe_level(cell: dict) -> bool:
 
 
 def holm(p_values: list, level: float = LEVEL) -> list:
-    """Holm's step-down test: which of K hypotheses are rejected at family-wise ``level`` (None: untested)."""
-    order = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    """Holm's step-down test: which of K hypotheses are rejected at family-wise ``level`` (a
+    missing p-value counts as 1: it is never rejected and K stays K)."""
+    order = sorted((1.0 if p is None else p, i) for i, p in enumerate(p_values))
     rejected = [False] * len(p_values)
     for rank, (p, i) in enumerate(order):
         if p > level / (len(order) - rank):

@@ -59,18 +59,20 @@ def _headline(doc: dict) -> list:
         bound = h.get("content_bound")
         if "attacker" in h:
             cross = h.get("cross_fitted")
-            lines.append(f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}, "
+            lines.append(f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}{_marks(doc, h['attacker'])}, "
                          f"{h['scenario']}; selected)" + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
                          + (f"; content bound {_pct(bound)}" if bound is not None else ""))
         probe = h.get("probe_level")
         if probe:
-            lines.append(f"- **{name}**, probe-level text attack ({probe['attacker']}, its own P-word probes, "
+            lines.append(f"- **{name}**, probe-level text attack ({probe['attacker']}{_marks(doc, probe['attacker'])}, "
+                         "its own P-word probes, "
                          f"{probe['scenario']}): {_eer_ci(probe)}")
     return lines + [""]
 
 
 MARKS = {"weak": "‡", "wide": "†", "small": "†", "learning": "§"}
-MARK_LEGEND = {"‡": "an attacker flagged weak (Attacker strength)", "†": "too few speakers or too wide a CI for a verdict",
+MARK_LEGEND = {"‡": "an attacker flagged weak (Attacker strength)",
+               "†": "too few speakers, or a CI too wide or degenerate, for a verdict (Attacker strength)",
                "§": "its learning curve still falls: more training data would lower its EER"}
 
 
@@ -105,7 +107,7 @@ def _privacy_table(doc: dict) -> list:
 def _content(doc: dict) -> list:
     c = doc["content"]
     if "not_applicable" in c:
-        reference = _reference(c.get("reference") or {})
+        reference = _reference(c.get("reference") or {}, doc)
         return (["## What the words give away", ""] + reference + [""]) if reference else []
     lines = ["## What the words give away", "",
              f"- Content bound ({c['attacker']} on the G2P of the original transcripts): {_eer_ci(c['bound'])}"]
@@ -115,15 +117,15 @@ def _content(doc: dict) -> list:
     for attacker, by in c["text"].items():
         lines.append(f"- Text attacker {attacker} (its own P-word probes): original words {_eer_ci(by['original'])}; "
                      + ", ".join(f"{n} words {_eer_ci(e)}" for n, e in by.items() if n != "original"))
-    return lines + _reference(c.get("reference") or {}) + [""]
+    return lines + _reference(c.get("reference") or {}, doc) + [""]
 
 
-def _reference(reference: dict) -> list:
+def _reference(reference: dict, doc: dict) -> list:
     """Every words-only attacker on the utterance trials, the lowest of K named as selected."""
     lines = []
     for where, by_sc in reference.items():
         for sc, r in by_sc.items():
-            each = ", ".join(f"{a} {_eer_ci(e)}" for a, e in r["eers"].items())
+            each = ", ".join(f"{a}{_marks(doc, a)} {_eer_ci(e)}" for a, e in r["eers"].items())
             lowest = r["eers"][r["lowest"]]
             lines.append(f"- Words alone on the utterance trials, {where}" + ("" if sc == "original" else f" {sc}")
                          + f": {each}; lowest of {r['k']} (selected): {r['lowest']} {_pct(lowest['eer'])}")
@@ -162,7 +164,8 @@ def _strength(doc: dict) -> list:
     notes = [(a, n) for a, st in doc["strength"].items() for n in st.get("notes") or []]
     lines = ["## Attacker strength", ""]
     if not warned:
-        lines += ["Every attacker identifies speakers on original speech (EERs in the privacy table's "
+        lines += ["No attacker is flagged, and every CI is narrow enough for a verdict." if notes else
+                  "Every attacker identifies speakers on original speech (EERs in the privacy table's "
                   "'original speech' column), and every CI is narrow enough for a verdict."]
     lines += [f"- **{a}**: {w}" for a, w in warned] + [f"- {a}: {n}" for a, n in notes]
     return lines + [""]
@@ -247,7 +250,8 @@ def _comparisons(doc: dict) -> list:
     for row in doc["comparisons"]:
         for e in row["eer"]:
             ci = e["ci95"]
-            lines.append(f"- {row['a']} vs {row['b']}, {e['attacker']} ({e['scenario']}): EER {_pct(e['eer_a'])} vs "
+            lines.append(f"- {row['a']} vs {row['b']}, {e['attacker']}{_marks(doc, e['attacker'])} ({e['scenario']}): "
+                         f"EER {_pct(e['eer_a'])} vs "
                          f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
                          f"({PAIRING.get(e['paired'], e['paired'])}): {e['verdict']}")
         for metric, u in row["utility"].items():

@@ -59,15 +59,16 @@ def corpus_spec(s: CardSettings, anonymized: AnonymizedCorpora | None, scenario:
 
 
 def model_folder(s: CardSettings, attacker: AttackerSpec, anonymized, scenario: str, variant: str | None = None) -> str:
-    """One model per attacker and training data: trained on original speech for every scenario
-    but semi-informed, whose attacker is trained on each anonymizer's speech, keyed by that
-    speech's content (other anonymizer settings, another model; ``variant``: a learning-curve
-    share of the training speakers)."""
+    """One model per attacker and training data, keyed by that speech's content: trained on
+    original speech (``original_<content>``) for every scenario but semi-informed, whose attacker
+    is trained on each anonymizer's speech (other anonymizer settings, another model; ``variant``:
+    a learning-curve share of the training speakers)."""
     suffix = f"_{variant}" if variant else ""
     semi = f"semi_informed_{anonymized.name}_{anonymized.train_content[:12]}" if scenario == "semi-informed" else None
     if attacker.model_folder:
         return str(attacker.model_folder) + (f"_{semi}" if semi else "") + suffix
-    return str(s.output_folder / "models" / attacker.name / f"{semi or ORIGINAL}{suffix}")
+    original = f"{ORIGINAL}_{s.original_content[:12]}" if s.original_content else ORIGINAL
+    return str(s.output_folder / "models" / attacker.name / f"{semi or original}{suffix}")
 
 
 def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
@@ -154,6 +155,7 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
 
         torch.set_num_threads(int(s.num_threads))
     plan = plan_data(s.data)
+    s = replace(s, original_content=plan.train.content_digest())  # the original speech's models are keyed by it
     anonymized = anonymize_needed(s, plan, log=log)
     timings["anonymization"] = time.perf_counter() - start
     evalset = evaluation_set(plan, anonymized)

@@ -54,6 +54,7 @@ class CardSettings:
     plots: bool = True
     progress: bool = True
     num_threads: Optional[int] = None
+    original_content: Optional[str] = None  # content digest of the original training speech (set by the run)
 
     @property
     def seed(self) -> int:
@@ -94,8 +95,8 @@ class CardSettings:
 
 
 # the split keys every attacker must share with the card (data_plan.DataSettings)
-SPLIT_KEYS = ("eval_speaker_fraction", "split_seed", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list",
-              "n_enroll", "max_per_speaker", "min_duration", "max_duration")
+SPLIT_KEYS = ("eval_folder", "train_folders", "eval_speaker_fraction", "split_seed", "enrolls_dir", "trials_dirs",
+              "enroll_list", "trial_list", "n_enroll", "max_per_speaker", "min_duration", "max_duration")
 
 
 def file_setting(spec, key: str):
@@ -225,6 +226,8 @@ def anonymizer_specs(hp: dict) -> tuple:
     out, seen, used = [], set(), set()
     for value in given:
         name = _anonymizer_name(value)
+        if name in seen and isinstance(value, str) and "." in value:  # one class at two settings: its path's name
+            name = value.replace(":", ".").rsplit(".", 1)[-1]
         if name in seen:
             raise DataError(f"anonymizer {name!r} is listed twice")
         seen.add(name)

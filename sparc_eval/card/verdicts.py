@@ -100,7 +100,7 @@ def content_reference(cells: dict) -> dict:
         found = {}
         for attacker, by_sc in by.items():
             for sc, cell in by_sc.items():
-                if words_only(cell):
+                if words_only(cell) and cell["overall"].get("eer") is not None:
                     found.setdefault(sc, {})[attacker] = _eer(cell)
         out[where] = {sc: {"eers": eers, "lowest": min(eers, key=lambda a: eers[a]["eer"]), "k": len(eers)}
                       for sc, eers in found.items()}
@@ -153,6 +153,10 @@ def headlines(s: CardSettings, cells: dict, content: dict, reader: CellTrials | 
             out[name] = {"not_applicable": "no attacker ran on this anonymizer's speech"}
             continue
         row = {"content_bound": (content.get("bound") or {}).get("eer")}
+        if not found:  # text attackers alone: the probe-level cell is the headline (its keys kept)
+            eer, attacker, sc, e = min(probes, key=lambda x: x[0])
+            row.update(eer=eer, ci95=e["ci95"], small=e["small"], attacker=attacker, scenario=sc,
+                       n_cells=len(probes), selected=True, cross_fitted=None, trials="probe-level")
         if found:
             eer, attacker, sc, e = min(found, key=lambda x: x[0])
             row.update(eer=eer, ci95=e["ci95"], small=e["small"], attacker=attacker, scenario=sc,

@@ -62,6 +62,7 @@ def scorer_comparisons(trials, scores: dict, *, where: dict, n_boot: int, seed: 
     """Paired bootstrap of every pair of scorers on the trials both scored, per condition
     (``where``: task and setting, copied into each row); conditions without both classes are skipped."""
     from ..metrics import paired_bootstrap
+    from ..metrics.small import few_speakers_reason
 
     rows = []
     for a, b in combinations(list(scores), 2):
@@ -74,6 +75,8 @@ def scorer_comparisons(trials, scores: dict, *, where: dict, n_boot: int, seed: 
             groups = probe_speakers(trials, idx) if unit == "speaker" else None
             res = paired_bootstrap(scores[a][idx], scores[b][idx], y, n_boot=n_boot, seed=seed, unit=unit,
                                    groups=groups)
+            n_speakers = None if groups is None else len(set(groups.tolist()))
             rows.append({**where, "condition": cond, "scorer_a": a, "scorer_b": b, "n_trials": int(idx.size),
-                         **res.as_dict()})
+                         **res.as_dict(), "n_speakers": n_speakers,
+                         "small": few_speakers_reason(n_speakers, n_speakers)})
     return rows
