@@ -196,7 +196,8 @@ def _sexes(found: dict) -> list:
 def _sex_text(e) -> str:
     if not e:
         return "n/a"
-    return _eer_ci({"eer": e["eer"], "ci95": e["ci95"], "small": e.get("small_evaluation")}) + f" ({e['n_speakers']} spk)"
+    small = e.get("small_evaluation")  # says the speaker count itself
+    return _eer_ci({"eer": e["eer"], "ci95": e["ci95"], "small": small}) + ("" if small else f" ({e['n_speakers']} speakers)")
 
 
 def _learning(doc: dict) -> list:

@@ -268,7 +268,9 @@ def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, p
                                      f"{rho['utterances']} with enough frames voiced in both")
         wer = by_metric.get("wer") or {}
         if wer.get("value") is not None:
-            found["wer: asr"] = (f"WER of the anonymized speech re-transcribed by {wer.get('asr')}, not VoicePrivacy "
+            asr = wer.get("asr") or {}
+            said = " ".join(str(asr[k]) for k in ("backend", "model") if asr.get(k)) if isinstance(asr, dict) else asr
+            found["wer: asr"] = (f"WER of the anonymized speech re-transcribed by {said or 'the card ASR'}, not VoicePrivacy "
                                  "2024's ASR_eval (wav2vec2 fine-tuned on LibriSpeech-960): values are not "
                                  "comparable with the challenge's")
         if "gvd" in by_metric and by_metric["gvd"].get("score"):
