@@ -90,6 +90,10 @@ class Trials:
     def enroll_speakers(self) -> np.ndarray:
         return self.enroll if self.enroll_speaker is None else self.enroll_speaker
 
+    def n_test_speakers(self) -> Optional[int]:
+        """How many test speakers the trials have (None without speakers)."""
+        return None if self.test_speaker is None else len(set(self.test_speaker.tolist()))
+
     def utt2spk(self) -> Optional[dict]:
         """Test id -> speaker, or None when the test speakers are unknown."""
         if self.test_speaker is None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..atomic import write_text
 from ..metrics.plots import _pyplot, _save as _save_figure
+from ..metrics.small import small_label
 
 ORIGINAL = "original"
 
@@ -35,8 +36,7 @@ def _eer_ci(e) -> str:
     ci, small = e.get("ci95"), e.get("small")
     text = _pct(e["eer"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
     if small:  # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
-        lo, hi = small["eer_bound95"]
-        text += f" (small: {small.get('n_speakers') or 'n/a'} speakers, bound {_pct(lo)}-{_pct(hi)})"
+        text += f" ({small_label(small)})"
     return text
 
 

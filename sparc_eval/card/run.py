@@ -30,7 +30,7 @@ from ..provenance import bootstrap_deviation, environment, versions
 from ..words import spoken_manifest
 from .anonymized import REUSES_ENROLLMENT, AnonymizedCorpora, anonymize_needed, needed_utterances
 from .learning import learning_cells
-from .settings import CardSettings, file_setting
+from .settings import CardSettings, attacker_settings
 from .utility import UtilityInput
 
 ORIGINAL = "original"
@@ -228,16 +228,16 @@ def _card_deviations(s: CardSettings, plan) -> dict:
             f"enrollment and trials from {plan.split.source or 'a seeded split'}, not VoicePrivacy's lists; the trials "
             "pool both sexes and cross-sex pairs (VoicePrivacy scores same-sex lists): the verdicts read the pooled "
             "EER, the same-sex EERs are on the card")
-    trained = [a for a in s.attackers if a.hparams and file_setting(a, "number_of_epochs") is not None]
+    settings = {a.name: attacker_settings(a) for a in s.attackers if a.hparams}
+    trained = [a for a in s.attackers if settings.get(a.name, {}).get("number_of_epochs") is not None]
     if trained:
         found["training speakers"] = (f"trained attackers learn from {len(plan.train.speakers())} speakers "
                                       "(VoicePrivacy's ASV_eval: 921, LibriSpeech train-clean-360)")
     for a in trained:
-        found[f"{a.name}: epochs"] = (f"{file_setting(a, 'number_of_epochs')} epochs, embedding size "
-                                      f"{file_setting(a, 'emb_dim')}, model_size {file_setting(a, 'model_size')} "
-                                      f"({a.hparams})")
-        if file_setting(a, "feature_type") in ("phones", "phone_durations") and \
-                (file_setting(a, "phone_source") or "transcript") == "transcript":
+        hp = settings[a.name]
+        found[f"{a.name}: epochs"] = (f"{hp['number_of_epochs']} epochs, embedding size {hp.get('emb_dim')}, "
+                                      f"model_size {hp.get('model_size')} ({a.hparams})")
+        if hp.get("feature_type") in ("phones", "phone_durations") and (hp.get("phone_source") or "transcript") == "transcript":
             found[f"{a.name}: G2P"] = ("phones from the G2P of the words the speech says (a perfect phone recognizer), "
                                        "not a phone recognizer on the audio (the content-leakage paper's)")
     for a in s.attackers:
@@ -253,9 +253,9 @@ def _card_deviations(s: CardSettings, plan) -> dict:
     return found
 
 
-def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, plan=None) -> dict:
+def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, plan) -> dict:
     found = {**bootstrap_deviation(s.evaluation.bootstrap.unit), **_draw_deviations(anonymized),
-             **(_card_deviations(s, plan) if plan is not None else {})}
+             **_card_deviations(s, plan)}
     for by_attacker in cells.values():
         for attacker, by_scenario in by_attacker.items():
             for cell in by_scenario.values():

@@ -12,7 +12,7 @@ from ..data_plan import SCENARIOS, DataSettings
 from ..errors import DataError
 from ..evaluation import EvaluationSettings
 from ..leakage.cells import CellContext
-from ..leakage.settings import ATTACKER_COMMON, attacker_specs, file_value
+from ..leakage.settings import ATTACKER_COMMON, attacker_specs, file_value, file_values
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
@@ -99,19 +99,21 @@ SPLIT_KEYS = ("eval_folder", "train_folders", "eval_speaker_fraction", "split_se
               "enroll_list", "trial_list", "n_enroll", "max_per_speaker", "min_duration", "max_duration")
 
 
-def file_setting(spec, key: str):
-    """A top-level key of an hparams attacker as it will load: its card override, else its file's value."""
+def attacker_settings(spec) -> dict:
+    """The plain top-level keys of an hparams attacker as it will load: its file's values (read
+    once, parsed as YAML scalars and lists; tagged values such as ``!new:`` left out), its card
+    overrides on top."""
     import yaml
 
-    if key in spec.overrides:
-        return spec.overrides[key]
-    text = file_value(spec.hparams, key)
-    if text is None or text.startswith("!"):
-        return None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+    out = {}
+    for key, text in file_values(spec.hparams).items():
+        if not text or text.startswith("!"):
+            continue
+        try:
+            out[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            out[key] = text
+    return {**out, **spec.overrides}
 
 
 def declared_needs(spec) -> dict:
@@ -125,7 +127,8 @@ def declared_needs(spec) -> dict:
         path = (file_value(spec.hparams, "attacker") or "").split(":", 1)[-1].strip()
         cls = load_object(path) if path else None
         declared = getattr(cls, "declared_needs", None)
-        needs = declared(lambda key: file_setting(spec, key)) if callable(declared) else getattr(cls, "needs", None)
+        settings = attacker_settings(spec)
+        needs = declared(settings.get) if callable(declared) else getattr(cls, "needs", None)
     return {"audio": bool(getattr(needs, "audio", False)), "words": bool(getattr(needs, "words", False)),
             "split": bool(getattr(needs, "split", True))}
 
@@ -148,11 +151,11 @@ def check_split_keys(data: DataSettings, specs) -> None:
     for spec in specs:
         if not spec.hparams:
             continue
-        differ = {}
+        differ, settings = {}, attacker_settings(spec)
         for key in SPLIT_KEYS:
             if getattr(data, key) != getattr(default, key):
                 continue  # the card passes its own value on: the file's is overridden
-            value = file_setting(spec, key)
+            value = settings.get(key)
             if value not in (None, []) and value != getattr(data, key):
                 differ[key] = (value, getattr(data, key))
         if differ:
@@ -200,7 +203,12 @@ def _anonymizer_name(value) -> str:
     if "." not in value and ":" not in value:
         return value
     declared = getattr(anonymizer_class(value), "name", None)
-    return declared if isinstance(declared, str) and declared else value.replace(":", ".").rsplit(".", 1)[-1]
+    return declared if isinstance(declared, str) and declared else _path_name(value)
+
+
+def _path_name(dotted: str) -> str:
+    """The last part of a dotted path (``package.module.Name`` or ``package.module:Name``)."""
+    return dotted.replace(":", ".").rsplit(".", 1)[-1]
 
 
 def _options_for(value, name: str, options: dict) -> tuple:
@@ -208,7 +216,7 @@ def _options_for(value, name: str, options: dict) -> tuple:
     class name or its dotted path."""
     if not isinstance(value, str):
         return None, {}
-    for key in (name, value, value.replace(":", ".").rsplit(".", 1)[-1]):
+    for key in (name, value, _path_name(value)):
         if key in options:
             return key, options[key] or {}
     return None, {}
@@ -227,7 +235,7 @@ def anonymizer_specs(hp: dict) -> tuple:
     for value in given:
         name = _anonymizer_name(value)
         if name in seen and isinstance(value, str) and "." in value:  # one class at two settings: its path's name
-            name = value.replace(":", ".").rsplit(".", 1)[-1]
+            name = _path_name(value)
         if name in seen:
             raise DataError(f"anonymizer {name!r} is listed twice")
         seen.add(name)

@@ -195,7 +195,7 @@ def cell_summary(evaluation, trials: Trials) -> dict:
                 if k.startswith("segments.") and v.endswith("skipped")}
     return {"overall": evaluation["overall"], "per_speaker": evaluation["per_speaker"],
             "segments": evaluation["segments"], "segments_left_out": left_out,
-            "n_trial_speakers": len(set(trials.scored().test_speaker.tolist())), "n_missing_scores": trials.n_unscored}
+            "n_trial_speakers": trials.scored().n_test_speakers(), "n_missing_scores": trials.n_unscored}
 
 
 def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, cell_dir: Path,

@@ -51,18 +51,13 @@ def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "
         result = unpaired_bootstrap(a.score, a.label, b.score, b.label, n_boot=n_boot, seed=seed, unit=unit,
                                     groups_a=groups(a), groups_b=groups(b))
     d = result.as_dict()
+    n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
     return {"paired": paired, "unit": unit, "n_boot": n_boot, "n_valid": d["n_valid"],
             "eer_a": d["a"]["eer"], "eer_b": d["b"]["eer"], "eer_diff": d["diff"]["eer"],
             "eer_diff_ci95": d["ci95"]["eer"], "eer_p_value": d["p_value"]["eer"],
             "auc_diff": d["diff"]["auc"], "auc_diff_ci95": d["ci95"]["auc"],
-            "n_trials_a": len(a), "n_trials_b": len(b),
-            "n_speakers_a": _speakers(a), "n_speakers_b": _speakers(b),
-            "small": few_speakers_reason(_speakers(a), _speakers(b), min_speakers)}
-
-
-def _speakers(t: Trials):
-    spk = t.test_speaker
-    return None if spk is None else len(set(spk.tolist()))
+            "n_trials_a": len(a), "n_trials_b": len(b), "n_speakers_a": n_a, "n_speakers_b": n_b,
+            "small": few_speakers_reason(n_a, n_b, min_speakers)}
 
 
 def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..atomic import atomic_open
 from ..metrics.plots import _pyplot, _save
+from ..metrics.small import small_label
 from ..provenance import report_lines
 from .evaluation_set import CONDITION_TITLES
 
@@ -204,10 +205,8 @@ def _eer_cell(cell: dict) -> str:
         return "failed" if cell["status"] == "failed" else "n/a"
     ov = cell["overall"]
     same = " (no shared text: = all)" if cell.get("same_as") else ""
-    small = ov.get("small_evaluation")
-    # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
-    bound = "" if not small else (f" (small: {small.get('n_speakers') or 'n/a'} speakers, bound "
-                                  f"{_pct(small['eer_bound95'][0])}-{_pct(small['eer_bound95'][1])}%)")
+    small = ov.get("small_evaluation")  # a degenerate or few-speaker interval: the counted bound beside it
+    bound = f" ({small_label(small)})" if small else ""
     return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{bound}{same}"
 
 

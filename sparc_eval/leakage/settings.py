@@ -153,10 +153,15 @@ def quick_settings(hp: dict, attackers: dict) -> tuple:
     return names, {n: dict(v) for n, v in overrides.items()}
 
 
+def file_values(hparams_file) -> dict:
+    """Every top-level key of an attacker recipe's hparams file with its value as written (one read)."""
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"^([A-Za-z_]\w*)\s*:\s*([^#\n]*?)\s*(#.*)?$", Path(hparams_file).read_text(), re.M)}
+
+
 def file_value(hparams_file, key: str):
     """A plain top-level value of an attacker recipe's hparams file, as written (None if absent)."""
-    found = re.search(rf"^{re.escape(key)}\s*:\s*([^#\n]*?)\s*(#.*)?$", Path(hparams_file).read_text(), re.M)
-    return found.group(1) if found else None
+    return file_values(hparams_file).get(key)
 
 
 def grid_deviations(hp: dict, specs: list) -> dict:

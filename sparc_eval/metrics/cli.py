@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .small import MIN_SPEAKERS
+
 
 def register(subparsers) -> None:
     from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, DEFAULT_BINS
@@ -47,9 +49,9 @@ def register(subparsers) -> None:
     p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
     p.add_argument("--min-segment-speakers", type=int, default=3,
                    help="report a segment only with at least this many trial speakers (default 3)")
-    p.add_argument("--min-verdict-speakers", type=int, default=20,
+    p.add_argument("--min-verdict-speakers", type=int, default=MIN_SPEAKERS,
                    help="fewer test speakers than this (or a degenerate EER interval): the report says the "
-                        "evaluation is small and prints a resampling-free bound (default 20)")
+                        f"evaluation is small and prints a resampling-free bound (default {MIN_SPEAKERS})")
     p.add_argument("--accent-grouping", choices=("coarse", "fine"), default="coarse",
                    help="accent segments: coarse groups (default) or each self-reported accent, normalised")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

@@ -74,6 +74,12 @@ def small_note(small: dict) -> str:
             f"{small['bound_counts']}: [{100 * lo:.1f}%, {100 * hi:.1f}%]; {no_verdict(small)}")
 
 
+def small_label(small: dict) -> str:
+    """The short form reports put beside a small evaluation's interval: its speakers and bound."""
+    lo, hi = small["eer_bound95"]
+    return f"small: {small.get('n_speakers') or 'n/a'} speakers, bound {100 * lo:.1f}%-{100 * hi:.1f}%"
+
+
 def too_few(small: Optional[dict]) -> bool:
     """True when the evaluation has fewer test speakers than a verdict needs."""
     return bool(small) and small.get("n_speakers") is not None and small["n_speakers"] < small["min_speakers"]

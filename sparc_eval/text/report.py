@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import write_json, write_text
+from ..metrics.small import small_label
 from ..provenance import report_lines
 from .protocol import PROTOCOLS
 from .trials import TRIAL_CONDITIONS
@@ -116,8 +117,7 @@ def _cell(block) -> str:
     parts.append(f"n {block['n_target']}+/{block['n_nontarget']}-")
     small = block.get("small_evaluation")
     if small:  # a degenerate or few-speaker interval is not a narrow one
-        lo, hi = small["eer_bound95"]
-        parts.append(f"small: {small.get('n_speakers') or 'n/a'} speakers, EER bound [{lo:.3f}, {hi:.3f}]")
+        parts.append(small_label(small))
     return "<br>".join(parts)
 
 
