@@ -160,7 +160,7 @@ def cli_vs_one_liner(sizes, repeat: int) -> None:
     sizes = [int(x) for x in sizes]
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        cli = lambda n: [sys.executable, "-m", "sparc_eval.cli", "metrics", "--scores",  # noqa: E731
+        cli = lambda n: [sys.executable, "-m", "sparc_eval.cli", "metrics", "--scores",
                          f"{tmp}/s{n}.txt", "--out", f"{tmp}/out{n}"]
         times, docs = {}, {}
         for n in sizes:

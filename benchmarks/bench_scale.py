@@ -433,7 +433,7 @@ def stage_table(results: list) -> dict:
         ts = [protocol_total(r) if name.startswith("TOTAL") else r["rows"].get(name, {}).get("t") for r in results]
         exps = [exponent(ts[i], ts[j], ns[i], ns[j]) for i, j in pairs]
         cells = "".join(f"{t:13.2f}" if t is not None else f"{'-':>13}" for t in ts)
-        for (i, j), e in zip(pairs, exps):
+        for (_i, j), e in zip(pairs, exps):
             short = ts[j] is not None and ts[j] < MIN_JUDGED_S
             mark = "" if e is None else (" (short)" if short else (" !" if e > MAX_EXPONENT else ""))
             cells += f"{('-' if e is None else f'{e:.2f}') + mark:>26}"

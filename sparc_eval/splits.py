@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import DataError
+
+if TYPE_CHECKING:  # annotations only
+    from .manifest import Manifest
 
 
 @dataclass

@@ -70,7 +70,10 @@ class Trials:
     def select(self, mask) -> "Trials":
         """The trials where ``mask`` is True (or at the given indices)."""
         idx = np.asarray(mask)
-        pick = (lambda a: None if a is None else a[idx])
+
+        def pick(a):
+            return None if a is None else a[idx]
+
         return Trials(self.enroll[idx], self.test[idx], self.score[idx], self.label[idx],
                       test_speaker=pick(self.test_speaker), enroll_speaker=pick(self.enroll_speaker),
                       tags={k: v[idx] for k, v in self.tags.items()})

@@ -42,7 +42,7 @@ def test_similarity_matrix_and_diagonal_dominance_by_hand():
     emb = {"a1": np.array([1.0, 0.0]), "a2": np.array([1.0, 0.0]), "b1": np.array([0.0, 1.0]), "b2": np.array([0.6, 0.8])}
     utt2spk = {"a1": "A", "a2": "A", "b1": "B", "b2": "B"}
     m = similarity_matrix(emb, utt2spk, ["A", "B"])
-    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    sig = lambda x: 1 / (1 + math.exp(-x))
     # A-A: the one pair k != l (twice, symmetric) cos 1; B-B: cos(b1, b2) = 0.8; A-B: mean(0, 0.6, 0, 0.6) = 0.3
     assert m[0, 0] == pytest.approx(sig(1.0)) and m[1, 1] == pytest.approx(sig(0.8))
     assert m[0, 1] == pytest.approx(sig(0.3)) and m[1, 0] == pytest.approx(sig(0.3))

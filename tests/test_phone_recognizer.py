@@ -232,7 +232,7 @@ def test_8khz_input_is_resampled(handful, allphone, recognized):
     from scipy.signal import resample_poly
 
     per16, per8 = [], []
-    for utt, wav, sr in handful[:3]:
+    for utt, wav, _sr in handful[:3]:
         wav8 = resample_poly(wav, 1, 2).astype(np.float32)
         segs8 = allphone.recognize(wav8, 8000)
         validate_segments(segs8, duration=len(wav8) / 8000)

@@ -56,7 +56,7 @@ def test_L_is_a_maximum_so_a_larger_L_keeps_the_smaller_Ls_trials():
     rows += [("D", "e4", words("d", 5))]  # one utterance: too short for a probe, still an enrollment
     m = manifest(rows)
     cfg = TrialConfig(P=10, L=3, tolerance=0, max_probes=3, partners={EN: 5})
-    key = lambda r: (r["probe"]["id"], r["enroll"]["speaker"], r["enroll"]["episode"], r["type"])  # noqa: E731
+    key = lambda r: (r["probe"]["id"], r["enroll"]["speaker"], r["enroll"]["episode"], r["type"])
     alone = TrialBuilder(m, cfg, L_max=3).build("speaker", [3])[3]
     both = TrialBuilder(m, cfg, L_max=8).build("speaker", [3, 8])
     # adding L=8 to the run removes no L=3 trial, and L=8 has the same trials

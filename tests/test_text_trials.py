@@ -136,7 +136,7 @@ def test_trials_are_shared_across_L_and_too_short_appearances_counted():
     builder = TrialBuilder(m, TrialConfig(P=10, L=5, tolerance=0, max_probes=3), L_max=5)
     sets = builder.build("speaker", [3, 5])
     a, b = sets[3], sets[5]
-    key = lambda r: (r["probe"]["id"], r["enroll"]["speaker"], r["enroll"]["episode"], r["type"])  # noqa: E731
+    key = lambda r: (r["probe"]["id"], r["enroll"]["speaker"], r["enroll"]["episode"], r["type"])
     assert [key(r) for r in a.records] == [key(r) for r in b.records]
     assert all(len(r["enroll"]["utt_ids"]) == 3 for r in a.records)
     # L is a maximum: an appearance with fewer usable utterances enrolls with what it has
@@ -179,7 +179,7 @@ def test_attribute_tasks_pair_other_speakers_and_label_by_agreement():
 def test_seeded_sampling_is_reproducible():
     rows = [(f"S{k}", f"e{k}", words(f"s{k}x{i}w", 5)) for k in range(30) for i in range(6)]
     m = manifest(rows)
-    pick = lambda seed: [(r["probe"]["id"], r["enroll"]["id"]) for r in  # noqa: E731
+    pick = lambda seed: [(r["probe"]["id"], r["enroll"]["id"]) for r in
                          build_trials(m, TrialConfig(P=10, L=3, tolerance=0, seed=seed), "speaker")[0][3].records]
     assert pick(0) == pick(0)
     assert pick(0) != pick(1)
@@ -375,7 +375,7 @@ def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
         drawn = list(pairing.draw_order(np.random.default_rng(1), universe, accept))
         assert len(drawn) == len(set(drawn)) == n_kept  # each once, all of them when read to the end
         assert set(drawn) == set(universe[accept(universe)].tolist())
-    rare = lambda c: c % 2_000 == 0  # noqa: E731  (the rare pool: the fallback after a quarter is tried)
+    rare = lambda c: c % 2_000 == 0  # the rare pool: the fallback after a quarter is tried
     firsts = Counter(next(pairing.draw_order(np.random.default_rng([7, s]), universe, rare)) for s in range(3000))
     assert sorted(firsts) == list(range(0, 20_000, 2_000))
     assert max(firsts.values()) < 400 and min(firsts.values()) > 200  # 300 each when uniform (sd 16)
@@ -409,7 +409,7 @@ def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
     assert lazy == trials() and lazy != trials(seed=1)  # seeded
     assert lazy["speaker"] != exact["speaker"]  # other draws ...
     for task, kind in (("speaker", "type"), ("sex", "same_episode")):  # ... of as many partners per probe
-        per_kind = lambda recs: Counter((r["probe"]["id"], r[kind]) for r in recs)  # noqa: E731
+        per_kind = lambda recs, kind=kind: Counter((r["probe"]["id"], r[kind]) for r in recs)
         assert per_kind(lazy[task]) == per_kind(exact[task])  # (and type; attribute types follow the labels)
     series = {s: a["series"] for s, a in attrs.items()}
     for r in lazy["speaker"]:

@@ -46,7 +46,6 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np

@@ -284,7 +284,7 @@ def _footer(doc: dict) -> list:
              f"{run['n_evaluated_utterances']} evaluated utterances"
              + (f"; {left} left out of every attacker alike (anonymizer failures: anonymized/<name>/eval/failures.jsonl)"
                 if left else ""),
-             f"- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
+             "- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
     lines += _draws(doc)
     if run["deviations"]:
         first = sorted(run["deviations"], key=lambda k: (not k.startswith("scenarios"), k))

@@ -15,7 +15,7 @@ from .edacc import is_edacc_release, load_edacc_release
 from .kaldi import load_kaldi_dir, read_id_list, read_trials
 from .librispeech import is_librispeech_subset, load_librispeech
 from .sparc import load_sparc
-from .spane import EDACC_ID, is_spane_datafile, load_spane_datafile
+from .spane import EDACC_ID, load_spane_datafile
 
 LAYOUTS = ("librispeech", "kaldi", "edacc", "spane", "manifest", "sparc")
 

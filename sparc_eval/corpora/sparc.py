@@ -105,7 +105,7 @@ def load_sparc(path, *, columns=None, skip_missing: bool = False) -> Manifest:
     extra_columns = [c for c in mapping.get("extra_columns", []) if c in present]
     utterances = []
     for file, number, row in rows:
-        def get(field):
+        def get(field, row=row):
             return clean_value(row.get(chosen[field])) if chosen.get(field) else None
 
         speaker, episode = get("speaker"), get("episode")

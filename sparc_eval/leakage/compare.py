@@ -34,7 +34,10 @@ def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "
     if same_trials:
         a, b = a.select(np.argsort(ka)), b.select(np.argsort(kb))
         same_trials = bool(np.array_equal(a.label, b.label))
-    groups = (lambda t: t.test_speaker if unit == "speaker" else None)
+
+    def groups(t):
+        return t.test_speaker if unit == "speaker" else None
+
     if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
         paired = "trials"
         both = np.isfinite(a.score) & np.isfinite(b.score)

@@ -118,7 +118,7 @@ def plot_segments(path, doc, cond) -> Path | None:
     for corpus, attacker, c, cell in _cells(doc):
         if c != cond or cell["status"] != "ok":
             continue
-        for attr, values in (cell.get("segments") or {}).items():
+        for values in (cell.get("segments") or {}).values():
             for value, seg in values.items():
                 if seg["intra_eer"] is not None and seg["inter_eer"] is not None:
                     rows.setdefault(corpus, []).append((attacker, f"{value}", seg["inter_eer"], seg["intra_eer"]))

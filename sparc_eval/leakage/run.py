@@ -85,7 +85,7 @@ def build_evaluation_sets(s: LeakageSettings, log=print) -> dict:
     for c in s.corpora:
         m = loaded[c.name]
         keep = set(choose_speakers(m.speakers(), n_speakers, s.seed))
-        manifest = m.subset(lambda u: u.speaker in keep)
+        manifest = m.subset(lambda u, keep=keep: u.speaker in keep)
         detected = detect_shared_text(manifest, s.shared_text)
         ev = EvaluationSet(c.name, manifest, frozenset(detected.removed_ids), detected.stats(), sizes[c.name])
         agreement = scripted_agreement(manifest, set(detected.removed_ids))

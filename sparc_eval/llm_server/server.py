@@ -50,9 +50,9 @@ def start(config: ServerConfig, home: Path, *, api_key_env=None, ready_timeout: 
     """Start the server in the background, wait until it lists its model, record its state."""
     try:
         import llama_cpp.server.app  # noqa: F401  (the package imports without its [server] extras)
-    except ImportError:
+    except ImportError as err:
         raise DataError("llama-cpp-python's server is not installed in this environment",
-                        hint="run `make llm-server` (builds llama-cpp-python[server] 0.3.36 once, then reuses the wheel)")
+                        hint="run `make llm-server` (builds llama-cpp-python[server] 0.3.36 once, then reuses the wheel)") from err
     state_file = state_path(home, config.port)
     if state_file.is_file() and alive(json.loads(state_file.read_text())["pid"]):
         raise DataError(f"an LLM server is already running on port {config.port} ({state_file})",

@@ -569,7 +569,7 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
             both = np.asarray(table.T @ mult.T).T.reshape(hi - lo, -1, 2)
             return both[..., 1], both[..., 0]
         return draw
-    rng = lambda lo: np.random.default_rng([plan.seed, lo // BLOCK, 1])  # noqa: E731
+    rng = lambda lo: np.random.default_rng([plan.seed, lo // BLOCK, 1])
     if plan.strata == [None]:  # unstratified: all trials over the (bin, label) cells
         tree = _Tree(np.stack([nb, tb], axis=-1).ravel())
 

@@ -288,7 +288,7 @@ def _eer_pick(r: Rates):
     d64 = np.abs(r.far - r.frr).reshape(-1, m)
     near = d64 <= d64.min(axis=-1, keepdims=True) + 1e-5
     rows, cols = np.nonzero(near)  # a few per row, in row-major order
-    flat = lambda a: a.reshape(-1, a.shape[-1])  # noqa: E731
+    flat = lambda a: a.reshape(-1, a.shape[-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         frr32 = flat(r.tle)[rows, cols].astype(np.float32) / flat(r.T)[rows, 0].astype(np.float32)
         far32 = flat(r.ngt)[rows, cols].astype(np.float32) / flat(r.N)[rows, 0].astype(np.float32)

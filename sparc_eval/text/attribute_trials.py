@@ -67,13 +67,13 @@ class AttributeTrials:
         if mine < 0:
             counts["probes_unknown_label"] += 1
             return None
-        known_other = lambda c: (codes[c] >= 0) & (b.app_spk[c] != spk)  # noqa: E731
-        same_label = lambda c: bool(codes[c] == mine)  # noqa: E731
+        known_other = lambda c: (codes[c] >= 0) & (b.app_spk[c] != spk)
+        same_label = lambda c: bool(codes[c] == mine)
         plans = b.take(rng, probe, pool.same_ep[known_other(pool.same_ep)], cfg.attribute_partners["same_episode"],
                        "tail", same_label, counts, lambda lab: EP if lab else HN)
         # positives_cross_series is appendix A.4's speaker-task control: attribute tasks keep their positives
         if cfg.negatives_cross_series:
-            eligible = lambda c: known_other(c) & ~((codes[c] != mine) & b.same_series(a, c))  # noqa: E731
+            eligible = lambda c: known_other(c) & ~((codes[c] != mine) & b.same_series(a, c))
         else:
             eligible = known_other
         k = cfg.attribute_partners["cross_episode"]

@@ -67,7 +67,7 @@ class SpeakerTrials:
 
         plans += b.cross_take(rng, probe, b.speaker_apps[int(spk)], lambda c: other_series(c, cfg.positives_cross_series),
                               cfg.partners[HP], lambda c: True, counts, lambda lab: HP)
-        negative = lambda c: ((b.app_spk[c] != spk) & self._negatives_ok(a, c)  # noqa: E731
+        negative = lambda c: ((b.app_spk[c] != spk) & self._negatives_ok(a, c)
                               & other_series(c, cfg.negatives_cross_series))
         return plans + b.cross_take(rng, probe, self._negative_pool(a), negative, cfg.partners[EN], lambda c: False,
                                     counts, lambda lab: EN)
