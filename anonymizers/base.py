@@ -98,7 +98,9 @@ class Anonymizer:
 
     # --- the contract --------------------------------------------------------------------------
     def anonymize(self, wav, sr, utterance):  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__} must implement anonymize(wav, sr, utterance)")
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement anonymize(wav, sr, utterance)"
+        )
 
     def anonymize_batch(self, items):
         return [self.anonymize(wav, sr, utt) for wav, sr, utt in items]
@@ -120,11 +122,18 @@ class Anonymizer:
             if key in self.__dict__ or isinstance(inspect.getattr_static(cls, key, None), property):
                 out[key] = _jsonable(getattr(self, key))  # what the instance made of the argument
             elif key in given:
-                out[key] = _jsonable(given[key])  # stored under another name (self._gain), or not at all
+                out[key] = _jsonable(
+                    given[key]
+                )  # stored under another name (self._gain), or not at all
             elif hasattr(self, key):
                 out[key] = _jsonable(getattr(self, key))
-        out.update({k: _jsonable(v) for k, v in given.items() if k not in out and (
-            k not in params or params[k].kind == params[k].VAR_POSITIONAL)})  # **options, non-empty *args
+        out.update(
+            {
+                k: _jsonable(v)
+                for k, v in given.items()
+                if k not in out and (k not in params or params[k].kind == params[k].VAR_POSITIONAL)
+            }
+        )  # **options, non-empty *args
         if "seed" in self.__dict__ and "seed" not in out:
             out["seed"] = _jsonable(self.seed)
         return out
@@ -142,7 +151,9 @@ class Anonymizer:
         positional = any(p.kind == p.VAR_POSITIONAL for p in params.values())
         if given is not None and "seed" in params and not positional:
             twin = type(self)(**{**given, "seed": int(seed)})
-            twin.__dict__.update({k: v for k, v in self.__dict__.items() if k.startswith("_sparc_eval")})
+            twin.__dict__.update(
+                {k: v for k, v in self.__dict__.items() if k.startswith("_sparc_eval")}
+            )
             return twin
         twin = copy.copy(self)
         twin.__dict__.pop("_speaker_state", None)
@@ -178,7 +189,9 @@ class Anonymizer:
         return self.speaker_rng(utterance.speaker)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items() if k not in ("class", "version"))
+        args = ", ".join(
+            f"{k}={v!r}" for k, v in self.settings().items() if k not in ("class", "version")
+        )
         return f"{type(self).__name__}({args})"
 
 

@@ -35,7 +35,11 @@ def _levinson(r: np.ndarray, order: int) -> np.ndarray:
     a[:, 0] = 1.0
     err = r[:, 0].copy()
     for i in range(1, order + 1):
-        acc = r[:, i] + np.einsum("fj,fj->f", a[:, 1:i], r[:, i - 1:0:-1]) if i > 1 else r[:, i].copy()
+        acc = (
+            r[:, i] + np.einsum("fj,fj->f", a[:, 1:i], r[:, i - 1 : 0 : -1])
+            if i > 1
+            else r[:, i].copy()
+        )
         k = -acc / err
         previous = a[:, 1:i].copy()
         a[:, 1:i] = previous + k[:, None] * previous[:, ::-1]
@@ -50,12 +54,19 @@ def _poly_from_roots(roots: np.ndarray) -> np.ndarray:
     c = np.zeros((frames, p + 1), dtype=complex)
     c[:, 0] = 1.0
     for k in range(p):
-        c[:, 1:k + 2] = c[:, 1:k + 2] - roots[:, k:k + 1] * c[:, 0:k + 1]
+        c[:, 1 : k + 2] = c[:, 1 : k + 2] - roots[:, k : k + 1] * c[:, 0 : k + 1]
     return c.real
 
 
-def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: float = 20.0,
-                      shift_ms: float = 10.0, lp_order: int = 20) -> np.ndarray:
+def mcadams_transform(
+    wav: np.ndarray,
+    sr: int,
+    alpha: float = 0.8,
+    *,
+    win_ms: float = 20.0,
+    shift_ms: float = 10.0,
+    lp_order: int = 20,
+) -> np.ndarray:
     """The McAdams transformation of a mono signal; same length, float32."""
     x = np.asarray(wav, dtype=np.float64).reshape(-1)
     n = x.size
@@ -64,12 +75,14 @@ def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: f
     winlen = int(np.floor(win_ms * 1e-3 * sr))
     shift = int(np.floor(shift_ms * 1e-3 * sr))
     if winlen <= lp_order or shift <= 0 or shift > winlen:
-        raise DataError(f"McAdams: window {winlen} samples / shift {shift} do not fit LPC order {lp_order} at {sr} Hz")
+        raise DataError(
+            f"McAdams: window {winlen} samples / shift {shift} do not fit LPC order {lp_order} at {sr} Hz"
+        )
     hann = np.hanning(winlen)
     win = np.sqrt(hann / (hann.sum() / shift))
     blocks = -(-(n + 2 * winlen) // shift)  # whole number of shifts covering pad + signal + pad
     padded = np.zeros(blocks * shift + winlen)
-    padded[winlen:winlen + n] = x
+    padded[winlen : winlen + n] = x
     n_frames = 1 + (padded.size - winlen) // shift
     starts = shift * np.arange(n_frames)
     frames = padded[starts[:, None] + np.arange(winlen)[None, :]] * win
@@ -78,7 +91,7 @@ def mcadams_transform(wav: np.ndarray, sr: int, alpha: float = 0.8, *, win_ms: f
     a_new = _warp_poles(a, alpha)
     out_frames = _refilter(frames, a, a_new) * win
     out = _overlap_add(out_frames, starts, padded.size, shift)
-    y = out[winlen:winlen + n]
+    y = out[winlen : winlen + n]
     if not np.all(np.isfinite(y)):
         raise DataError("McAdams produced non-finite samples (unstable LPC filter)")
     peak_in, peak_out = np.max(np.abs(x)), np.max(np.abs(y))
@@ -92,7 +105,7 @@ def _lpc(frames: np.ndarray, lp_order: int) -> np.ndarray:
     winlen = frames.shape[1]
     nfft = 1 << int(np.ceil(np.log2(2 * winlen)))
     spec = np.fft.rfft(frames, nfft, axis=1)
-    r = np.fft.irfft(spec.real ** 2 + spec.imag ** 2, nfft, axis=1)[:, :lp_order + 1]
+    r = np.fft.irfft(spec.real**2 + spec.imag**2, nfft, axis=1)[:, : lp_order + 1]
     r[:, 0] = r[:, 0] * (1.0 + 1e-9) + 1e-12
     return _levinson(r, lp_order)
 
@@ -118,11 +131,13 @@ def _refilter(frames: np.ndarray, a: np.ndarray, a_new: np.ndarray) -> np.ndarra
     lp_order = a.shape[1] - 1
     residual = np.zeros_like(frames)
     for k in range(lp_order + 1):
-        residual[:, k:] += a[:, k:k + 1] * frames[:, :winlen - k]
+        residual[:, k:] += a[:, k : k + 1] * frames[:, : winlen - k]
     history = np.zeros((n_frames, lp_order + winlen))
     a_rev = a_new[:, :0:-1]  # a_p ... a_1
     for t in range(winlen):
-        history[:, lp_order + t] = residual[:, t] - np.einsum("fk,fk->f", a_rev, history[:, t:t + lp_order])
+        history[:, lp_order + t] = residual[:, t] - np.einsum(
+            "fk,fk->f", a_rev, history[:, t : t + lp_order]
+        )
     return history[:, lp_order:]
 
 
@@ -134,7 +149,7 @@ def _overlap_add(out_frames: np.ndarray, starts: np.ndarray, size: int, shift: i
     grid = out.reshape(-1, shift) if out.size % shift == 0 else None
     if grid is not None and winlen % shift == 0:
         for b in range(winlen // shift):
-            grid[b:b + n_frames] += out_frames[:, b * shift:(b + 1) * shift]
+            grid[b : b + n_frames] += out_frames[:, b * shift : (b + 1) * shift]
     else:
         np.add.at(out, starts[:, None] + np.arange(winlen)[None, :], out_frames)
     return out
@@ -149,15 +164,26 @@ class McAdams(Anonymizer):
     keeps_words = True
     sample_rate = 16000
 
-    def __init__(self, alpha: float = 0.8, *, random_per_speaker=None, seed: int = 0, win_ms: float = 20.0,
-                 shift_ms: float = 10.0, lp_order: int = 20, draws: str = "speaker"):
+    def __init__(
+        self,
+        alpha: float = 0.8,
+        *,
+        random_per_speaker=None,
+        seed: int = 0,
+        win_ms: float = 20.0,
+        shift_ms: float = 10.0,
+        lp_order: int = 20,
+        draws: str = "speaker",
+    ):
         if draws not in DRAW_MODES:
             raise DataError(f"McAdams: draws must be one of {DRAW_MODES}, got {draws!r}")
         if random_per_speaker is not None:
             low, high = (float(v) for v in random_per_speaker)
             if not 0 < low <= high:
-                raise DataError(f"McAdams: random_per_speaker must be (low, high) with 0 < low <= high, "
-                                f"got {random_per_speaker!r}")
+                raise DataError(
+                    f"McAdams: random_per_speaker must be (low, high) with 0 < low <= high, "
+                    f"got {random_per_speaker!r}"
+                )
             random_per_speaker = [low, high]
         if not 0 < float(alpha):
             raise DataError(f"McAdams: alpha must be positive, got {alpha!r}")
@@ -169,7 +195,9 @@ class McAdams(Anonymizer):
 
     def settings(self) -> dict:
         out = super().settings()
-        if out.get("draws") == "speaker":  # today's mode keeps the keys made before it was an option
+        if (
+            out.get("draws") == "speaker"
+        ):  # today's mode keeps the keys made before it was an option
             del out["draws"]
         return out
 
@@ -195,5 +223,6 @@ class McAdams(Anonymizer):
         alpha = self._alpha(utterance)
         if self.random_per_speaker is not None:
             utterance.extra["mcadams_alpha"] = round(alpha, 6)
-        return mcadams_transform(wav, sr, alpha, win_ms=self.win_ms, shift_ms=self.shift_ms,
-                                 lp_order=self.lp_order), sr
+        return mcadams_transform(
+            wav, sr, alpha, win_ms=self.win_ms, shift_ms=self.shift_ms, lp_order=self.lp_order
+        ), sr

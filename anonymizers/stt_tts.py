@@ -32,8 +32,16 @@ class SttTts(Anonymizer):
     sample_rate = 16000
     deterministic = True  # one voice: no per-speaker or per-utterance choices to keep secret
 
-    def __init__(self, asr="faster-whisper", tts="piper", *, asr_options=None, tts_options=None,
-                 on_empty: str = "error", silence_s: float = 0.5):
+    def __init__(
+        self,
+        asr="faster-whisper",
+        tts="piper",
+        *,
+        asr_options=None,
+        tts_options=None,
+        on_empty: str = "error",
+        silence_s: float = 0.5,
+    ):
         if on_empty not in ("error", "silence"):
             raise DataError(f"SttTts: on_empty must be 'error' or 'silence', got {on_empty!r}")
         self.asr = make_asr(asr, **dict(asr_options or {}))
@@ -45,8 +53,14 @@ class SttTts(Anonymizer):
             s = getattr(backend, "settings", None)
             return s() if callable(s) else type(backend).__name__
 
-        return {"class": "anonymizers.stt_tts.SttTts", "version": self.version, "asr": of(self.asr),
-                "tts": of(self.tts), "on_empty": self.on_empty, "silence_s": self.silence_s}
+        return {
+            "class": "anonymizers.stt_tts.SttTts",
+            "version": self.version,
+            "asr": of(self.asr),
+            "tts": of(self.tts),
+            "on_empty": self.on_empty,
+            "silence_s": self.silence_s,
+        }
 
     def setup(self) -> None:
         for backend in (self.asr, self.tts):
@@ -60,6 +74,8 @@ class SttTts(Anonymizer):
         if not any(ch.isalnum() for ch in text):
             if self.on_empty == "silence":
                 return np.zeros(int(self.silence_s * 16000), np.float32), 16000
-            raise EmptyTranscript(f"utterance {utterance.id!r}: the ASR returned no words ({text!r})",
-                                  hint="silence or noise; set on_empty='silence' to write silence instead")
+            raise EmptyTranscript(
+                f"utterance {utterance.id!r}: the ASR returned no words ({text!r})",
+                hint="silence or noise; set on_empty='silence' to write silence instead",
+            )
         return self.tts.synthesize(text)

@@ -16,14 +16,20 @@ class BagOfPhones:
     needs = Needs(words=True, training=False)
 
     def __init__(self, cache_folder: str = "results/cache", phone_text: str = "spoken"):
-        self.phones = PhoneFeatures(source="transcript", text=phone_text, cache_dir=f"{cache_folder}/features")
+        self.phones = PhoneFeatures(
+            source="transcript", text=phone_text, cache_dir=f"{cache_folder}/features"
+        )
 
     def fit(self, train) -> None:
         """Nothing to learn."""
 
     def score(self, plan) -> Trials:
-        one_hot = self.phones.corpus([*plan.enroll_utterances(), *plan.trial_utterances()], progress=False)
-        bags = {u: m.sum(axis=0) / max(len(m), 1) for u, m in one_hot.items()}  # relative phone frequencies
+        one_hot = self.phones.corpus(
+            [*plan.enroll_utterances(), *plan.trial_utterances()], progress=False
+        )
+        bags = {
+            u: m.sum(axis=0) / max(len(m), 1) for u, m in one_hot.items()
+        }  # relative phone frequencies
         utt2spk = plan.eval_original.utt2spk()
         pairs = plan.split.trial_pairs(utt2spk)
         return Trials.from_pairs(pairs, score_pairs(bags, plan.split.enroll, pairs), utt2spk)

@@ -25,11 +25,18 @@ def _crop(array, length: int):
     if length is None or array.shape[0] <= length:
         return array
     start = random.randint(0, array.shape[0] - length)
-    return array[start:start + length]
+    return array[start : start + length]
 
 
-def make_dataset(utterances, *, feature_type: str, features: dict | None = None, speaker_index: dict | None = None,
-                 chunk=None, sort: bool = False) -> DynamicItemDataset:
+def make_dataset(
+    utterances,
+    *,
+    feature_type: str,
+    features: dict | None = None,
+    speaker_index: dict | None = None,
+    chunk=None,
+    sort: bool = False,
+) -> DynamicItemDataset:
     """A DynamicItemDataset of ``utterances``.
 
     ``features`` (id -> matrix) is required for phone features; mel features read the audio.
@@ -67,6 +74,7 @@ def make_dataset(utterances, *, feature_type: str, features: dict | None = None,
     dataset.add_dynamic_item(inputs_pipeline)
     keys = ["id", "inputs"]
     if speaker_index is not None:
+
         @sb.utils.data_pipeline.takes("speaker")
         @sb.utils.data_pipeline.provides("speaker_index")
         def speaker_pipeline(speaker):

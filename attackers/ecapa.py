@@ -45,8 +45,9 @@ class AttackerBrain(sb.Brain):
 
         for name, module in self.modules.items():
             if any(p.requires_grad for p in module.parameters()):
-                self.modules[name] = DistributedDataParallel(module, device_ids=None,
-                                                             find_unused_parameters=self.find_unused_parameters)
+                self.modules[name] = DistributedDataParallel(
+                    module, device_ids=None, find_unused_parameters=self.find_unused_parameters
+                )
 
     def features(self, batch, stage):
         inputs, lens = batch.inputs
@@ -65,7 +66,9 @@ class AttackerBrain(sb.Brain):
         speakers, _ = batch.speaker_index
         loss = self.hparams.compute_cost(predictions, speakers)
         if stage != sb.Stage.TRAIN:
-            self.error_metrics.append(batch.id, predictions.squeeze(1).argmax(dim=-1), speakers.squeeze(1))
+            self.error_metrics.append(
+                batch.id, predictions.squeeze(1).argmax(dim=-1), speakers.squeeze(1)
+            )
         return loss
 
     def on_stage_start(self, stage, epoch=None):
@@ -85,8 +88,9 @@ class AttackerBrain(sb.Brain):
                 train_stats={"loss": self.train_loss},
                 valid_stats=stats,
             )
-            self.checkpointer.save_and_keep_only(meta={"error_rate": stats["error_rate"]},
-                                                 min_keys=["error_rate"])
+            self.checkpointer.save_and_keep_only(
+                meta={"error_rate": stats["error_rate"]}, min_keys=["error_rate"]
+            )
 
     @torch.no_grad()
     def embed(self, dataset, *, batch_size: int, progress: bool = True) -> dict:
@@ -94,8 +98,7 @@ class AttackerBrain(sb.Brain):
         self.modules.eval()
         # the main process embeds alone: the bare model, not its DDP wrapper (which syncs with the other ranks)
         model = getattr(self.modules.embedding_model, "module", self.modules.embedding_model)
-        loader = sb.dataio.dataloader.make_dataloader(
-            dataset, batch_size=batch_size, shuffle=False)
+        loader = sb.dataio.dataloader.make_dataloader(dataset, batch_size=batch_size, shuffle=False)
         out = {}
         for batch in tqdm(loader, desc="embeddings", disable=not progress, leave=False):
             batch = batch.to(self.device)

@@ -29,16 +29,22 @@ class TrainingSettings:
     eval_batch_size: int
     valid_fraction: float = 0.1
     num_workers: int = 0
-    chunk: object = None        # training crop: seconds of audio (mel) or phones
+    chunk: object = None  # training crop: seconds of audio (mel) or phones
     seed: int = 0
     progress: bool = True
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "TrainingSettings":
         chunk = hp.get("chunk_seconds") if hp["feature_type"] == "mel" else hp.get("chunk_phones")
-        return cls(batch_size=hp["batch_size"], eval_batch_size=hp.get("eval_batch_size") or hp["batch_size"],
-                   valid_fraction=hp.get("valid_fraction", 0.1), num_workers=hp.get("num_workers", 0), chunk=chunk,
-                   seed=hp.get("seed") or 0, progress=hp.get("progress", True))
+        return cls(
+            batch_size=hp["batch_size"],
+            eval_batch_size=hp.get("eval_batch_size") or hp["batch_size"],
+            valid_fraction=hp.get("valid_fraction", 0.1),
+            num_workers=hp.get("num_workers", 0),
+            chunk=chunk,
+            seed=hp.get("seed") or 0,
+            progress=hp.get("progress", True),
+        )
 
 
 class EcapaAttacker:
@@ -58,7 +64,9 @@ class EcapaAttacker:
         self.features = FeatureSettings.from_hparams(hparams)
         self.training = TrainingSettings.from_hparams(hparams)
         self.name = hparams.get("attacker_name") or self.features.feature_type
-        self.needs = Needs(audio=self.features.needs_audio, words=self.features.reads_words, training=True)
+        self.needs = Needs(
+            audio=self.features.needs_audio, words=self.features.reads_words, training=True
+        )
         self.brain, self.n_train_utterances, self._extractor = None, None, self.features.extractor()
         self.timings_s = {}  # features, training, embeddings, scoring: results.json run.timings_s
         if hparams.get("num_threads"):
@@ -69,8 +77,11 @@ class EcapaAttacker:
     @staticmethod
     def derived_hparams(hp: dict, plan) -> dict:
         """The model's sizes from the data and from ``model_size`` (:mod:`.model_size`)."""
-        return {"input_size": FeatureSettings.from_hparams(hp).input_size,
-                "n_train_speakers": len(plan.train.speakers()), **size_overrides(hp)}
+        return {
+            "input_size": FeatureSettings.from_hparams(hp).input_size,
+            "n_train_speakers": len(plan.train.speakers()),
+            **size_overrides(hp),
+        }
 
     @contextmanager
     def _timed(self, stage: str):
@@ -99,50 +110,92 @@ class EcapaAttacker:
         trainable = [u for u in train if feats is None or feats[u.id].shape[0] > 0]
         speakers = train.speakers()  # the classifier's classes, as derived_hparams sized them
         if len({u.speaker for u in trainable}) < 2:
-            raise DataError(f"only {len(speakers)} training speaker(s)", hint="an attacker needs several speakers to learn")
+            raise DataError(
+                f"only {len(speakers)} training speaker(s)",
+                hint="an attacker needs several speakers to learn",
+            )
         if hp["n_train_speakers"] != len(speakers) or hp["input_size"] != self.features.input_size:
-            raise DataError("hparams were loaded without the data-derived sizes",
-                            hint="load them with sparc_eval.attack.load_attack, which sets n_train_speakers and input_size")
+            raise DataError(
+                "hparams were loaded without the data-derived sizes",
+                hint="load them with sparc_eval.attack.load_attack, which sets n_train_speakers and input_size",
+            )
         index = {s: i for i, s in enumerate(speakers)}
-        train_utts, valid_utts = hold_out(trainable, fraction=self.training.valid_fraction, seed=self.training.seed)
-        train_set = make_dataset(train_utts, feature_type=kind, features=feats, speaker_index=index,
-                                 chunk=self.training.chunk)
-        valid_set = make_dataset(valid_utts, feature_type=kind, features=feats, speaker_index=index, sort=True)
+        train_utts, valid_utts = hold_out(
+            trainable, fraction=self.training.valid_fraction, seed=self.training.seed
+        )
+        train_set = make_dataset(
+            train_utts,
+            feature_type=kind,
+            features=feats,
+            speaker_index=index,
+            chunk=self.training.chunk,
+        )
+        valid_set = make_dataset(
+            valid_utts, feature_type=kind, features=feats, speaker_index=index, sort=True
+        )
         check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp, train))
-        self.brain = AttackerBrain(modules=hp["modules"], opt_class=hp["opt_class"], hparams=hp,
-                                   run_opts=self.run_opts, checkpointer=hp["checkpointer"])
-        loader = {"batch_size": self.training.batch_size, "shuffle": True, "num_workers": self.training.num_workers}
+        self.brain = AttackerBrain(
+            modules=hp["modules"],
+            opt_class=hp["opt_class"],
+            hparams=hp,
+            run_opts=self.run_opts,
+            checkpointer=hp["checkpointer"],
+        )
+        loader = {
+            "batch_size": self.training.batch_size,
+            "shuffle": True,
+            "num_workers": self.training.num_workers,
+        }
         with self._timed("training"):
-            self.brain.fit(hp["epoch_counter"], train_set, valid_set, train_loader_kwargs=loader,
-                           valid_loader_kwargs={"batch_size": self.training.eval_batch_size})
+            self.brain.fit(
+                hp["epoch_counter"],
+                train_set,
+                valid_set,
+                train_loader_kwargs=loader,
+                valid_loader_kwargs={"batch_size": self.training.eval_batch_size},
+            )
         self.n_train_speakers, self.n_train_utterances = len(speakers), len(train_utts)
 
     def _embed(self, utterances) -> dict:
         from .data import make_dataset
 
-        dataset = make_dataset(utterances, feature_type=self.features.feature_type,
-                               features=self._features(utterances), sort=True)
+        dataset = make_dataset(
+            utterances,
+            feature_type=self.features.feature_type,
+            features=self._features(utterances),
+            sort=True,
+        )
         with self._timed("embeddings"):
-            return self.brain.embed(dataset, batch_size=self.training.eval_batch_size, progress=self.training.progress)
+            return self.brain.embed(
+                dataset, batch_size=self.training.eval_batch_size, progress=self.training.progress
+            )
 
     def score(self, plan) -> Trials:
         if self.brain is None:
             raise DataError("the ECAPA attacker scores after fit()")
         self.brain.checkpointer.recover_if_possible(min_key="error_rate")
-        embeddings = {**self._embed(plan.enroll_utterances()), **self._embed(plan.trial_utterances())}
+        embeddings = {
+            **self._embed(plan.enroll_utterances()),
+            **self._embed(plan.trial_utterances()),
+        }
         utt2spk = plan.eval_original.utt2spk()
         with self._timed("scoring"):
             pairs = plan.split.trial_pairs(utt2spk)
-            return Trials.from_pairs(pairs, score_pairs(embeddings, plan.split.enroll, pairs), utt2spk)
+            return Trials.from_pairs(
+                pairs, score_pairs(embeddings, plan.split.enroll, pairs), utt2spk
+            )
 
     def describe(self) -> dict:
         hp, out = self.hp, {"features": self.features.feature_type}
-        out["phone_text"] = self.features.phone_text if self.features.feature_type != "mel" else None
+        out["phone_text"] = (
+            self.features.phone_text if self.features.feature_type != "mel" else None
+        )
         out["model_size"] = size_name(hp)
         if self.n_train_utterances is not None:
-            out.update(n_train_speakers=self.n_train_speakers, n_train_utterances=self.n_train_utterances)
+            out.update(
+                n_train_speakers=self.n_train_speakers, n_train_utterances=self.n_train_utterances
+            )
         return out
 
     def deviations(self, plan) -> dict:
         return {**size_deviation(self.hp), **self.features.deviations(plan.utterances())}
-

@@ -21,16 +21,18 @@ N_PHONES = 39  # the CMU phone set without stress
 @dataclass(frozen=True)
 class FeatureSettings:
     feature_type: str
-    phone_source: str = "transcript"   # transcript | audio (phone_durations: always audio)
-    phone_text: str = "spoken"         # spoken | reference (a named deviation) | asr
+    phone_source: str = "transcript"  # transcript | audio (phone_durations: always audio)
+    phone_text: str = "spoken"  # spoken | reference (a named deviation) | asr
     recognizer: str = "pocketsphinx"
-    silence: object = "auto"           # auto | True | False
+    silence: object = "auto"  # auto | True | False
     n_mels: int = 80
     cache_folder: str = "results/cache"
 
     def __post_init__(self):
         if self.feature_type not in FEATURE_TYPES:
-            raise DataError(f"feature_type {self.feature_type!r} is not one of {', '.join(FEATURE_TYPES)}")
+            raise DataError(
+                f"feature_type {self.feature_type!r} is not one of {', '.join(FEATURE_TYPES)}"
+            )
         if self.silence != "auto" and not isinstance(self.silence, bool):
             raise DataError(f"silence must be auto, True or False, not {self.silence!r}")
 
@@ -59,7 +61,9 @@ class FeatureSettings:
     @property
     def reads_words(self) -> bool:
         """Whether the features depend on the words an utterance says (G2P, or forced alignment)."""
-        return self.feature_type != "mel" and (self.source == "transcript" or self.recognizer == "align")
+        return self.feature_type != "mel" and (
+            self.source == "transcript" or self.recognizer == "align"
+        )
 
     @property
     def needs_audio(self) -> bool:
@@ -71,14 +75,21 @@ class FeatureSettings:
             return None
         from sparc_eval.phones.features import PhoneFeatures
 
-        return PhoneFeatures(source=self.source, durations=self.feature_type == "phone_durations",
-                             silence=self.uses_silence, text=self.phone_text, recognizer=self.recognizer,
-                             cache_dir=Path(self.cache_folder) / "features")
+        return PhoneFeatures(
+            source=self.source,
+            durations=self.feature_type == "phone_durations",
+            silence=self.uses_silence,
+            text=self.phone_text,
+            recognizer=self.recognizer,
+            cache_dir=Path(self.cache_folder) / "features",
+        )
 
     def deviations(self, utterances) -> dict:
         out = {}
         if self.reads_words:
             out.update(reference_text_deviation(utterances, self.phone_text))
         if self.source == "audio" and self.feature_type != "mel" and not self.uses_silence:
-            out["no_silence"] = "the recognizer's silence symbol is dropped (the paper keeps it as a phone)"
+            out["no_silence"] = (
+                "the recognizer's silence symbol is dropped (the paper keeps it as a phone)"
+            )
         return out

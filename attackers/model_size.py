@@ -44,13 +44,18 @@ def size_overrides(hp: dict) -> dict:
         return {}
     if name not in MODEL_SIZES:
         raise DataError(f"model_size {name!r} is not one of {', '.join([*MODEL_SIZES, 'custom'])}")
-    given = {key: list(hp[key]) if isinstance(hp.get(key), (list, tuple)) else hp.get(key) for key in MODEL_SIZES[name]}
+    given = {
+        key: list(hp[key]) if isinstance(hp.get(key), (list, tuple)) else hp.get(key)
+        for key in MODEL_SIZES[name]
+    }
     if name == "cpu" and given != MODEL_SIZES["cpu"]:
         return {"model_size": "custom"}
     for key, value in MODEL_SIZES[name].items():
         if given[key] not in (value, MODEL_SIZES["cpu"][key]):
-            raise DataError(f"{key}: {given[key]} contradicts model_size: {name} ({key} {value})",
-                            hint="set model_size: custom to choose the sizes yourself")
+            raise DataError(
+                f"{key}: {given[key]} contradicts model_size: {name} ({key} {value})",
+                hint="set model_size: custom to choose the sizes yourself",
+            )
     return dict(MODEL_SIZES[name])
 
 
@@ -65,7 +70,8 @@ def size_deviation(hp: dict) -> dict:
     if name == PAPER_SIZE:
         return {}
     paper = MODEL_SIZES[PAPER_SIZE]
-    return {f"model_size_{name}":
-            f"ECAPA-TDNN channels {describe(hp['channels'], hp['attention_channels'])} ({name} size); the "
-            f"paper's attacker (SpAnE) has {describe(paper['channels'], paper['attention_channels'])} "
-            f"(model_size: spane). The finding depends on size: 48.2% vs 34.8% EER on STT-TTS"}
+    return {
+        f"model_size_{name}": f"ECAPA-TDNN channels {describe(hp['channels'], hp['attention_channels'])} ({name} size); the "
+        f"paper's attacker (SpAnE) has {describe(paper['channels'], paper['attention_channels'])} "
+        f"(model_size: spane). The finding depends on size: 48.2% vs 34.8% EER on STT-TTS"
+    }

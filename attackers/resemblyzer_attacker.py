@@ -27,7 +27,10 @@ from sparc_eval.scoring import score_pairs
 from sparc_eval.trials import Trials
 
 SAMPLE_RATE = 16000  # Resemblyzer's encoder works at 16 kHz
-RATE, MIN_COVERAGE = 1.3, 0.75  # embed_utterance's defaults: partial windows per second, last window kept
+RATE, MIN_COVERAGE = (
+    1.3,
+    0.75,
+)  # embed_utterance's defaults: partial windows per second, last window kept
 UNTRAINABLE_SCENARIOS = ("semi-informed",)
 
 
@@ -39,8 +42,14 @@ class ResemblyzerAttacker:
     name = "resemblyzer"
     needs = Needs(audio=True, training=False)
 
-    def __init__(self, cache_folder: str = "results/cache", device: str = "cpu", batch_partials: int = 256):
-        self.cache_folder, self.device, self.batch_partials = cache_folder, device, int(batch_partials)
+    def __init__(
+        self, cache_folder: str = "results/cache", device: str = "cpu", batch_partials: int = 256
+    ):
+        self.cache_folder, self.device, self.batch_partials = (
+            cache_folder,
+            device,
+            int(batch_partials),
+        )
         self._encoder, self._cache = None, None
         self.n_embedded = 0  # utterances embedded by this run (the rest came from the cache)
         self.timings_s = {}
@@ -51,15 +60,20 @@ class ResemblyzerAttacker:
     def refusal(plan) -> str | None:
         """Why this attacker cannot run the plan's scenario (None when it can)."""
         if plan.scenario in UNTRAINABLE_SCENARIOS:
-            return (f"the resemblyzer attacker cannot run the {plan.scenario} scenario: it is a pretrained "
-                    "encoder that is never trained, so it cannot be trained on anonymized speech")
+            return (
+                f"the resemblyzer attacker cannot run the {plan.scenario} scenario: it is a pretrained "
+                "encoder that is never trained, so it cannot be trained on anonymized speech"
+            )
         return None
 
     def _check(self, plan) -> None:
         why = self.refusal(plan)
         if why:
-            raise DataError(why, hint="use scenario original, ignorant or lazy-informed, or a trained attacker "
-                                      "(hparams/mel.yaml) for semi-informed")
+            raise DataError(
+                why,
+                hint="use scenario original, ignorant or lazy-informed, or a trained attacker "
+                "(hparams/mel.yaml) for semi-informed",
+            )
 
     # --- the encoder and its cache -------------------------------------------------------------
 
@@ -67,22 +81,30 @@ class ResemblyzerAttacker:
         if self._encoder is not None:
             return
         try:
-            with warnings.catch_warnings():  # webrtcvad imports pkg_resources, which warns of its removal
+            with (
+                warnings.catch_warnings()
+            ):  # webrtcvad imports pkg_resources, which warns of its removal
                 warnings.simplefilter("ignore", UserWarning)
                 import resemblyzer  # noqa: F401
                 from resemblyzer import VoiceEncoder
         except ImportError as err:
-            raise DataError(f"the resemblyzer attacker needs the resemblyzer package ({err})",
-                            hint=_install_hint()) from None
+            raise DataError(
+                f"the resemblyzer attacker needs the resemblyzer package ({err})",
+                hint=_install_hint(),
+            ) from None
         from importlib.metadata import version
 
         from sparc_eval.cache import ArrayCache
 
         self._encoder = VoiceEncoder(self.device, verbose=False)
-        self.settings = {"encoder": "resemblyzer", "version": version("resemblyzer"),
-                         "weights": "resemblyzer/pretrained.pt", "sample_rate": SAMPLE_RATE,
-                         "preprocess": "preprocess_wav",
-                         "embedding": f"embed_utterance(rate={RATE}, min_coverage={MIN_COVERAGE})"}
+        self.settings = {
+            "encoder": "resemblyzer",
+            "version": version("resemblyzer"),
+            "weights": "resemblyzer/pretrained.pt",
+            "sample_rate": SAMPLE_RATE,
+            "preprocess": "preprocess_wav",
+            "embedding": f"embed_utterance(rate={RATE}, min_coverage={MIN_COVERAGE})",
+        }
         self._cache = ArrayCache(self.cache_folder, "resemblyzer", self.settings)
 
     def _partials(self, utt) -> np.ndarray:
@@ -96,8 +118,10 @@ class ResemblyzerAttacker:
         wav, sr = read_utterance(utt, sample_rate=SAMPLE_RATE)
         wav = preprocess_wav(wav, source_sr=sr)
         if wav.size == 0:
-            raise DataError(f"utterance {utt.id!r}: no speech left after Resemblyzer's silence trimming",
-                            hint="drop the utterance or check its audio")
+            raise DataError(
+                f"utterance {utt.id!r}: no speech left after Resemblyzer's silence trimming",
+                hint="drop the utterance or check its audio",
+            )
         wav_slices, mel_slices = self._encoder.compute_partial_slices(len(wav), RATE, MIN_COVERAGE)
         if wav_slices[-1].stop >= len(wav):
             wav = np.pad(wav, (0, wav_slices[-1].stop - len(wav)))
@@ -110,10 +134,14 @@ class ResemblyzerAttacker:
         import torch
 
         with torch.no_grad():
-            out = self._encoder(torch.from_numpy(np.concatenate(partials)).to(self.device)).cpu().numpy()
+            out = (
+                self._encoder(torch.from_numpy(np.concatenate(partials)).to(self.device))
+                .cpu()
+                .numpy()
+            )
         embeddings, at = [], 0
         for p in partials:
-            mean = out[at:at + len(p)].mean(axis=0)
+            mean = out[at : at + len(p)].mean(axis=0)
             embeddings.append((mean / np.linalg.norm(mean)).astype(np.float32))
             at += len(p)
         return embeddings
@@ -147,7 +175,9 @@ class ResemblyzerAttacker:
                 flush()
         if todo:
             flush()
-        self.timings_s["embeddings"] = self.timings_s.get("embeddings", 0.0) + time.perf_counter() - start
+        self.timings_s["embeddings"] = (
+            self.timings_s.get("embeddings", 0.0) + time.perf_counter() - start
+        )
         return out
 
     # --- the contract --------------------------------------------------------------------------
@@ -168,11 +198,17 @@ class ResemblyzerAttacker:
         return Trials.from_pairs(pairs, score_pairs(embeddings, plan.split.enroll, pairs), utt2spk)
 
     def describe(self) -> dict:
-        return {"features": "resemblyzer", "encoder": "resemblyzer GE2E (pretrained, 256-dim)",
-                "training": "none"}
+        return {
+            "features": "resemblyzer",
+            "encoder": "resemblyzer GE2E (pretrained, 256-dim)",
+            "training": "none",
+        }
 
     def deviations(self, plan) -> dict:
-        return {"pretrained_resemblyzer_attacker": (
-            "the attacker is not the paper's ECAPA-TDNN trained on the attack's training data but Resemblyzer's "
-            "pretrained GE2E speaker encoder (trained on VoxCeleb and LibriSpeech, never on anonymized speech), "
-            "scored by cosine against speaker-mean enrollment embeddings")}
+        return {
+            "pretrained_resemblyzer_attacker": (
+                "the attacker is not the paper's ECAPA-TDNN trained on the attack's training data but Resemblyzer's "
+                "pretrained GE2E speaker encoder (trained on VoxCeleb and LibriSpeech, never on anonymized speech), "
+                "scored by cosine against speaker-mean enrollment embeddings"
+            )
+        }

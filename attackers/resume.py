@@ -21,14 +21,47 @@ from .features import FeatureSettings
 
 # hparams a resumed run may change without invalidating its checkpoints: more epochs, and
 # everything about evaluation (a trained attacker is evaluated on other corpora this way)
-RESUMABLE_CHANGES = {"number_of_epochs", "progress", "plots", "num_workers", "num_threads", "cache_folder",
-                     "hparams_file"}
+RESUMABLE_CHANGES = {
+    "number_of_epochs",
+    "progress",
+    "plots",
+    "num_workers",
+    "num_threads",
+    "cache_folder",
+    "hparams_file",
+}
 # keys a fingerprint written before they existed lacks, with the value the run then had
-KEYS_ADDED_LATER = {"model_size": "cpu", "attention_channels": 64, "anon_keeps_words": None, "phone_text": "reference"}
-EVAL_KEYS = {"eval_folder", "enrolls_dir", "trials_dirs", "enroll_list", "trial_list", "split_seed", "n_enroll",
-             "max_per_speaker", "min_duration", "max_duration", "anon_eval_folder", "anon_enroll_folder", "anonymizer_name",
-             "results_folder", "n_boot", "bootstrap_unit", "accent_grouping", "eval_batch_size", "scenario",
-             "bootstrap_method", "bootstrap_bins", "min_segment_speakers", "segment_attributes"}
+KEYS_ADDED_LATER = {
+    "model_size": "cpu",
+    "attention_channels": 64,
+    "anon_keeps_words": None,
+    "phone_text": "reference",
+}
+EVAL_KEYS = {
+    "eval_folder",
+    "enrolls_dir",
+    "trials_dirs",
+    "enroll_list",
+    "trial_list",
+    "split_seed",
+    "n_enroll",
+    "max_per_speaker",
+    "min_duration",
+    "max_duration",
+    "anon_eval_folder",
+    "anon_enroll_folder",
+    "anonymizer_name",
+    "results_folder",
+    "n_boot",
+    "bootstrap_unit",
+    "accent_grouping",
+    "eval_batch_size",
+    "scenario",
+    "bootstrap_method",
+    "bootstrap_bins",
+    "min_segment_speakers",
+    "segment_attributes",
+}
 
 
 def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
@@ -38,9 +71,13 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
         old = upgraded(json.loads(path.read_text()), fingerprint)
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed and any(Path(save_folder).glob("CKPT*")):
-            details = ", ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5])
-            raise DataError(f"{output_folder} holds checkpoints trained with other hparams ({details})",
-                            hint="use a new output_folder, or delete its save/ folder to start over")
+            details = ", ".join(
+                f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5]
+            )
+            raise DataError(
+                f"{output_folder} holds checkpoints trained with other hparams ({details})",
+                hint="use a new output_folder, or delete its save/ folder to start over",
+            )
     write_json(path, fingerprint)
 
 
@@ -56,7 +93,11 @@ def upgraded(old: dict, fingerprint: dict) -> dict:
     if "trained_on_content" in fingerprint and fingerprint.get("trained_on_speech") == "original":
         old.setdefault("trained_on_content", fingerprint["trained_on_content"])
     if old.get("silence") == "auto" and old.get("feature_type") in ("phones", "phone_durations"):
-        source = "audio" if old["feature_type"] == "phone_durations" else old.get("phone_source", "transcript")
+        source = (
+            "audio"
+            if old["feature_type"] == "phone_durations"
+            else old.get("phone_source", "transcript")
+        )
         old["silence"] = source == "audio"
     for key in ("phone_text", "anon_keeps_words"):
         if key not in fingerprint:
@@ -69,30 +110,49 @@ def model_signature(hp: dict) -> str:
     sizes, attention channels...), the loss's scalar settings (AAM margin and scale) and the
     optimizer's keyword arguments."""
     loss = getattr(hp.get("compute_cost"), "loss_fn", hp.get("compute_cost"))
-    loss_settings = {k: v for k, v in vars(loss).items() if isinstance(v, (int, float, bool, str))} if loss else {}
+    loss_settings = (
+        {k: v for k, v in vars(loss).items() if isinstance(v, (int, float, bool, str))}
+        if loss
+        else {}
+    )
     optimizer = getattr(hp.get("opt_class"), "keywords", {})
-    text = repr(hp.get("modules")) + json.dumps([type(loss).__name__, loss_settings, optimizer],
-                                                sort_keys=True, default=str)
+    text = repr(hp.get("modules")) + json.dumps(
+        [type(loss).__name__, loss_settings, optimizer], sort_keys=True, default=str
+    )
     return text_digest(text)
 
 
 def _plain(v) -> bool:
-    return v is None or isinstance(v, (str, int, float, bool)) or (
-        isinstance(v, (list, tuple)) and all(_plain(x) for x in v))
+    return (
+        v is None
+        or isinstance(v, (str, int, float, bool))
+        or (isinstance(v, (list, tuple)) and all(_plain(x) for x in v))
+    )
 
 
 def fingerprint_of(hp: dict, train=None) -> dict:
     """The plain (str/number/bool/list) hparams that define the trained model, and with the
     training manifest ``train`` its content digest (:meth:`sparc_eval.manifest.Manifest.content_digest`)."""
     semi = hp.get("scenario") == "semi-informed"
-    skip = RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})  # eval-only
-    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()
-           if not k.startswith("__") and _plain(v) and k not in skip}
+    skip = (
+        RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})
+    )  # eval-only
+    out = {
+        k: (list(v) if isinstance(v, tuple) else v)
+        for k, v in hp.items()
+        if not k.startswith("__") and _plain(v) and k not in skip
+    }
     if hp.get("feature_type") != "mel":
-        out["silence"] = FeatureSettings.from_hparams(hp).uses_silence  # resolved: auto and its value agree
+        out["silence"] = FeatureSettings.from_hparams(
+            hp
+        ).uses_silence  # resolved: auto and its value agree
     out["model"] = model_signature(hp)
-    trained_on = hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
-    out["trained_on"] = [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
+    trained_on = (
+        hp.get("anon_train_folders") if semi else (hp.get("train_folders") or hp.get("data_folder"))
+    )
+    out["trained_on"] = (
+        [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
+    )
     out["trained_on_speech"] = "anonymized" if semi else "original"
     if train is not None:
         out["trained_on_content"] = train.content_digest()

@@ -29,18 +29,34 @@ def utterance_trialset(words: dict, enroll: dict, pairs: list) -> TrialSet:
     index = {t: i for i, t in enumerate(texts)}
     speakers = sorted(enroll)
     trial_ids = list(dict.fromkeys(t for _, t, _ in pairs))
-    sides = [[index[words[u]] for u in enroll[s]] for s in speakers] + [[index[words[t]]] for t in trial_ids]
+    sides = [[index[words[u]] for u in enroll[s]] for s in speakers] + [
+        [index[words[t]]] for t in trial_ids
+    ]
     speaker_side = {s: i for i, s in enumerate(speakers)}
     trial_side = {t: len(speakers) + i for i, t in enumerate(trial_ids)}
-    records = [{"id": f"{s}~{t}", "type": "utterance", "label": bool(y), "enroll": {"id": s, "speaker": s},
-                "probe": {"id": t}} for s, t, y in pairs]
-    return TrialSet(texts, sides, [trial_side[t] for _, t, _ in pairs], [speaker_side[s] for s, _, _ in pairs],
-                    [bool(y) for _, _, y in pairs], records)
+    records = [
+        {
+            "id": f"{s}~{t}",
+            "type": "utterance",
+            "label": bool(y),
+            "enroll": {"id": s, "speaker": s},
+            "probe": {"id": t},
+        }
+        for s, t, y in pairs
+    ]
+    return TrialSet(
+        texts,
+        sides,
+        [trial_side[t] for _, t, _ in pairs],
+        [speaker_side[s] for s, _, _ in pairs],
+        [bool(y) for _, _, y in pairs],
+        records,
+    )
 
 
 class UtteranceText:
     name = "text_utterances"
-    needs = Needs(words=True, training=False)   # the plan's split: the audio attackers' trials
+    needs = Needs(words=True, training=False)  # the plan's split: the audio attackers' trials
 
     def __init__(self, scorer, phone_text: str = "spoken", name: str | None = None):
         self.scorer, self.text = scorer, phone_text
@@ -51,19 +67,29 @@ class UtteranceText:
 
     def score(self, plan) -> Trials:
         self.scorer.preflight()
-        words = {u.id: spoken_text(u, self.text) for u in [*plan.enroll_utterances(), *plan.trial_utterances()]}
+        words = {
+            u.id: spoken_text(u, self.text)
+            for u in [*plan.enroll_utterances(), *plan.trial_utterances()]
+        }
         utt2spk = plan.eval_original.utt2spk()
         pairs = plan.split.trial_pairs(utt2spk)
         scores = score_trials(self.scorer, utterance_trialset(words, plan.split.enroll, pairs))
         return Trials.from_pairs(pairs, np.asarray(scores, dtype=float), utt2spk)
 
     def describe(self) -> dict:
-        return {"features": "text_utterances", "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
-                "scorer_settings": self.scorer.settings(), "phone_text": self.text,
-                "trials": "the split's: one trial utterance against the speaker's enrollment utterances"}
+        return {
+            "features": "text_utterances",
+            "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
+            "scorer_settings": self.scorer.settings(),
+            "phone_text": self.text,
+            "trials": "the split's: one trial utterance against the speaker's enrollment utterances",
+        }
 
     def deviations(self, plan) -> dict:
-        return {**reference_text_deviation(plan.utterances(), self.text), **self.scorer.deviations(),
-                "utterance_trials": "a SPARC text scorer on single-utterance probes against speaker-level "
-                                    "enrollment (the audio attackers' trials), not P-word probes against L "
-                                    "utterances (SPARC A.1)"}
+        return {
+            **reference_text_deviation(plan.utterances(), self.text),
+            **self.scorer.deviations(),
+            "utterance_trials": "a SPARC text scorer on single-utterance probes against speaker-level "
+            "enrollment (the audio attackers' trials), not P-word probes against L "
+            "utterances (SPARC A.1)",
+        }

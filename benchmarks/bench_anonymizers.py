@@ -50,6 +50,7 @@ class Timed:
                 return getattr(self.inner, name)(*args)
             finally:
                 self.seconds += time.perf_counter() - start
+
         return call
 
 
@@ -68,8 +69,10 @@ def run(anonymizer, items):
 
 def line(label, rtf, target):
     verdict = "ok" if rtf <= target else "OVER TARGET"
-    return (f"{label} RTF {rtf:.3f} (target <= {target}; baseline: real time = 1.0, "
-            f"{1 / rtf:.0f}x faster than real time) {verdict}")
+    return (
+        f"{label} RTF {rtf:.3f} (target <= {target}; baseline: real time = 1.0, "
+        f"{1 / rtf:.0f}x faster than real time) {verdict}"
+    )
 
 
 def main(argv=None) -> int:
@@ -78,7 +81,10 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
 
-    data = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data")) / "librispeech_samples"
+    data = (
+        Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data"))
+        / "librispeech_samples"
+    )
     if not data.is_dir():
         print(f"skipped: no real data at {data} (set SPARC_EVAL_DATA)")
         return 0
@@ -86,17 +92,30 @@ def main(argv=None) -> int:
     items = [(u, *read_utterance(u)) for u in corpus]
     audio_s = sum(wav.size / sr for _, wav, sr in items)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{len(items)} LibriSpeech test-other utterances, {audio_s / 60:.1f} min of audio, "
-          f"{available_cores()} CPU cores, load average {load:.1f} at the start (wall-clock RTFs grow "
-          f"with other load; cpu-time RTFs much less)")
-    results = {"utterances": len(items), "audio_s": round(audio_s, 2), "cores": available_cores(), "load_avg": load}
+    print(
+        f"{len(items)} LibriSpeech test-other utterances, {audio_s / 60:.1f} min of audio, "
+        f"{available_cores()} CPU cores, load average {load:.1f} at the start (wall-clock RTFs grow "
+        f"with other load; cpu-time RTFs much less)"
+    )
+    results = {
+        "utterances": len(items),
+        "audio_s": round(audio_s, 2),
+        "cores": available_cores(),
+        "load_avg": load,
+    }
 
     # McAdams (warm once so the first call's one-off costs do not count)
     mcadams = McAdams()
     mcadams.anonymize(items[0][1][:16000], 16000, Utterance(id="warm", speaker="warm"))
     wall, cpu, _ = run(mcadams, items)
-    results["mcadams"] = {"rtf": wall / audio_s, "cpu_rtf": cpu / audio_s, "target": TARGETS["mcadams"]}
-    print(line("McAdams", wall / audio_s, TARGETS["mcadams"]) + f"; cpu-time RTF {cpu / audio_s:.3f}")
+    results["mcadams"] = {
+        "rtf": wall / audio_s,
+        "cpu_rtf": cpu / audio_s,
+        "target": TARGETS["mcadams"],
+    }
+    print(
+        line("McAdams", wall / audio_s, TARGETS["mcadams"]) + f"; cpu-time RTF {cpu / audio_s:.3f}"
+    )
 
     # STT-TTS: tiny.en + Piper
     whisper = FasterWhisperASR("tiny.en")
@@ -109,22 +128,36 @@ def main(argv=None) -> int:
     asr.seconds = tts.seconds = 0.0
     wall, cpu, outputs = run(stt_tts, items)
     out_s = sum(out.size / sr for _, out, sr in outputs)
-    results["stt_tts"] = {"rtf": wall / audio_s, "cpu_rtf": cpu / audio_s, "asr_rtf": asr.seconds / audio_s,
-                          "tts_rtf": tts.seconds / audio_s, "load_s": load_s, "target": TARGETS["stt_tts"],
-                          "output_over_input_duration": out_s / audio_s}
-    print(line("STT-TTS (tiny.en + piper)", wall / audio_s, TARGETS["stt_tts"])
-          + f"; ASR {asr.seconds / audio_s:.3f} + TTS {tts.seconds / audio_s:.3f}; cpu-time RTF {cpu / audio_s:.3f}; "
-            f"models load in {load_s:.1f} s; output/input duration {out_s / audio_s:.2f}")
+    results["stt_tts"] = {
+        "rtf": wall / audio_s,
+        "cpu_rtf": cpu / audio_s,
+        "asr_rtf": asr.seconds / audio_s,
+        "tts_rtf": tts.seconds / audio_s,
+        "load_s": load_s,
+        "target": TARGETS["stt_tts"],
+        "output_over_input_duration": out_s / audio_s,
+    }
+    print(
+        line("STT-TTS (tiny.en + piper)", wall / audio_s, TARGETS["stt_tts"])
+        + f"; ASR {asr.seconds / audio_s:.3f} + TTS {tts.seconds / audio_s:.3f}; cpu-time RTF {cpu / audio_s:.3f}; "
+        f"models load in {load_s:.1f} s; output/input duration {out_s / audio_s:.2f}"
+    )
 
     # utility: WER of the original audio and of the STT-TTS output, same tiny.en
     original = wer_from_pairs((u.id, u.text, whisper.transcribe(wav, sr)) for u, wav, sr in items)
     own = wer_from_pairs((w.id, w.text, w.extra["asr_text"]) for w, _, _ in outputs)
     again = wer_from_pairs((w.id, w.text, whisper.transcribe(out, sr)) for w, out, sr in outputs)
-    results["wer"] = {"original": original["wer"], "stt_tts_retranscribed": again["wer"],
-                      "stt_tts_own_transcript": own["wer"], "words": original["words"]}
-    print(f"WER (tiny.en, {original['words']} words; baseline: original audio): original "
-          f"{100 * original['wer']:.1f}%, STT-TTS output re-transcribed {100 * again['wer']:.1f}% "
-          f"({again['wer'] / original['wer']:.2f}x the original), STT-TTS's own transcript {100 * own['wer']:.1f}%")
+    results["wer"] = {
+        "original": original["wer"],
+        "stt_tts_retranscribed": again["wer"],
+        "stt_tts_own_transcript": own["wer"],
+        "words": original["words"],
+    }
+    print(
+        f"WER (tiny.en, {original['words']} words; baseline: original audio): original "
+        f"{100 * original['wer']:.1f}%, STT-TTS output re-transcribed {100 * again['wer']:.1f}% "
+        f"({again['wer'] / original['wer']:.2f}x the original), STT-TTS's own transcript {100 * own['wer']:.1f}%"
+    )
     results["load_avg_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     print(f"load average at the end: {results['load_avg_end']:.1f}")
     if args.json:

@@ -83,19 +83,27 @@ def main() -> int:
         warnings.simplefilter("ignore")  # text-only corpus: the audio is not shipped here
         texts = [utt.text for utt in load_corpus(SUBSET)]
     n_words = sum(len(t.split()) for t in texts)
-    print(f"test-clean: {len(texts)} sentences, {n_words} words, "
-          f"{len({w for t in texts for w in t.split()})} word types")
+    print(
+        f"test-clean: {len(texts)} sentences, {n_words} words, "
+        f"{len({w for t in texts for w in t.split()})} word types"
+    )
 
     # baseline: g2p_en once per sentence (loaded beforehand, loading not timed)
     start = time.perf_counter()
     reference = g2p_en_reference(tagger=BrillTagger())
     load_s = time.perf_counter() - start
-    expected, base_cpu, base_wall = timed(lambda: [g2p_en_words(reference(t)) for t in texts], REPEATS)
-    print(f"g2p_en per sentence: {base_cpu:.3f} s CPU, {base_wall:.3f} s wall "
-          f"(best of {REPEATS}; {load_s:.1f} s loading not counted)")
+    expected, base_cpu, base_wall = timed(
+        lambda: [g2p_en_words(reference(t)) for t in texts], REPEATS
+    )
+    print(
+        f"g2p_en per sentence: {base_cpu:.3f} s CPU, {base_wall:.3f} s wall "
+        f"(best of {REPEATS}; {load_s:.1f} s loading not counted)"
+    )
 
     got, times, stats = time_ours(texts)
-    same = sum(a == b == c == d for a, b, c, d in zip(got["cold"], got["warm"], got["words"], expected))
+    same = sum(
+        a == b == c == d for a, b, c, d in zip(got["cold"], got["warm"], got["words"], expected)
+    )
     print_ratios(times, stats, base_cpu, base_wall)
     print(f"identical: {same == len(texts)} ({same}/{len(texts)} sentences)")
     ok = same == len(texts) and base_cpu / times["warm"][0] >= 20 and times["cold"][0] <= base_cpu
@@ -121,17 +129,22 @@ def time_ours(texts) -> tuple:
 
     def warm_run(name, reuse_sentence_tags):
         # a new instance (and tagger) reading the cache the cold run wrote
-        g2p = G2P(cache_dir=stats["cold"]["cache_dir"], tagger=BrillTagger(),
-                  reuse_sentence_tags=reuse_sentence_tags)
+        g2p = G2P(
+            cache_dir=stats["cold"]["cache_dir"],
+            tagger=BrillTagger(),
+            reuse_sentence_tags=reuse_sentence_tags,
+        )
         out = g2p.transcribe_corpus(texts)
         stats[name] = dict(g2p.stats)
         return out
 
     got, times = {}, {}
     try:  # in this order: the warm runs read the cache the cold run wrote
-        for name, run, repeats in (("cold", cold_run, REPEATS),
-                                   ("warm", lambda: warm_run("warm", True), 3 * REPEATS),
-                                   ("words", lambda: warm_run("words", False), 3 * REPEATS)):
+        for name, run, repeats in (
+            ("cold", cold_run, REPEATS),
+            ("warm", lambda: warm_run("warm", True), 3 * REPEATS),
+            ("words", lambda: warm_run("words", False), 3 * REPEATS),
+        ):
             got[name], cpu, wall = timed(run, repeats)
             times[name] = (cpu, wall)
     finally:
@@ -142,23 +155,32 @@ def time_ours(texts) -> tuple:
 def print_ratios(times: dict, stats: dict, base_cpu: float, base_wall: float) -> None:
     """One line per run: its CPU and wall time against g2p_en's, and what it looked up or tagged."""
     (cold_cpu, cold_wall), (warm_cpu, warm_wall), (words_cpu, words_wall) = (
-        times["cold"], times["warm"], times["words"])
+        times["cold"],
+        times["warm"],
+        times["words"],
+    )
     cold, warm, words = stats["cold"], stats["warm"], stats["words"]
-    print(f"g2p cold: {cold_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
-          f"ratio {base_cpu / cold_cpu:.1f} x "
-          f"(CPU; wall {cold_wall:.3f} s vs {base_wall:.3f} s: {base_wall / cold_wall:.1f} x; "
-          f"{cold['lookups']} word types looked up, {cold['predicted']} predicted, "
-          f"{cold['tagged_sentences']} sentences tagged)")
-    print(f"g2p warm: {warm_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
-          f"ratio {base_cpu / warm_cpu:.1f} x "
-          f"(CPU; wall {warm_wall:.3f} s vs {base_wall:.3f} s: {base_wall / warm_wall:.1f} x; "
-          f"{warm['lookups']} homograph types looked up, {warm['predicted']} predicted, "
-          f"{warm['tagged_sentences']} sentences tagged)")
-    print(f"g2p warm, words only: {words_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
-          f"ratio {base_cpu / words_cpu:.1f} x "
-          f"(CPU; wall {words_wall:.3f} s vs {base_wall:.3f} s: {base_wall / words_wall:.1f} x; "
-          f"sentence tags not reused, as for a new corpus sharing the words: "
-          f"{words['tagged_sentences']} sentences tagged)")
+    print(
+        f"g2p cold: {cold_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
+        f"ratio {base_cpu / cold_cpu:.1f} x "
+        f"(CPU; wall {cold_wall:.3f} s vs {base_wall:.3f} s: {base_wall / cold_wall:.1f} x; "
+        f"{cold['lookups']} word types looked up, {cold['predicted']} predicted, "
+        f"{cold['tagged_sentences']} sentences tagged)"
+    )
+    print(
+        f"g2p warm: {warm_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
+        f"ratio {base_cpu / warm_cpu:.1f} x "
+        f"(CPU; wall {warm_wall:.3f} s vs {base_wall:.3f} s: {base_wall / warm_wall:.1f} x; "
+        f"{warm['lookups']} homograph types looked up, {warm['predicted']} predicted, "
+        f"{warm['tagged_sentences']} sentences tagged)"
+    )
+    print(
+        f"g2p warm, words only: {words_cpu:.3f} s vs g2p_en per sentence {base_cpu:.3f} s: "
+        f"ratio {base_cpu / words_cpu:.1f} x "
+        f"(CPU; wall {words_wall:.3f} s vs {base_wall:.3f} s: {base_wall / words_wall:.1f} x; "
+        f"sentence tags not reused, as for a new corpus sharing the words: "
+        f"{words['tagged_sentences']} sentences tagged)"
+    )
 
 
 if __name__ == "__main__":

@@ -92,9 +92,9 @@ def measure(fn, *args, repeat: int = 3, trace: bool = True):
 
 
 def speechbrain_eer():
-    from sparc_eval.speechbrain_compat import import_speechbrain
-
     import torch
+
+    from sparc_eval.speechbrain_compat import import_speechbrain
 
     # One thread, as numpy runs here: on a loaded 2-core machine torch's OpenMP threads
     # spin-wait and SpeechBrain's loop slows down about 25x with 2 threads.
@@ -116,7 +116,9 @@ def subprocess_time(cmd, repeat: int = 5) -> float:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
+        subprocess.run(
+            cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env
+        )
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -125,10 +127,12 @@ ONE_LINER = (  # the issue's: read with numpy, ROC and AUC with scikit-learn, EE
     "import sys, numpy as np; from sklearn.metrics import roc_curve, roc_auc_score; "
     "a = np.loadtxt(sys.argv[1], dtype=str); s = a[:, 2].astype(float); y = a[:, 3] == 'target'; "
     "fpr, tpr, _ = roc_curve(y, s); auc = roc_auc_score(y, s); i = np.argmin(np.abs(1 - tpr - fpr)); "
-    "print((fpr[i] + 1 - tpr[i]) / 2, auc)")
+    "print((fpr[i] + 1 - tpr[i]) / 2, auc)"
+)
 ONE_LINER_COLUMNS = ONE_LINER.replace(  # for reference: the same with a faster numpy read
     "a = np.loadtxt(sys.argv[1], dtype=str); s = a[:, 2].astype(float); y = a[:, 3] == 'target'",
-    "s, y = np.loadtxt(sys.argv[1], usecols=(2, 3), converters={3: lambda w: w == 'target'}).T")
+    "s, y = np.loadtxt(sys.argv[1], usecols=(2, 3), converters={3: lambda w: w == 'target'}).T",
+)
 
 
 def write_score_file(path, n: int) -> None:
@@ -140,17 +144,33 @@ def write_score_file(path, n: int) -> None:
 
     scores, labels = data(n)
     ids = pa.array(np.arange(n))
-    table = pa.table({
-        "enroll": pc.binary_join_element_wise("spk", pc.cast(pc.remainder(ids, 1000), pa.string()), ""),
-        "test": pc.binary_join_element_wise("utt", pc.cast(pc.divide(ids, 1000), pa.string()), ""),
-        "score": pa.array(scores), "label": pa.array(np.where(labels, "target", "nontarget"))})
-    pcsv.write_csv(table, path, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
+    table = pa.table(
+        {
+            "enroll": pc.binary_join_element_wise(
+                "spk", pc.cast(pc.remainder(ids, 1000), pa.string()), ""
+            ),
+            "test": pc.binary_join_element_wise(
+                "utt", pc.cast(pc.divide(ids, 1000), pa.string()), ""
+            ),
+            "score": pa.array(scores),
+            "label": pa.array(np.where(labels, "target", "nontarget")),
+        }
+    )
+    pcsv.write_csv(
+        table, path, pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    )
 
 
 def run_time(cmd) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
-                   env={**os.environ, "MPLBACKEND": "Agg"})
+    subprocess.run(
+        cmd,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
     return time.perf_counter() - t0
 
 
@@ -160,14 +180,27 @@ def cli_vs_one_liner(sizes, repeat: int) -> None:
     sizes = [int(x) for x in sizes]
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        cli = lambda n: [sys.executable, "-m", "sparc_eval.cli", "metrics", "--scores",
-                         f"{tmp}/s{n}.txt", "--out", f"{tmp}/out{n}"]
+        cli = lambda n: [
+            sys.executable,
+            "-m",
+            "sparc_eval.cli",
+            "metrics",
+            "--scores",
+            f"{tmp}/s{n}.txt",
+            "--out",
+            f"{tmp}/out{n}",
+        ]
         times, docs = {}, {}
         for n in sizes:
             write_score_file(f"{tmp}/s{n}.txt", n)
             if n == sizes[0]:
-                pairs = [(run_time([sys.executable, "-c", ONE_LINER, f"{tmp}/s{n}.txt"]), run_time(cli(n)))
-                         for _ in range(repeat)]
+                pairs = [
+                    (
+                        run_time([sys.executable, "-c", ONE_LINER, f"{tmp}/s{n}.txt"]),
+                        run_time(cli(n)),
+                    )
+                    for _ in range(repeat)
+                ]
                 t_one = statistics.median(p[0] for p in pairs)
                 t_cols = run_time([sys.executable, "-c", ONE_LINER_COLUMNS, f"{tmp}/s{n}.txt"])
                 times[n] = statistics.median(p[1] for p in pairs)
@@ -178,21 +211,33 @@ def cli_vs_one_liner(sizes, repeat: int) -> None:
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
     n0 = sizes[0]
     doc = docs[n0]
-    print(f"default CLI vs one-liner at n={n0}: sparc-eval metrics {times[n0]:.2f} s (CIs from "
-          f"{doc['bootstrap']['resamples']} resamples, {doc['bootstrap']['method']} with "
-          f"{doc['bootstrap'].get('bins')} bins; plots) / numpy+scikit-learn one-liner {t_one:.2f} s "
-          f"(no CIs, no plots) = {times[n0] / t_one:.2f} (target <= 1.0; medians of {repeat}, alternated)", flush=True)
-    print(f"  CLI stages at n={n0} (s): {doc['timings_s']}; CI error bound vs the exact bootstrap: "
-          f"{doc['bootstrap'].get('ci_error_bound')}")
-    print(f"  for reference, the one-liner reading only columns 3-4 (np.loadtxt usecols + converters): {t_cols:.2f} s")
+    print(
+        f"default CLI vs one-liner at n={n0}: sparc-eval metrics {times[n0]:.2f} s (CIs from "
+        f"{doc['bootstrap']['resamples']} resamples, {doc['bootstrap']['method']} with "
+        f"{doc['bootstrap'].get('bins')} bins; plots) / numpy+scikit-learn one-liner {t_one:.2f} s "
+        f"(no CIs, no plots) = {times[n0] / t_one:.2f} (target <= 1.0; medians of {repeat}, alternated)",
+        flush=True,
+    )
+    print(
+        f"  CLI stages at n={n0} (s): {doc['timings_s']}; CI error bound vs the exact bootstrap: "
+        f"{doc['bootstrap'].get('ci_error_bound')}"
+    )
+    print(
+        f"  for reference, the one-liner reading only columns 3-4 (np.loadtxt usecols + converters): {t_cols:.2f} s"
+    )
     for n in sizes[1:]:
         growth = math.log(times[n] / times[n0]) / math.log(n / n0)
         boot = docs[n]["bootstrap"]
-        print(f"  CLI at n={n}: {times[n]:.2f} s, {times[n] / times[n0]:.1f}x the time of n={n0} "
-              f"(growth exponent {growth:.2f}; 1 = linear); stages (s): {docs[n]['timings_s']}; "
-              f"bins {boot.get('bins')}, EER CI error bound {boot['ci_error_bound']['eer']:.1e}")
-    print(f"  peak memory of a CLI run (largest child): {peak:.2f} GiB; load average before "
-          f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+        print(
+            f"  CLI at n={n}: {times[n]:.2f} s, {times[n] / times[n0]:.1f}x the time of n={n0} "
+            f"(growth exponent {growth:.2f}; 1 = linear); stages (s): {docs[n]['timings_s']}; "
+            f"bins {boot.get('bins')}, EER CI error bound {boot['ci_error_bound']['eer']:.1e}"
+        )
+    print(
+        f"  peak memory of a CLI run (largest child): {peak:.2f} GiB; load average before "
+        f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
 
 
 def main(argv=None) -> int:
@@ -203,10 +248,19 @@ def main(argv=None) -> int:
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--cli-sizes", type=float, nargs="+", default=[1e6, 1e7])
     ap.add_argument("--cli-repeat", type=int, default=3)
-    ap.add_argument("--cli-only", action="store_true", help="only the default CLI against the one-liner")
-    ap.add_argument("--speaker-boot-n", type=float, default=565_090, help="trials of the SPARC-sized speaker bootstrap")
+    ap.add_argument(
+        "--cli-only", action="store_true", help="only the default CLI against the one-liner"
+    )
+    ap.add_argument(
+        "--speaker-boot-n",
+        type=float,
+        default=565_090,
+        help="trials of the SPARC-sized speaker bootstrap",
+    )
     ap.add_argument("--speakers", type=int, default=12_500)
-    ap.add_argument("--speaker-only", action="store_true", help="only the SPARC-sized speaker bootstrap")
+    ap.add_argument(
+        "--speaker-only", action="store_true", help="only the SPARC-sized speaker bootstrap"
+    )
     args = ap.parse_args(argv)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
     if args.cli_only:
@@ -238,12 +292,16 @@ def core_vs_libraries(sizes, speechbrain_max: float) -> None:
         scores, labels = data(n)
         big = n >= 10**7
         t_ours, m_ours, (eer, auc, tprs) = measure(ours, scores, labels, repeat=1 if big else 3)
-        t_sk, m_sk, (auc_sk, fpr, tpr) = measure(sklearn_roc, scores, labels, repeat=1 if big else 3)
+        t_sk, m_sk, (auc_sk, fpr, tpr) = measure(
+            sklearn_roc, scores, labels, repeat=1 if big else 3
+        )
         tpr_sk = float(tpr[fpr <= 0.01].max())
-        line = (f"n={n:>8}: ours {t_ours:.4f} s, {mib(m_ours)} ({m_ours / n:.0f} B/trial) | "
-                f"sklearn roc_curve+roc_auc_score {t_sk:.4f} s, {mib(m_sk)} ({m_sk / n:.0f} B/trial) "
-                f"-> {t_sk / t_ours:.1f}x faster; |AUC diff| {abs(auc - auc_sk):.1e}, "
-                f"|TPR@1% diff| {abs(tprs[0.01] - tpr_sk):.1e}")
+        line = (
+            f"n={n:>8}: ours {t_ours:.4f} s, {mib(m_ours)} ({m_ours / n:.0f} B/trial) | "
+            f"sklearn roc_curve+roc_auc_score {t_sk:.4f} s, {mib(m_sk)} ({m_sk / n:.0f} B/trial) "
+            f"-> {t_sk / t_ours:.1f}x faster; |AUC diff| {abs(auc - auc_sk):.1e}, "
+            f"|TPR@1% diff| {abs(tprs[0.01] - tpr_sk):.1e}"
+        )
         if sb is not None and n <= speechbrain_max:
             t_sb, _, eer_sb = measure(sb, scores, labels, repeat=1, trace=False)
             line += f" | speechbrain EER {t_sb:.2f} s -> {t_sb / t_ours:.0f}x faster; |EER diff| {abs(eer - eer_sb):.1e}"
@@ -271,13 +329,16 @@ def bootstrap_speed(boot_n: int, n_boot: int) -> None:
     t0 = time.perf_counter()
     bootstrap_metrics(coarse, labels, n_boot=n_boot, seed=0)
     t_coarse = time.perf_counter() - t0
-    print(f"bootstrap: {n_boot} resamples of {boot_n} trials (EER, AUC, TPR@FPR, minDCF; "
-          f"stratified): default ({res.method}, {res.bins} bins) {t_boot:.2f} s "
-          f"({1000 * t_boot / n_boot:.1f} ms per resample), exact {t_exact:.2f} s, against a plain loop "
-          f"that re-indexes and re-sorts each resample {t_naive:.2f} s (extrapolated from 50) -> "
-          f"{t_naive / t_boot:.1f}x; integer scores 1..5: {t_coarse:.2f} s; target < 30 s; "
-          f"EER 95% CI [{res.ci()['eer'][0]:.4f}, {res.ci()['eer'][1]:.4f}], exact [{exact.ci()['eer'][0]:.4f}, "
-          f"{exact.ci()['eer'][1]:.4f}], bound {res.ci_error_bound()['eer']:.1e}", flush=True)
+    print(
+        f"bootstrap: {n_boot} resamples of {boot_n} trials (EER, AUC, TPR@FPR, minDCF; "
+        f"stratified): default ({res.method}, {res.bins} bins) {t_boot:.2f} s "
+        f"({1000 * t_boot / n_boot:.1f} ms per resample), exact {t_exact:.2f} s, against a plain loop "
+        f"that re-indexes and re-sorts each resample {t_naive:.2f} s (extrapolated from 50) -> "
+        f"{t_naive / t_boot:.1f}x; integer scores 1..5: {t_coarse:.2f} s; target < 30 s; "
+        f"EER 95% CI [{res.ci()['eer'][0]:.4f}, {res.ci()['eer'][1]:.4f}], exact [{exact.ci()['eer'][0]:.4f}, "
+        f"{exact.ci()['eer'][1]:.4f}], bound {res.ci_error_bound()['eer']:.1e}",
+        flush=True,
+    )
 
 
 def speaker_bootstrap_at_scale(n: int, n_speakers: int, n_boot: int) -> None:
@@ -290,14 +351,19 @@ def speaker_bootstrap_at_scale(n: int, n_speakers: int, n_boot: int) -> None:
     res = bootstrap_metrics(scores, labels, n_boot=n_boot, seed=0, unit="speaker", groups=groups)
     t_default = time.perf_counter() - t0
     t0 = time.perf_counter()
-    exact = bootstrap_metrics(scores, labels, n_boot=50, seed=0, unit="speaker", groups=groups, method="exact")
+    exact = bootstrap_metrics(
+        scores, labels, n_boot=50, seed=0, unit="speaker", groups=groups, method="exact"
+    )
     t_exact = (time.perf_counter() - t0) / 50 * n_boot
     head = bootstrap_metrics(scores, labels, n_boot=50, seed=0, unit="speaker", groups=groups)
     gap = float(np.nanmax(np.abs(head.samples["eer"] - exact.samples["eer"])))
-    print(f"speaker bootstrap: {n_boot} resamples of {n} trials from {n_speakers} speakers: default "
-          f"({res.method}, {res.bins} bins, sparse speaker table) {t_default:.2f} s against the exact method "
-          f"{t_exact:.1f} s (extrapolated from 50) -> {t_exact / t_default:.1f}x; same draws: largest EER "
-          f"replicate difference {gap:.1e} (bound {res.ci_error_bound()['eer']:.1e})", flush=True)
+    print(
+        f"speaker bootstrap: {n_boot} resamples of {n} trials from {n_speakers} speakers: default "
+        f"({res.method}, {res.bins} bins, sparse speaker table) {t_default:.2f} s against the exact method "
+        f"{t_exact:.1f} s (extrapolated from 50) -> {t_exact / t_default:.1f}x; same draws: largest EER "
+        f"replicate difference {gap:.1e} (bound {res.ci_error_bound()['eer']:.1e})",
+        flush=True,
+    )
 
 
 def startup_time() -> None:
@@ -307,12 +373,22 @@ def startup_time() -> None:
     t_numpy = subprocess_time([sys.executable, "-c", "import numpy"])
     t_cli = subprocess_time([sys.executable, "-m", "sparc_eval.cli", "metrics", "--help"])
     heavy = subprocess.run(
-        [sys.executable, "-c", "import sys; from sparc_eval.cli import build_parser; build_parser('metrics'); "
-         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'speechbrain', 'matplotlib')))"],
-        capture_output=True, text=True, cwd=REPO).stdout.strip()
-    print(f"start-up: sparc-eval metrics --help {t_cli:.3f} s against baseline python -c pass {t_base:.3f} s "
-          f"(+{t_cli - t_base:.3f} s; python -c 'import numpy' {t_numpy:.3f} s); target < 1 s; "
-          f"heavy modules imported: {heavy}", flush=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from sparc_eval.cli import build_parser; build_parser('metrics'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'speechbrain', 'matplotlib')))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout.strip()
+    print(
+        f"start-up: sparc-eval metrics --help {t_cli:.3f} s against baseline python -c pass {t_base:.3f} s "
+        f"(+{t_cli - t_base:.3f} s; python -c 'import numpy' {t_numpy:.3f} s); target < 1 s; "
+        f"heavy modules imported: {heavy}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -80,7 +80,11 @@ def run_backend(recognizer, audio, *, with_text: bool) -> dict:
         w0, c0 = time.perf_counter(), time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            segs = recognizer.recognize(wav, sr, text=utt.text) if with_text else recognizer.recognize(wav, sr)
+            segs = (
+                recognizer.recognize(wav, sr, text=utt.text)
+                if with_text
+                else recognizer.recognize(wav, sr)
+            )
         wall += time.perf_counter() - w0
         cpu += time.process_time() - c0
         validate_segments(segs, duration=len(wav) / sr)
@@ -93,7 +97,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=str(DATA / "librispeech_samples"))
     parser.add_argument("--limit", type=int, default=None, help="first N utterances only")
     parser.add_argument("--json", default=None, help="also write the numbers here")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when the RTF target is missed")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when the RTF target is missed"
+    )
     args = parser.parse_args(argv)
 
     if not Path(args.data).exists():
@@ -101,13 +107,22 @@ def main(argv=None) -> int:
         return 0
     cores = pin_cores(2)
     audio, seconds, read_s = read_corpus(args.data, args.limit)
-    print(f"corpus: {args.data}: {len(audio)} utterances, {seconds:.0f} s of audio "
-          f"({seconds / 3600:.3f} h), {cores} CPU core(s)")
-    print(f"baseline real time: RTF 1.0; reading+decoding the FLAC files: RTF {read_s / seconds:.4f}")
+    print(
+        f"corpus: {args.data}: {len(audio)} utterances, {seconds:.0f} s of audio "
+        f"({seconds / 3600:.3f} h), {cores} CPU core(s)"
+    )
+    print(
+        f"baseline real time: RTF 1.0; reading+decoding the FLAC files: RTF {read_s / seconds:.4f}"
+    )
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
-    results = {"utterances": len(audio), "audio_s": seconds, "cores": cores,
-               "read_rtf": read_s / seconds, "target_rtf": TARGET_RTF}
+    results = {
+        "utterances": len(audio),
+        "audio_s": seconds,
+        "cores": cores,
+        "read_rtf": read_s / seconds,
+        "target_rtf": TARGET_RTF,
+    }
     allphone = make_recognizer("pocketsphinx")
     align = make_recognizer("align")
     runs, missed = time_backends(audio, seconds, results, allphone, align)
@@ -119,8 +134,11 @@ def main(argv=None) -> int:
     pers = phone_error_rates(refs, hyp, aligned, [u.id for u, _, _ in audio])
     results["per"] = pers
 
-    failed = [f"{k} PER {pers[k]:.3f} > {bound}" for k, bound in PER_BOUNDS.items()
-              if k in pers and pers[k] > bound]
+    failed = [
+        f"{k} PER {pers[k]:.3f} > {bound}"
+        for k, bound in PER_BOUNDS.items()
+        if k in pers and pers[k] > bound
+    ]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     if failed:
@@ -135,7 +153,7 @@ def main(argv=None) -> int:
 def read_corpus(data: str, limit) -> tuple:
     """([(utt, wav, sr)] of the first ``limit`` utterances, seconds of audio, seconds reading it)."""
     manifest = load_corpus(data)
-    utts = list(manifest)[: limit] if limit else list(manifest)
+    utts = list(manifest)[:limit] if limit else list(manifest)
     t0 = time.perf_counter()
     audio = [(u, *read_utterance(u)) for u in utts]
     read_s = time.perf_counter() - t0
@@ -147,19 +165,27 @@ def time_backends(audio, seconds: float, results: dict, allphone, align) -> tupl
     recognizer name, labels of the backends that missed the RTF target)``."""
     missed = []
     runs = {}
-    for label, rec, with_text in (("pocketsphinx allphone", allphone, False),
-                                  ("pocketsphinx forced alignment", align, True)):
+    for label, rec, with_text in (
+        ("pocketsphinx allphone", allphone, False),
+        ("pocketsphinx forced alignment", align, True),
+    ):
         run = run_backend(rec, audio, with_text=with_text)
         runs[rec.name] = run
         rtf, cpu_rtf = run["wall_s"] / seconds, run["cpu_s"] / seconds
         ok = rtf <= TARGET_RTF
         if not ok:
             missed.append(label)
-        print(f"{label}: RTF {rtf:.3f} (target <= {TARGET_RTF}; {'met' if ok else 'MISSED'}) over "
-              f"{seconds:.0f} s of audio; CPU-time RTF {cpu_rtf:.3f}; set-up {run['init_s']:.2f} s; "
-              f"{1 / rtf:.0f}x faster than real time")
-        results[rec.name] = {"rtf": rtf, "cpu_rtf": cpu_rtf, "init_s": run["init_s"],
-                             "settings": rec.settings()}
+        print(
+            f"{label}: RTF {rtf:.3f} (target <= {TARGET_RTF}; {'met' if ok else 'MISSED'}) over "
+            f"{seconds:.0f} s of audio; CPU-time RTF {cpu_rtf:.3f}; set-up {run['init_s']:.2f} s; "
+            f"{1 / rtf:.0f}x faster than real time"
+        )
+        results[rec.name] = {
+            "rtf": rtf,
+            "cpu_rtf": cpu_rtf,
+            "init_s": run["init_s"],
+            "settings": rec.settings(),
+        }
     return runs, missed
 
 
@@ -168,9 +194,14 @@ def report_load(load_before, results: dict) -> None:
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     if load_before is not None:
         busy = max(load_before, load_after) > (os.cpu_count() or 1)
-        print(f"load average {load_before:.1f} before, {load_after:.1f} after, on {os.cpu_count()} CPU(s)"
-              + ("; the machine was busy, so wall-clock RTF overstates the cost: see CPU-time RTF"
-                 if busy else ""))
+        print(
+            f"load average {load_before:.1f} before, {load_after:.1f} after, on {os.cpu_count()} CPU(s)"
+            + (
+                "; the machine was busy, so wall-clock RTF overstates the cost: see CPU-time RTF"
+                if busy
+                else ""
+            )
+        )
         results["load_average"] = [load_before, load_after]
 
 
@@ -197,16 +228,25 @@ def phone_error_rates(refs: dict, hyp: dict, aligned: dict, ids: list) -> dict:
         if ref_name in refs:
             per, e, n = corpus_per((refs[ref_name][i], hyp[i]) for i in ids)
             pers[f"allphone_vs_{ref_name}"] = per
-            print(f"PER pocketsphinx allphone vs {ref_name} phones: {per:.3f} ({e} errors / {n} phones)")
+            print(
+                f"PER pocketsphinx allphone vs {ref_name} phones: {per:.3f} ({e} errors / {n} phones)"
+            )
     for ref_name in ("dictionary", "G2P"):
         if ref_name in refs:
             per, e, n = corpus_per((refs[ref_name][i], aligned[i]) for i in ids)
             pers[f"align_vs_{ref_name}"] = per
-            print(f"PER forced alignment vs {ref_name} pronunciation: {per:.3f} ({e} errors / {n} phones)")
-    utt_pers = sorted(phone_error_rate(refs["forced alignment"][i], hyp[i])[0]
-                      / max(1, phone_error_rate(refs["forced alignment"][i], hyp[i])[1]) for i in ids)
-    print(f"allphone vs forced alignment, per utterance: median {utt_pers[len(utt_pers) // 2]:.3f}, "
-          f"best {utt_pers[0]:.3f}, worst {utt_pers[-1]:.3f}")
+            print(
+                f"PER forced alignment vs {ref_name} pronunciation: {per:.3f} ({e} errors / {n} phones)"
+            )
+    utt_pers = sorted(
+        phone_error_rate(refs["forced alignment"][i], hyp[i])[0]
+        / max(1, phone_error_rate(refs["forced alignment"][i], hyp[i])[1])
+        for i in ids
+    )
+    print(
+        f"allphone vs forced alignment, per utterance: median {utt_pers[len(utt_pers) // 2]:.3f}, "
+        f"best {utt_pers[0]:.3f}, worst {utt_pers[-1]:.3f}"
+    )
     return pers
 
 

@@ -78,18 +78,47 @@ PRESET = REPO / "hparams" / "text" / "naturalvoices.yaml"
 TOP_N, TOP_SPEAKERS = 1_500_000, 12_500
 GOAL_S, GOAL_BYTES, MAX_EXPONENT = 15 * 60, 6e9, 1.1
 MIN_JUDGED_S = 0.2  # shorter stages are dominated by noise and fixed costs
-BANK = ("librispeech/spane_lists/ls-test-clean.txt", "librispeech/spane_lists/ls-dev-clean.txt",
-        "librispeech/spane_lists/ls-test-other.txt", "librispeech/spane_lists/ls-dev-other.txt",
-        "librispeech/spane_lists/ls-train-clean-5.txt", "librispeech/spane_lists/ls-dev-clean-2.txt",
-        "edacc/spane_lists/edacc-test.txt", "edacc/spane_lists/edacc-dev.txt")
+BANK = (
+    "librispeech/spane_lists/ls-test-clean.txt",
+    "librispeech/spane_lists/ls-dev-clean.txt",
+    "librispeech/spane_lists/ls-test-other.txt",
+    "librispeech/spane_lists/ls-dev-other.txt",
+    "librispeech/spane_lists/ls-train-clean-5.txt",
+    "librispeech/spane_lists/ls-dev-clean-2.txt",
+    "edacc/spane_lists/edacc-test.txt",
+    "edacc/spane_lists/edacc-dev.txt",
+)
 UTTS_PER_APPEARANCE = (16, 64)  # uniform, inclusive
 EPISODES_PER_SERIES = 6  # mean; every series has at least one episode
 SENTENCES_PER_UTT = ((1, 2, 3), (0.3, 0.5, 0.2))
 HOME_WINDOW, HOME_SHARE = 1000, 0.5  # a speaker's own stretch of the sentence bank
-OTHER_ACCENTS = ("English", "Irish", "Scottish", "Oceania", "South Asia", "East Asia", "Romance",
-                 "Germanic", "Slavic", "South African", "Southeast Asia", "Semitic", "Welsh")
-PROTOCOL_STAGES = ("load", "setup", "probes", "pairing", "screens", "materialise", "scoring", "metrics",
-                   "outputs", "report")
+OTHER_ACCENTS = (
+    "English",
+    "Irish",
+    "Scottish",
+    "Oceania",
+    "South Asia",
+    "East Asia",
+    "Romance",
+    "Germanic",
+    "Slavic",
+    "South African",
+    "Southeast Asia",
+    "Semitic",
+    "Welsh",
+)
+PROTOCOL_STAGES = (
+    "load",
+    "setup",
+    "probes",
+    "pairing",
+    "screens",
+    "materialise",
+    "scoring",
+    "metrics",
+    "outputs",
+    "report",
+)
 EXTRA_STAGES = ("corpus", "write manifest", "shared-text detection")
 
 
@@ -119,8 +148,11 @@ class Meter:
     def __init__(self):
         self.rows = {}
         self.resettable = _reset_hwm()
-        self.method = ("RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs" if self.resettable
-                       else "ru_maxrss (process peak so far: not reset per stage)")
+        self.method = (
+            "RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs"
+            if self.resettable
+            else "ru_maxrss (process peak so far: not reset per stage)"
+        )
 
     def _row(self, name: str) -> dict:
         return self.rows.setdefault(name, {"t": 0.0, "peak": 0, "delta": 0, "calls": 0})
@@ -203,7 +235,10 @@ def speaker_table(n_speakers: int, rng) -> list:
     age = rng.integers(18, 76, size=n_speakers)
     north = rng.random(n_speakers) < 0.77
     other = rng.choice(OTHER_ACCENTS, size=n_speakers)
-    return [(str(s), float(a), "North America" if na else str(o)) for s, a, na, o in zip(sex, age, north, other)]
+    return [
+        (str(s), float(a), "North America" if na else str(o))
+        for s, a, na, o in zip(sex, age, north, other)
+    ]
 
 
 def utterance_texts(spk: np.ndarray, bank: list, n_speakers: int, rng) -> list:
@@ -212,10 +247,13 @@ def utterance_texts(spk: np.ndarray, bank: list, n_speakers: int, rng) -> list:
     owner = np.repeat(spk, k)
     home = rng.integers(0, len(bank), size=n_speakers)[owner]
     own = rng.random(len(owner)) < HOME_SHARE
-    idx = np.where(own, (home + rng.integers(0, HOME_WINDOW, size=len(owner))) % len(bank),
-                   rng.integers(0, len(bank), size=len(owner)))
+    idx = np.where(
+        own,
+        (home + rng.integers(0, HOME_WINDOW, size=len(owner))) % len(bank),
+        rng.integers(0, len(bank), size=len(owner)),
+    )
     ends = np.cumsum(k)
-    return [" ".join(bank[i] for i in idx[e - c:e]) for e, c in zip(ends.tolist(), k.tolist())]
+    return [" ".join(bank[i] for i in idx[e - c : e]) for e, c in zip(ends.tolist(), k.tolist())]
 
 
 def synthetic_manifest(n: int, bank: list, seed: int = 0):
@@ -237,9 +275,18 @@ def synthetic_manifest(n: int, bank: list, seed: int = 0):
     for i, (ep, spk) in enumerate(rows.tolist()):
         k, prev = (k + 1 if ep == prev else 0), ep
         sex, age, accent = attrs[spk]
-        utts.append(Utterance(id=f"nv-{ep:06d}-{k:04d}", speaker=f"spk{spk:05d}", text=texts[i],
-                              episode=f"nv-ep{ep:06d}", series=f"nv-s{series[ep]:05d}", sex=sex, age=age,
-                              accent=accent))
+        utts.append(
+            Utterance(
+                id=f"nv-{ep:06d}-{k:04d}",
+                speaker=f"spk{spk:05d}",
+                text=texts[i],
+                episode=f"nv-ep{ep:06d}",
+                series=f"nv-s{series[ep]:05d}",
+                sex=sex,
+                age=age,
+                accent=accent,
+            )
+        )
     return Manifest(utts, name=f"synthetic-naturalvoices-{n}")
 
 
@@ -251,7 +298,9 @@ def preset_settings(data_folder: Path, output_folder: Path):
     from sparc_eval.recipe_cli import load_hparams
     from sparc_eval.text.settings import TextRunSettings
 
-    hp = load_hparams(PRESET, {"data_folder": str(data_folder), "output_folder": str(output_folder)})
+    hp = load_hparams(
+        PRESET, {"data_folder": str(data_folder), "output_folder": str(output_folder)}
+    )
     return TextRunSettings.from_hparams(hp)
 
 
@@ -296,15 +345,24 @@ def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> No
     scorer = run.scorers[0]
     with meter.stage("outputs"):
         if run.save_trials:
-            ts.write_jsonl(run.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=run.trials_with_text)
+            ts.write_jsonl(
+                run.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=run.trials_with_text
+            )
     with meter.stage("scoring"):
         scores = score_trials(scorer, ts, run.scoring)
     with meter.stage("outputs"):
         scored_trials(ts, scores).write(run.out_dir / "scores" / f"{task}_{key}.txt")
     with meter.stage("metrics"):
-        conds, curves = condition_metrics(ts, scores, n_boot=run.n_boot, seed=run.seed, task=task,
-                                          where=f"tasks.{task}.{key}.conditions",
-                                          not_applicable=run.not_applicable, bootstrap_unit=run.unit)
+        conds, curves = condition_metrics(
+            ts,
+            scores,
+            n_boot=run.n_boot,
+            seed=run.seed,
+            task=task,
+            where=f"tasks.{task}.{key}.conditions",
+            not_applicable=run.not_applicable,
+            bootstrap_unit=run.unit,
+        )
         run.results[scorer.name][task][key] = trial_block(ts, scores, stats, conds)
     run.curves[scorer.name][task][key] = curves
 
@@ -346,20 +404,52 @@ def staged_preset(manifest, s, meter: Meter) -> int:
 
     t_start = time.perf_counter()
     scorers, config = list(s.scorers), s.trial_config
-    run = _TextRun(scorers, list(s.tasks), n_boot=s.n_boot, seed=s.seed, unit=s.bootstrap_unit,
-                   out_dir=s.output_folder, save_trials=s.save_trials, trials_with_text=s.trials_with_text,
-                   log=lambda *_: None, scoring=s.scoring)
+    run = _TextRun(
+        scorers,
+        list(s.tasks),
+        n_boot=s.n_boot,
+        seed=s.seed,
+        unit=s.bootstrap_unit,
+        out_dir=s.output_folder,
+        save_trials=s.save_trials,
+        trials_with_text=s.trials_with_text,
+        log=lambda *_: None,
+        scoring=s.scoring,
+    )
     with meter.stage("setup"):
         clean, shared = remove_shared_text(manifest, config.shared_text)
         usable = usable_tasks(list(s.tasks), clean.speaker_attributes())
     n_trials, n_cut, topic_on = run_trials(run, clean, s, usable, meter)
     with meter.stage("report"):
-        deviations = run_deviations(config, s.protocol, topic_on=topic_on, topic_metadata=has_topic_metadata(clean),
-                                    shared=shared, n_cut=n_cut, unit=s.bootstrap_unit, scorers=scorers)
-        doc = _document(run, scorers, manifest, config, list(s.pl_settings), list(s.tasks), shared, deviations,
-                        dataset=manifest.name, seed=s.seed, n_boot=s.n_boot, protocol=s.protocol,
-                        run_info=s.run_info({}), t_start=t_start)
-        write_outputs(s.output_folder, doc, run.curves, plots=s.plots, removed_ids=shared.removed_ids)
+        deviations = run_deviations(
+            config,
+            s.protocol,
+            topic_on=topic_on,
+            topic_metadata=has_topic_metadata(clean),
+            shared=shared,
+            n_cut=n_cut,
+            unit=s.bootstrap_unit,
+            scorers=scorers,
+        )
+        doc = _document(
+            run,
+            scorers,
+            manifest,
+            config,
+            list(s.pl_settings),
+            list(s.tasks),
+            shared,
+            deviations,
+            dataset=manifest.name,
+            seed=s.seed,
+            n_boot=s.n_boot,
+            protocol=s.protocol,
+            run_info=s.run_info({}),
+            t_start=t_start,
+        )
+        write_outputs(
+            s.output_folder, doc, run.curves, plots=s.plots, removed_ids=shared.removed_ids
+        )
     return n_trials
 
 
@@ -401,23 +491,39 @@ def exponent(t1, t2, n1, n2):
 def run_child(n: int, data: Path, cores: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [sys.executable, __file__, "--one-size", str(n), "--data", str(data), "--json", str(out),
-               "--cores", str(cores)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one-size",
+            str(n),
+            "--data",
+            str(data),
+            "--json",
+            str(out),
+            "--cores",
+            str(cores),
+        ]
         subprocess.run(cmd, check=True, cwd=REPO)
         return json.loads(out.read_text())
 
 
 def print_size(res: dict) -> None:
     rows = res["rows"]
-    print(f"\nn={res['n']:,} utterances: {res['speakers']:,} speakers, {res['episodes']:,} episodes, "
-          f"{res['trials']:,} trials (4 tasks x 4 settings); shared-text detection would remove "
-          f"{res['shared_removed']:,}", flush=True)
+    print(
+        f"\nn={res['n']:,} utterances: {res['speakers']:,} speakers, {res['episodes']:,} episodes, "
+        f"{res['trials']:,} trials (4 tasks x 4 settings); shared-text detection would remove "
+        f"{res['shared_removed']:,}",
+        flush=True,
+    )
     for name in (*EXTRA_STAGES[:2], *PROTOCOL_STAGES, EXTRA_STAGES[2]):
         r = rows.get(name)
         if r is None:
             continue
-        mem = ("memory within pairing" if r["peak"] is None else
-               f"peak RSS {r['peak'] / 1e9:.2f} GB (delta {r['delta'] / 1e9:+.2f} GB)")
+        mem = (
+            "memory within pairing"
+            if r["peak"] is None
+            else f"peak RSS {r['peak'] / 1e9:.2f} GB (delta {r['delta'] / 1e9:+.2f} GB)"
+        )
         print(f"  {name:<22} {r['t']:8.2f} s  {mem}  [{r['calls']} call(s)]", flush=True)
 
 
@@ -430,12 +536,17 @@ def stage_table(results: list) -> dict:
     print(f"\n{'stage':<24}{head}{'peak RSS@' + f'{ns[-1]:,}':>20}")
     last = {}
     for name in (*PROTOCOL_STAGES, "TOTAL (protocol)", *EXTRA_STAGES):
-        ts = [protocol_total(r) if name.startswith("TOTAL") else r["rows"].get(name, {}).get("t") for r in results]
+        ts = [
+            protocol_total(r) if name.startswith("TOTAL") else r["rows"].get(name, {}).get("t")
+            for r in results
+        ]
         exps = [exponent(ts[i], ts[j], ns[i], ns[j]) for i, j in pairs]
         cells = "".join(f"{t:13.2f}" if t is not None else f"{'-':>13}" for t in ts)
         for (_i, j), e in zip(pairs, exps):
             short = ts[j] is not None and ts[j] < MIN_JUDGED_S
-            mark = "" if e is None else (" (short)" if short else (" !" if e > MAX_EXPONENT else ""))
+            mark = (
+                "" if e is None else (" (short)" if short else (" !" if e > MAX_EXPONENT else ""))
+            )
             cells += f"{('-' if e is None else f'{e:.2f}') + mark:>26}"
         peak = None if name.startswith("TOTAL") else results[-1]["rows"].get(name, {}).get("peak")
         cells += f"{'-' if peak is None else f'{peak / 1e9:.2f} GB':>20}"
@@ -457,8 +568,11 @@ def predicted_time(top: dict, last_exp: dict, floor: float) -> float:
     """The protocol's time at TOP_N from the largest size, each stage grown with its last exponent
     (at least ``floor``; unjudged stages, too short to measure, as linear)."""
     scale = TOP_N / top["n"]
-    return sum(top["rows"][s]["t"] * scale ** max(floor, last_exp.get(s, 1.0) or 0.0)
-               for s in PROTOCOL_STAGES if s in top["rows"])
+    return sum(
+        top["rows"][s]["t"] * scale ** max(floor, last_exp.get(s, 1.0) or 0.0)
+        for s in PROTOCOL_STAGES
+        if s in top["rows"]
+    )
 
 
 def predicted_peak(results: list):
@@ -480,18 +594,30 @@ def verdict(results: list, last_exp: dict) -> None:
     m_pred, m_exp = predicted_peak(results)
     how = "measured" if top["n"] >= TOP_N else f"extrapolated from n={top['n']:,}"
     print(f"\ngoal at n={TOP_N:,} ({how}):")
-    print(f"  time   {t_pred:9.1f} s   / {GOAL_S} s  = {t_pred / GOAL_S:6.2f}  {'PASS' if t_pred < GOAL_S else 'FAIL'}"
-          + ("" if top["n"] >= TOP_N else f"  (each stage at its last exponent; with every stage at least linear "
-                                           f"{t_linear:.0f} s = {t_linear / GOAL_S:.2f})"))
-    print(f"  memory {m_pred / 1e9:9.2f} GB  / {GOAL_BYTES / 1e9:.0f} GB  = {m_pred / GOAL_BYTES:6.2f}  "
-          f"{'PASS' if m_pred < GOAL_BYTES else 'FAIL'}  (protocol peak RSS"
-          + ("" if top["n"] >= TOP_N else ", straight line through the last two sizes")
-          + (f"; RSS exponent {m_exp:.2f}" if m_exp is not None else "") + ")")
+    print(
+        f"  time   {t_pred:9.1f} s   / {GOAL_S} s  = {t_pred / GOAL_S:6.2f}  {'PASS' if t_pred < GOAL_S else 'FAIL'}"
+        + (
+            ""
+            if top["n"] >= TOP_N
+            else f"  (each stage at its last exponent; with every stage at least linear "
+            f"{t_linear:.0f} s = {t_linear / GOAL_S:.2f})"
+        )
+    )
+    print(
+        f"  memory {m_pred / 1e9:9.2f} GB  / {GOAL_BYTES / 1e9:.0f} GB  = {m_pred / GOAL_BYTES:6.2f}  "
+        f"{'PASS' if m_pred < GOAL_BYTES else 'FAIL'}  (protocol peak RSS"
+        + ("" if top["n"] >= TOP_N else ", straight line through the last two sizes")
+        + (f"; RSS exponent {m_exp:.2f}" if m_exp is not None else "")
+        + ")"
+    )
     judged = {s: e for s, e in last_exp.items() if s in PROTOCOL_STAGES and e is not None}
     over = {s: round(e, 2) for s, e in judged.items() if e > MAX_EXPONENT}
-    print(f"  exponents (last pair of sizes, stages >= {MIN_JUDGED_S} s): max "
-          f"{max(judged.values(), default=float('nan')):.2f} / {MAX_EXPONENT}  "
-          f"{'PASS' if judged and not over else 'FAIL' if over else 'n/a'}" + (f"; over: {over}" if over else ""))
+    print(
+        f"  exponents (last pair of sizes, stages >= {MIN_JUDGED_S} s): max "
+        f"{max(judged.values(), default=float('nan')):.2f} / {MAX_EXPONENT}  "
+        f"{'PASS' if judged and not over else 'FAIL' if over else 'n/a'}"
+        + (f"; over: {over}" if over else "")
+    )
     st = last_exp.get("shared-text detection")
     if st is not None:
         print(f"  shared-text detection (not in the protocol): exponent {st:.2f}")
@@ -506,8 +632,12 @@ def pin_cores(cores: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default=f"10000,100000,{TOP_N}", help="utterance counts, comma-separated")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--sizes", default=f"10000,100000,{TOP_N}", help="utterance counts, comma-separated"
+    )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--cores", type=int, default=2, help="CPUs to run on (0: all)")
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
@@ -520,12 +650,16 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(res))
         return 0
     if not sentence_bank(args.data):
-        print(f"bench_scale: no LibriSpeech/EdAcc transcripts under {args.data} (set SPARC_EVAL_DATA); skipped")
+        print(
+            f"bench_scale: no LibriSpeech/EdAcc transcripts under {args.data} (set SPARC_EVAL_DATA); skipped"
+        )
         return 0
     sizes = sorted(int(float(x)) for x in args.sizes.split(","))
-    print(f"NaturalVoices preset ({PRESET.relative_to(REPO)}) on synthetic NaturalVoices-shaped corpora; "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} CPU(s) "
-          f"(--cores {args.cores}), load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"NaturalVoices preset ({PRESET.relative_to(REPO)}) on synthetic NaturalVoices-shaped corpora; "
+        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} CPU(s) "
+        f"(--cores {args.cores}), load average {os.getloadavg()[0]:.2f}"
+    )
     results = []
     for n in sizes:
         results.append(run_child(n, args.data, args.cores))

@@ -44,8 +44,12 @@ def build(data: Path, n_trials: int):
         warnings.simplefilter("ignore")
         manifest = load_corpus(data / "edacc" / "spane_lists" / "edacc-test.txt")
     manifest, _ = remove_shared_text(manifest, TrialConfig().shared_text)
-    cfg = TrialConfig(P=50, L=20, max_probes=1000,
-                      partners={"easy_positive": 1, "hard_negative": 1, "easy_negative": 50})
+    cfg = TrialConfig(
+        P=50,
+        L=20,
+        max_probes=1000,
+        partners={"easy_positive": 1, "hard_negative": 1, "easy_negative": 50},
+    )
     ts = TrialBuilder(manifest, cfg, L_max=20).build("speaker", [20])[20]
     if len(ts) > n_trials:
         ts = ts.subset(np.arange(len(ts)) < n_trials)
@@ -80,7 +84,9 @@ class CountingModel:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--trials", type=int, default=100_000)
     ap.add_argument("--baseline-trials", type=int, default=2_000)
@@ -95,8 +101,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     ts = build(args.data, args.trials)
     t_build = time.perf_counter() - t0
-    print(f"trials: {len(ts):,} (EdAcc test, speaker task, P=50, L=20), {len(ts.sides):,} unique sides, "
-          f"{len(ts.texts):,} unique texts; built in {t_build:.1f} s")
+    print(
+        f"trials: {len(ts):,} (EdAcc test, speaker task, P=50, L=20), {len(ts.sides):,} unique sides, "
+        f"{len(ts.texts):,} unique texts; built in {t_build:.1f} s"
+    )
 
     t0 = time.perf_counter()
     sc = TfidfScorer().fit(ts.texts)
@@ -104,31 +112,48 @@ def main(argv=None):
     t_fast = time.perf_counter() - t0
     n_base = min(args.baseline_trials, len(ts))
     t_base, base_scores = per_trial_loop(ts, n_base)
-    assert np.allclose(base_scores, scores[:n_base], atol=1e-9), "baseline and vectorised scores differ"
+    assert np.allclose(base_scores, scores[:n_base], atol=1e-9), (
+        "baseline and vectorised scores differ"
+    )
     t_base_full = t_base / n_base * len(ts)
-    print(f"TF-IDF fit+score, vectorised: {t_fast:.2f} s for {len(ts):,} trials "
-          f"({len(ts) / t_fast:,.0f} trials/s); target < 60 s: {'PASS' if t_fast < 60 else 'FAIL'}")
-    print(f"baseline, per-trial Python loop: {t_base:.2f} s for {n_base:,} trials -> "
-          f"{t_base_full:.0f} s extrapolated to {len(ts):,}; speed-up x{t_base_full / t_fast:.0f}")
+    print(
+        f"TF-IDF fit+score, vectorised: {t_fast:.2f} s for {len(ts):,} trials "
+        f"({len(ts) / t_fast:,.0f} trials/s); target < 60 s: {'PASS' if t_fast < 60 else 'FAIL'}"
+    )
+    print(
+        f"baseline, per-trial Python loop: {t_base:.2f} s for {n_base:,} trials -> "
+        f"{t_base_full:.0f} s extrapolated to {len(ts):,}; speed-up x{t_base_full / t_fast:.0f}"
+    )
 
     emb = EmbeddingScorer(model=str(REPO), cache_dir=None)
     emb._model = model = CountingModel()
     emb.score(ts)
-    per_trial = int(sum(len(ts.sides[p]) + len(ts.sides[e]) for p, e in zip(ts.probe_side, ts.enroll_side)))
-    print(f"embedding: {model.n:,} texts encoded in {model.calls} call(s) for {len(ts):,} trials = unique texts "
-          f"{len(ts.texts):,} ({'PASS' if model.n == len(ts.texts) else 'FAIL'}); per-trial embedding would encode "
-          f"{per_trial:,} (x{per_trial / max(model.n, 1):.0f})")
+    per_trial = int(
+        sum(len(ts.sides[p]) + len(ts.sides[e]) for p, e in zip(ts.probe_side, ts.enroll_side))
+    )
+    print(
+        f"embedding: {model.n:,} texts encoded in {model.calls} call(s) for {len(ts):,} trials = unique texts "
+        f"{len(ts.texts):,} ({'PASS' if model.n == len(ts.texts) else 'FAIL'}); per-trial embedding would encode "
+        f"{per_trial:,} (x{per_trial / max(model.n, 1):.0f})"
+    )
 
     if args.real_model:
         small = ts.subset(np.arange(len(ts)) < 2000)
-        small_texts = sorted({small.texts[i] for s in np.unique(np.r_[small.probe_side, small.enroll_side])
-                              for i in small.sides[s]})
+        small_texts = sorted(
+            {
+                small.texts[i]
+                for s in np.unique(np.r_[small.probe_side, small.enroll_side])
+                for i in small.sides[s]
+            }
+        )
         real = EmbeddingScorer(cache_dir=None)
         t0 = time.perf_counter()
         real.embed(small_texts)
         dt = time.perf_counter() - t0
-        print(f"all-MiniLM-L6-v2: {real.n_encoded:,} unique utterances in {dt:.1f} s "
-              f"({real.n_encoded / dt:.0f}/s, model load included)")
+        print(
+            f"all-MiniLM-L6-v2: {real.n_encoded:,} unique utterances in {dt:.1f} s "
+            f"({real.n_encoded / dt:.0f}/s, model load included)"
+        )
     return 0
 
 

@@ -32,17 +32,30 @@ def main(argv=None) -> int:
 
     out = Path(hparams["output_folder"])
     manifest = anonymize_corpus(
-        load_corpus(hparams["input_folder"], skip_missing=hparams.get("skip_missing", False), keep_unreadable=True),
-        hparams["anonymizer"], out, anonymizer_options=hparams.get("anonymizer_options"), shard=str(hparams.get("shard", "0/1")), runner=hparams.get("runner", "local"),
-        batch_size=hparams.get("batch_size", 1), num_workers=hparams.get("num_workers"),
-        num_gpus=hparams.get("num_gpus", 0.0), progress=hparams.get("progress", True))
+        load_corpus(
+            hparams["input_folder"],
+            skip_missing=hparams.get("skip_missing", False),
+            keep_unreadable=True,
+        ),
+        hparams["anonymizer"],
+        out,
+        anonymizer_options=hparams.get("anonymizer_options"),
+        shard=str(hparams.get("shard", "0/1")),
+        runner=hparams.get("runner", "local"),
+        batch_size=hparams.get("batch_size", 1),
+        num_workers=hparams.get("num_workers"),
+        num_gpus=hparams.get("num_gpus", 0.0),
+        progress=hparams.get("progress", True),
+    )
     with open(hparams_file, encoding="utf-8") as fin:
         text = fin.read()
     shown = "".join(f"\n# {key}: {value}" for key, value in overrides.items())
     write_text(out / "hyperparams.yaml", text + ("\n# overrides" + shown if overrides else ""))
     report = manifest.report
-    print(f"finished {report['finished']} of {report['utterances']} utterances "
-          f"({report['processed']} now, {report['cached']} cached, {report['failed']} failed); rtf {report['rtf']}")
+    print(
+        f"finished {report['finished']} of {report['utterances']} utterances "
+        f"({report['processed']} now, {report['cached']} cached, {report['failed']} failed); rtf {report['rtf']}"
+    )
     complete_manifest = out / "manifest.jsonl"
     if hparams.get("compute_wer", False):
         if report["shard"][1] > 1 and not complete_manifest.is_file():
@@ -50,10 +63,16 @@ def main(argv=None) -> int:
         else:
             from sparc_eval.corpora import load_manifest
 
-            result = anonymized_corpus_wer(load_manifest(out), hparams["wer_asr"], progress=hparams.get("progress", True))
+            result = anonymized_corpus_wer(
+                load_manifest(out), hparams["wer_asr"], progress=hparams.get("progress", True)
+            )
             write_json(out / "wer.json", result)
             print(f"wer: {summary(result['anonymized'])}")
-    print(complete_manifest if report["shard"][1] == 1 or complete_manifest.is_file() else manifest.name)
+    print(
+        complete_manifest
+        if report["shard"][1] == 1 or complete_manifest.is_file()
+        else manifest.name
+    )
     return 0 if not report["failed"] else 1
 
 

@@ -39,13 +39,25 @@ def main(argv=None):
 
         sb.utils.distributed.run_on_main(prepare, post_func=load)
         hparams, plan, attacker = loaded["attack"]
-        sb.create_experiment_directory(experiment_directory=hparams["output_folder"],
-                                       hyperparams_to_save=hparams_file, overrides=overrides)
-        result = run_attack(attacker, plan, hparams.get("results_folder") or hparams["output_folder"],
-                            settings=EvaluationSettings.from_hparams(hparams), data=DataSettings.from_hparams(hparams),
-                            run_info={"hparams": str(hparams_file), "overrides": overrides or None,
-                                      "seed": hparams.get("seed")},
-                            plots=hparams.get("plots", True), is_main=sb.utils.distributed.if_main_process())
+        sb.create_experiment_directory(
+            experiment_directory=hparams["output_folder"],
+            hyperparams_to_save=hparams_file,
+            overrides=overrides,
+        )
+        result = run_attack(
+            attacker,
+            plan,
+            hparams.get("results_folder") or hparams["output_folder"],
+            settings=EvaluationSettings.from_hparams(hparams),
+            data=DataSettings.from_hparams(hparams),
+            run_info={
+                "hparams": str(hparams_file),
+                "overrides": overrides or None,
+                "seed": hparams.get("seed"),
+            },
+            plots=hparams.get("plots", True),
+            is_main=sb.utils.distributed.if_main_process(),
+        )
     except DataError as err:
         print(f"train_attacker: error: {err}", file=sys.stderr)
         return 2

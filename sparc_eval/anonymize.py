@@ -53,6 +53,7 @@ import soundfile as sf
 from .atomic import atomic_open, write_json
 from .audio import read_utterance, resample
 from .backends import AnonymizerOutputError, DiskFull
+
 # keys are digest(..., n=None, default=repr): full length, repr() for what JSON cannot hold, as the
 # ledgers and shard reports of earlier runs were made
 from .digest import UNKNOWN_STATE, digest, file_digest
@@ -66,6 +67,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 # ------------------------------------------------------------------------------------------------
 # small pieces
+
 
 def parse_shard(value) -> tuple:
     """``"i/n"`` or ``(i, n)`` -> ``(i, n)`` with 0 <= i < n."""
@@ -129,7 +131,11 @@ def settings_of(anonymizer) -> dict:
     another run is reused."""
     cls = type(anonymizer)
     settings = getattr(anonymizer, "settings", None)
-    out = dict(settings()) if callable(settings) else {"class": f"{cls.__module__}.{cls.__qualname__}"}
+    out = (
+        dict(settings())
+        if callable(settings)
+        else {"class": f"{cls.__module__}.{cls.__qualname__}"}
+    )
     options = getattr(anonymizer, _BUILT_WITH, None)
     if options:
         out["options"] = options
@@ -144,10 +150,12 @@ def _run_token(anonymizer) -> str:
     if token is None:
         token = uuid.uuid4().hex
         cls = type(anonymizer).__name__
-        warnings.warn(f"the anonymizer {cls} cannot say what it was built with (no settings(), or a setting "
-                      f"with no settings of its own): its outputs are keyed by this run alone, so a re-run "
-                      f"recomputes them. Give {cls} a settings() method returning its options to have them reused",
-                      stacklevel=3)
+        warnings.warn(
+            f"the anonymizer {cls} cannot say what it was built with (no settings(), or a setting "
+            f"with no settings of its own): its outputs are keyed by this run alone, so a re-run "
+            f"recomputes them. Give {cls} a settings() method returning its options to have them reused",
+            stacklevel=3,
+        )
         try:
             setattr(anonymizer, _RUN_TOKEN, token)
         except AttributeError:
@@ -180,8 +188,17 @@ class _Fingerprints:
             self.memo[key] = file_digest(path, n=None)
             try:
                 with open(self.path, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"path": key[0], "size": key[1], "mtime_ns": key[2],
-                                             "sha256": self.memo[key]}) + "\n")
+                    handle.write(
+                        json.dumps(
+                            {
+                                "path": key[0],
+                                "size": key[1],
+                                "mtime_ns": key[2],
+                                "sha256": self.memo[key],
+                            }
+                        )
+                        + "\n"
+                    )
             except OSError:
                 pass  # a memo only
         return self.memo[key]
@@ -206,8 +223,18 @@ def _read_jsonl_lenient(path: Path) -> list:
 
 def utterance_key(utt, settings_hash: str, fingerprint) -> str:
     audio = utt.audio
-    return digest({"audio": fingerprint(audio.path), "start": audio.start, "stop": audio.stop,
-                   "settings": settings_hash, "rate": SAMPLE_RATE, "subtype": SUBTYPE}, n=None, default=repr)
+    return digest(
+        {
+            "audio": fingerprint(audio.path),
+            "start": audio.start,
+            "stop": audio.stop,
+            "settings": settings_hash,
+            "rate": SAMPLE_RATE,
+            "subtype": SUBTYPE,
+        },
+        n=None,
+        default=repr,
+    )
 
 
 def read_ledger(out_dir: Path) -> dict:
@@ -238,27 +265,40 @@ def _wav_bytes(wav: np.ndarray) -> bytes:
 
 def _check_output(result, utt) -> np.ndarray:
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise AnonymizerOutputError(f"utterance {utt.id!r}: anonymize() must return (wav, sr), got {type(result).__name__}")
+        raise AnonymizerOutputError(
+            f"utterance {utt.id!r}: anonymize() must return (wav, sr), got {type(result).__name__}"
+        )
     wav, sr = result
     wav = np.asarray(wav, dtype=np.float32)
     if wav.ndim == 2:
         wav = wav.mean(axis=1) if wav.shape[1] <= 8 else wav.mean(axis=0)
     if wav.ndim != 1 or wav.size == 0:
-        raise AnonymizerOutputError(f"utterance {utt.id!r}: the anonymizer returned no audio (shape {wav.shape})")
+        raise AnonymizerOutputError(
+            f"utterance {utt.id!r}: the anonymizer returned no audio (shape {wav.shape})"
+        )
     if not np.all(np.isfinite(wav)):
-        raise AnonymizerOutputError(f"utterance {utt.id!r}: the anonymizer returned NaN or infinite samples")
+        raise AnonymizerOutputError(
+            f"utterance {utt.id!r}: the anonymizer returned NaN or infinite samples"
+        )
     try:
         sr = int(sr)
     except (TypeError, ValueError):
-        raise AnonymizerOutputError(f"utterance {utt.id!r}: sample rate {sr!r} is not a number") from None
+        raise AnonymizerOutputError(
+            f"utterance {utt.id!r}: sample rate {sr!r} is not a number"
+        ) from None
     if sr <= 0:
         raise AnonymizerOutputError(f"utterance {utt.id!r}: sample rate {sr} is not positive")
     return np.clip(resample(wav, sr, SAMPLE_RATE), -1.0, 1.0)
 
 
 def _failure(utt, err) -> dict:
-    return {"ok": False, "id": utt.id, "error": type(err).__name__, "reason": str(err),
-            "input": None if utt.audio is None else utt.audio.path}
+    return {
+        "ok": False,
+        "id": utt.id,
+        "error": type(err).__name__,
+        "reason": str(err),
+        "input": None if utt.audio is None else utt.audio.path,
+    }
 
 
 def _is_disk_full(err) -> bool:
@@ -267,6 +307,7 @@ def _is_disk_full(err) -> bool:
 
 # ------------------------------------------------------------------------------------------------
 # the work on one batch (runs in the driver, or in a Ray actor)
+
 
 def process_batch(anonymizer, batch, out_dir) -> list:
     """Anonymize ``batch`` (a list of ``(utterance, key)``) and write the wav files; one result
@@ -287,9 +328,19 @@ def process_batch(anonymizer, batch, out_dir) -> list:
             results.append(_failure(utt, err))
             continue
         added = {k: v for k, v in work.extra.items() if k not in utt.extra or utt.extra[k] != v}
-        results.append({"ok": True, "id": utt.id, "key": key, "audio": rel, "bytes": len(data),
-                        "duration": round(audio.size / SAMPLE_RATE, 4), "input_s": round(wav.size / sr, 4),
-                        "compute_s": round(compute_s, 6), "extra": added})
+        results.append(
+            {
+                "ok": True,
+                "id": utt.id,
+                "key": key,
+                "audio": rel,
+                "bytes": len(data),
+                "duration": round(audio.size / SAMPLE_RATE, 4),
+                "input_s": round(wav.size / sr, 4),
+                "compute_s": round(compute_s, 6),
+                "extra": added,
+            }
+        )
     return results
 
 
@@ -324,7 +375,9 @@ def _anonymize_as_batch(anonymizer, ready):
     try:
         outputs = anonymizer.anonymize_batch([(wav, sr, work) for _, _, wav, sr, work in ready])
         if len(outputs) != len(ready):
-            raise AnonymizerOutputError(f"anonymize_batch returned {len(outputs)} results for {len(ready)} inputs")
+            raise AnonymizerOutputError(
+                f"anonymize_batch returned {len(outputs)} results for {len(ready)} inputs"
+            )
         per_item = (time.perf_counter() - start) / len(ready)
         return [(out, per_item, None) for out in outputs]
     except Exception:  # noqa: BLE001 - find the bad one by running them one at a time
@@ -358,8 +411,10 @@ def _write_output(out, utt, out_dir: Path) -> tuple:
             handle.write(data)
     except OSError as os_err:
         if _is_disk_full(os_err):
-            raise DiskFull(f"no space left writing {out_dir / rel}",
-                           hint="free space and run again: finished files are kept") from None
+            raise DiskFull(
+                f"no space left writing {out_dir / rel}",
+                hint="free space and run again: finished files are kept",
+            ) from None
         raise
     return audio, data, rel
 
@@ -367,9 +422,10 @@ def _write_output(out, utt, out_dir: Path) -> tuple:
 # ------------------------------------------------------------------------------------------------
 # runners
 
+
 def _batches(todo, size):
     for start in range(0, len(todo), size):
-        yield todo[start:start + size]
+        yield todo[start : start + size]
 
 
 def _run_local(anonymizer, todo, out_dir, batch_size, on_result):
@@ -394,8 +450,18 @@ class _RayWorker:
         return process_batch(self.anonymizer, batch, out_dir)
 
 
-def _run_ray(anonymizer, todo, out_dir, batch_size, on_result, *, num_workers=None, num_gpus=0.0,
-             num_cpus=1.0, ray_address=None):
+def _run_ray(
+    anonymizer,
+    todo,
+    out_dir,
+    batch_size,
+    on_result,
+    *,
+    num_workers=None,
+    num_gpus=0.0,
+    num_cpus=1.0,
+    ray_address=None,
+):
     from collections import deque
 
     from .backends import require
@@ -452,6 +518,7 @@ def _run_ray(anonymizer, todo, out_dir, batch_size, on_result, *, num_workers=No
 # ------------------------------------------------------------------------------------------------
 # the corpus run
 
+
 def _manifest_records(items, done, out_dir, name, keeps_words=None) -> list:
     records = []
     for utt in items:
@@ -461,8 +528,13 @@ def _manifest_records(items, done, out_dir, name, keeps_words=None) -> list:
         out = copy.deepcopy(utt)
         out.audio = AudioRef(entry["audio"])
         out.duration = entry["duration"]
-        out.extra = {**out.extra, **entry.get("extra", {}), "anonymizer": name, "keeps_words": keeps_words,
-                     "anonymization_key": entry["key"]}  # what made the audio: its input's bytes and the settings
+        out.extra = {
+            **out.extra,
+            **entry.get("extra", {}),
+            "anonymizer": name,
+            "keeps_words": keeps_words,
+            "anonymization_key": entry["key"],
+        }  # what made the audio: its input's bytes and the settings
         records.append(out.to_dict())
     return records
 
@@ -481,10 +553,23 @@ def _load_output_manifest(path: Path) -> Manifest:
     return manifest
 
 
-def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: bool = True,
-                     runner: str = "local", batch_size: int = 1, num_workers=None, num_gpus: float = 0.0,
-                     num_cpus: float = 1.0, ray_address=None, merge: bool = True, limit=None,
-                     anonymizer_options=None) -> Manifest:
+def anonymize_corpus(
+    manifest,
+    anonymizer,
+    out_dir,
+    *,
+    shard=(0, 1),
+    progress: bool = True,
+    runner: str = "local",
+    batch_size: int = 1,
+    num_workers=None,
+    num_gpus: float = 0.0,
+    num_cpus: float = 1.0,
+    ray_address=None,
+    merge: bool = True,
+    limit=None,
+    anonymizer_options=None,
+) -> Manifest:
     """Anonymize every utterance (of the shard) that is not already done; return the output
     manifest (absolute audio paths) with ``.report`` holding the counts and timings that
     ``anonymization.json`` records. ``manifest`` is a Manifest or any path ``load_corpus``
@@ -496,12 +581,14 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not manifest.has_audio:
-        raise DataError(f"{manifest.name}: the corpus has no audio (text-only); nothing to anonymize")
+        raise DataError(
+            f"{manifest.name}: the corpus has no audio (text-only); nothing to anonymize"
+        )
     manifest.validate()
 
     utterances = list(manifest)
     if limit is not None:
-        utterances = utterances[:int(limit)]
+        utterances = utterances[: int(limit)]
     items = [u for k, u in enumerate(utterances) if k % shard[1] == shard[0]]
     name = name_of(anonymizer)
     settings = settings_of(anonymizer)
@@ -509,25 +596,47 @@ def anonymize_corpus(manifest, anonymizer, out_dir, *, shard=(0, 1), progress: b
     suffix = _suffix(shard)
 
     done, failures, todo, cached = _split_done(items, settings_hash, out_dir)
-    ray_options = dict(num_workers=num_workers, num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address)
-    sink, setup_s = _run_todo(anonymizer, todo, out_dir, suffix, _ResultSink(done, failures), progress=progress,
-                              name=name, runner=runner, batch_size=batch_size, ray_options=ray_options)
+    ray_options = dict(
+        num_workers=num_workers, num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address
+    )
+    sink, setup_s = _run_todo(
+        anonymizer,
+        todo,
+        out_dir,
+        suffix,
+        _ResultSink(done, failures),
+        progress=progress,
+        name=name,
+        runner=runner,
+        batch_size=batch_size,
+        ray_options=ray_options,
+    )
     if sink.disk_full:
         _raise_disk_full(items, done, out_dir)
 
     # outputs of this run
     done_all = {u.id: done[u.id] for u in items if u.id in done}
-    records = _manifest_records(items, done_all, out_dir, name, getattr(anonymizer, "keeps_words", None))
-    report = {**_report_head(anonymizer, name, settings, settings_hash, manifest, [u.id for u in utterances]),
-              **_report_counts(shard, runner, items, records, sink, cached),
-              **_report_timings(sink.stats, setup_s, wall_start, done_all),
-              "ids": [u.id for u in items]}
+    records = _manifest_records(
+        items, done_all, out_dir, name, getattr(anonymizer, "keeps_words", None)
+    )
+    report = {
+        **_report_head(
+            anonymizer, name, settings, settings_hash, manifest, [u.id for u in utterances]
+        ),
+        **_report_counts(shard, runner, items, records, sink, cached),
+        **_report_timings(sink.stats, setup_s, wall_start, done_all),
+        "ids": [u.id for u in items],
+    }
     _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
     _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
     write_json(out_dir / f"anonymization{suffix}.json", report)
 
     path = out_dir / f"manifest{suffix}.jsonl"
-    if shard[1] > 1 and merge and _all_shards_present(out_dir, shard[1], settings_hash, report["input_ids_hash"]):
+    if (
+        shard[1] > 1
+        and merge
+        and _all_shards_present(out_dir, shard[1], settings_hash, report["input_ids_hash"])
+    ):
         merge_shards(out_dir, shard[1])
     result = _load_output_manifest(path) if records else Manifest([], name=str(path))
     result.report = report
@@ -565,7 +674,14 @@ def _split_done(items, settings_hash: str, out_dir: Path) -> tuple:
         try:
             key = utterance_key(utt, settings_hash, fingerprint)
         except OSError as err:
-            failures.append(_failure(utt, DataError(f"utterance {utt.id!r}: cannot read {utt.audio.path} ({err.strerror})")))
+            failures.append(
+                _failure(
+                    utt,
+                    DataError(
+                        f"utterance {utt.id!r}: cannot read {utt.audio.path} ({err.strerror})"
+                    ),
+                )
+            )
             continue
         if _finished(done.get(utt.id), key, out_dir):
             cached += 1
@@ -618,8 +734,19 @@ class _ResultSink:
         return True
 
 
-def _run_todo(anonymizer, todo, out_dir: Path, suffix: str, sink: _ResultSink, *, progress: bool, name: str,
-              runner: str, batch_size: int, ray_options: dict) -> tuple:
+def _run_todo(
+    anonymizer,
+    todo,
+    out_dir: Path,
+    suffix: str,
+    sink: _ResultSink,
+    *,
+    progress: bool,
+    name: str,
+    runner: str,
+    batch_size: int,
+    ray_options: dict,
+) -> tuple:
     """Run ``todo`` through the runner into ``sink`` (with a progress bar and the ledger open);
     ``(sink, set-up seconds)``. The ledger is opened even with nothing to do, as a mark of the run."""
     if progress and todo:
@@ -662,9 +789,11 @@ def _close_ledger(ledger) -> None:
 
 def _raise_disk_full(items, done: dict, out_dir: Path):
     finished = sum(1 for u in items if u.id in done)
-    raise DiskFull(f"disk full while writing to {out_dir}: {finished} of {len(items)} utterances are "
-                   f"finished and kept, {len(items) - finished} are not",
-                   hint="free space and run the same command again: it resumes")
+    raise DiskFull(
+        f"disk full while writing to {out_dir}: {finished} of {len(items)} utterances are "
+        f"finished and kept, {len(items) - finished} are not",
+        hint="free space and run the same command again: it resumes",
+    )
 
 
 def _report_head(anonymizer, name, settings, settings_hash, manifest, all_ids) -> dict:
@@ -675,7 +804,9 @@ def _report_head(anonymizer, name, settings, settings_hash, manifest, all_ids) -
         "settings": settings,
         "settings_hash": settings_hash,
         "input": manifest.name,
-        "read_passages": bool(getattr(manifest, "read_passages", False)),  # the input loader's mark, kept
+        "read_passages": bool(
+            getattr(manifest, "read_passages", False)
+        ),  # the input loader's mark, kept
         "input_ids_hash": digest(all_ids, n=None, default=repr),
     }
 
@@ -702,10 +833,15 @@ def _report_timings(stats, setup_s, wall_start, done_all) -> dict:
     return {
         "input_audio_s": round(stats["input_s"], 3),
         "output_audio_s": round(stats["output_s"], 3),
-        "timings_s": {"setup": round(setup_s, 3), "anonymize": round(stats["compute_s"], 3),
-                      "wall": round(time.perf_counter() - wall_start, 3)},
+        "timings_s": {
+            "setup": round(setup_s, 3),
+            "anonymize": round(stats["compute_s"], 3),
+            "wall": round(time.perf_counter() - wall_start, 3),
+        },
         "rtf": round(stats["compute_s"] / stats["input_s"], 5) if stats["input_s"] else None,
-        "rtf_wall": round((time.perf_counter() - wall_start) / stats["input_s"], 5) if stats["input_s"] else None,
+        "rtf_wall": round((time.perf_counter() - wall_start) / stats["input_s"], 5)
+        if stats["input_s"]
+        else None,
         "rtf_all": round(all_compute / all_input, 5) if all_input else None,
         "finished_input_s": round(all_input, 3),
         "finished_compute_s": round(all_compute, 3),
@@ -727,7 +863,9 @@ def _shard_reports(out_dir: Path, n: int) -> dict:
 def _all_shards_present(out_dir: Path, n: int, settings_hash: str, ids_hash: str) -> bool:
     reports = _shard_reports(out_dir, n)
     return len(reports) == n and all(
-        r.get("settings_hash") == settings_hash and r.get("input_ids_hash") == ids_hash for r in reports.values())
+        r.get("settings_hash") == settings_hash and r.get("input_ids_hash") == ids_hash
+        for r in reports.values()
+    )
 
 
 def merge_shards(out_dir, n=None) -> Manifest:
@@ -736,22 +874,33 @@ def merge_shards(out_dir, n=None) -> Manifest:
     shard count in the folder."""
     out_dir = Path(out_dir)
     if n is None:
-        counts = {int(m.group(1)) for p in out_dir.glob("anonymization.shard-*-of-*.json")
-                  if (m := re.search(r"-of-(\d+)\.json$", p.name))}
+        counts = {
+            int(m.group(1))
+            for p in out_dir.glob("anonymization.shard-*-of-*.json")
+            if (m := re.search(r"-of-(\d+)\.json$", p.name))
+        }
         if len(counts) != 1:
-            raise DataError(f"{out_dir}: found shard counts {sorted(counts) or 'none'}; give n",
-                            hint="sparc-eval anonymize --merge --out DIR --shard 0/N names n")
+            raise DataError(
+                f"{out_dir}: found shard counts {sorted(counts) or 'none'}; give n",
+                hint="sparc-eval anonymize --merge --out DIR --shard 0/N names n",
+            )
         n = counts.pop()
     reports = _shard_reports(out_dir, n)
     missing = [i for i in range(n) if i not in reports]
     if missing:
-        raise DataError(f"{out_dir}: shards {missing} of {n} have not finished",
-                        hint="run them (--shard i/n) before merging")
+        raise DataError(
+            f"{out_dir}: shards {missing} of {n} have not finished",
+            hint="run them (--shard i/n) before merging",
+        )
     first = reports[0]
     for i, r in reports.items():
-        if r.get("settings_hash") != first.get("settings_hash") or r.get("input_ids_hash") != first.get("input_ids_hash"):
-            raise DataError(f"{out_dir}: shard {i} was run with other settings or another input than shard 0",
-                            hint="re-run every shard with the same anonymizer, settings and input")
+        if r.get("settings_hash") != first.get("settings_hash") or r.get(
+            "input_ids_hash"
+        ) != first.get("input_ids_hash"):
+            raise DataError(
+                f"{out_dir}: shard {i} was run with other settings or another input than shard 0",
+                hint="re-run every shard with the same anonymizer, settings and input",
+            )
     by_id, failures = {}, []
     for i in range(n):
         for record in _read_jsonl_lenient(out_dir / f"manifest.shard-{i}-of-{n}.jsonl"):
@@ -768,21 +917,54 @@ def merge_shards(out_dir, n=None) -> Manifest:
     records = [by_id[i] for i in order if i in by_id]
     _write_jsonl(out_dir / "failures.jsonl", failures)
     _write_jsonl(out_dir / "manifest.jsonl", records)
-    total = {key: sum(r.get(key) or 0 for r in reports.values())
-             for key in ("utterances", "finished", "processed", "cached", "failed", "input_audio_s", "output_audio_s")}
+    total = {
+        key: sum(r.get(key) or 0 for r in reports.values())
+        for key in (
+            "utterances",
+            "finished",
+            "processed",
+            "cached",
+            "failed",
+            "input_audio_s",
+            "output_audio_s",
+        )
+    }
     compute = sum(r["timings_s"]["anonymize"] for r in reports.values())
-    merged = {**{k: first.get(k) for k in ("anonymizer", "keeps_words", "settings", "settings_hash", "input",
-                                          "read_passages", "input_ids_hash", "runner")},
-              "shards": n, **total, "complete": total["finished"] == total["utterances"],
-              "sample_rate": SAMPLE_RATE,
-              "timings_s": {"anonymize": round(compute, 3),
-                            "wall_max_shard": max(r["timings_s"]["wall"] for r in reports.values())},
-              "rtf": round(compute / total["input_audio_s"], 5) if total["input_audio_s"] else None,
-              "rtf_all": _ratio(sum(r.get("finished_compute_s") or 0 for r in reports.values()),
-                                sum(r.get("finished_input_s") or 0 for r in reports.values())),
-              "ids": order}
+    merged = {
+        **{
+            k: first.get(k)
+            for k in (
+                "anonymizer",
+                "keeps_words",
+                "settings",
+                "settings_hash",
+                "input",
+                "read_passages",
+                "input_ids_hash",
+                "runner",
+            )
+        },
+        "shards": n,
+        **total,
+        "complete": total["finished"] == total["utterances"],
+        "sample_rate": SAMPLE_RATE,
+        "timings_s": {
+            "anonymize": round(compute, 3),
+            "wall_max_shard": max(r["timings_s"]["wall"] for r in reports.values()),
+        },
+        "rtf": round(compute / total["input_audio_s"], 5) if total["input_audio_s"] else None,
+        "rtf_all": _ratio(
+            sum(r.get("finished_compute_s") or 0 for r in reports.values()),
+            sum(r.get("finished_input_s") or 0 for r in reports.values()),
+        ),
+        "ids": order,
+    }
     write_json(out_dir / "anonymization.json", merged)
-    manifest = _load_output_manifest(out_dir / "manifest.jsonl") if records else Manifest([], name=str(out_dir))
+    manifest = (
+        _load_output_manifest(out_dir / "manifest.jsonl")
+        if records
+        else Manifest([], name=str(out_dir))
+    )
     manifest.report = merged
     return manifest
 

@@ -1,12 +1,12 @@
 """``sparc-eval anonymize``: anonymize a corpus into DIR/ (16 kHz wav files + manifest.jsonl).
 
-    sparc-eval anonymize --anonymizer mcadams --input data/librispeech_samples --out out/mcadams
-    sparc-eval anonymize --anonymizer mcadams --param alpha=0.7 --input ... --out ...
-    sparc-eval anonymize --anonymizer stt_tts --param tts=espeak --param tts_options.variant=f3 ...
-    sparc-eval anonymize --anonymizer stt_tts --input ... --out ... --shard 3/8      # job arrays
-    sparc-eval anonymize --merge --out ...                                          # after the shards
-    sparc-eval anonymize --anonymizer stt_tts --runner ray --num-gpus 0.25 ...      # a Ray cluster
-    sparc-eval anonymize ... --wer                                                  # DIR/wer.json
+sparc-eval anonymize --anonymizer mcadams --input data/librispeech_samples --out out/mcadams
+sparc-eval anonymize --anonymizer mcadams --param alpha=0.7 --input ... --out ...
+sparc-eval anonymize --anonymizer stt_tts --param tts=espeak --param tts_options.variant=f3 ...
+sparc-eval anonymize --anonymizer stt_tts --input ... --out ... --shard 3/8      # job arrays
+sparc-eval anonymize --merge --out ...                                          # after the shards
+sparc-eval anonymize --anonymizer stt_tts --runner ray --num-gpus 0.25 ...      # a Ray cluster
+sparc-eval anonymize ... --wer                                                  # DIR/wer.json
 """
 
 from __future__ import annotations
@@ -43,26 +43,65 @@ def parse_params(pairs) -> dict:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("anonymize", help="anonymize a corpus into DIR (16 kHz wav + manifest.jsonl)",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("--anonymizer", help="registered name (identity, mcadams, stt_tts, ...) or dotted class path")
-    p.add_argument("--input", help="corpus: LibriSpeech tree, Kaldi dir, EdAcc release, manifest.jsonl or its folder")
+    p = subparsers.add_parser(
+        "anonymize",
+        help="anonymize a corpus into DIR (16 kHz wav + manifest.jsonl)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument(
+        "--anonymizer",
+        help="registered name (identity, mcadams, stt_tts, ...) or dotted class path",
+    )
+    p.add_argument(
+        "--input",
+        help="corpus: LibriSpeech tree, Kaldi dir, EdAcc release, manifest.jsonl or its folder",
+    )
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="anonymizer keyword argument (YAML value; dotted keys nest); repeatable")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="anonymizer keyword argument (YAML value; dotted keys nest); repeatable",
+    )
     p.add_argument("--shard", default="0/1", help="i/n: do every n-th utterance from i (0-based)")
-    p.add_argument("--merge", action="store_true", help="only merge finished shards into DIR/manifest.jsonl")
+    p.add_argument(
+        "--merge", action="store_true", help="only merge finished shards into DIR/manifest.jsonl"
+    )
     p.add_argument("--runner", choices=("local", "ray"), default="local")
     p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--num-workers", type=int, default=None, help="Ray actors (default: cluster CPUs / --num-cpus)")
+    p.add_argument(
+        "--num-workers",
+        type=int,
+        default=None,
+        help="Ray actors (default: cluster CPUs / --num-cpus)",
+    )
     p.add_argument("--num-cpus", type=float, default=1.0, help="CPUs per Ray actor")
-    p.add_argument("--num-gpus", type=float, default=0.0, help="GPUs per Ray actor (fractions allowed)")
-    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local instance)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N utterances (a quick try)")
-    p.add_argument("--skip-missing", action="store_true", help="drop utterances whose audio file is missing")
-    p.add_argument("--wer", action="store_true", help="after the run, WER of the output vs the reference text -> DIR/wer.json")
-    p.add_argument("--wer-asr", default="faster-whisper", help="ASR backend for --wer (default faster-whisper tiny.en)")
-    p.add_argument("--wer-param", action="append", default=[], metavar="KEY=VALUE", help="ASR option for --wer")
+    p.add_argument(
+        "--num-gpus", type=float, default=0.0, help="GPUs per Ray actor (fractions allowed)"
+    )
+    p.add_argument(
+        "--ray-address", default=None, help="Ray cluster address (default: a local instance)"
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="only the first N utterances (a quick try)"
+    )
+    p.add_argument(
+        "--skip-missing", action="store_true", help="drop utterances whose audio file is missing"
+    )
+    p.add_argument(
+        "--wer",
+        action="store_true",
+        help="after the run, WER of the output vs the reference text -> DIR/wer.json",
+    )
+    p.add_argument(
+        "--wer-asr",
+        default="faster-whisper",
+        help="ASR backend for --wer (default faster-whisper tiny.en)",
+    )
+    p.add_argument(
+        "--wer-param", action="append", default=[], metavar="KEY=VALUE", help="ASR option for --wer"
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
@@ -80,12 +119,24 @@ def run(args) -> int:
             raise DataError("--anonymizer and --input are required (or --merge)")
         from .corpora import load_corpus
 
-        corpus = load_corpus(args.input, skip_missing=args.skip_missing, keep_unreadable=True)  # failures.jsonl
+        corpus = load_corpus(
+            args.input, skip_missing=args.skip_missing, keep_unreadable=True
+        )  # failures.jsonl
         manifest = anonymize_corpus(
-            corpus, args.anonymizer, out, anonymizer_options=parse_params(args.param), shard=args.shard,
-            progress=not args.no_progress, runner=args.runner, batch_size=args.batch_size,
-            num_workers=args.num_workers, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
-            ray_address=args.ray_address, limit=args.limit)
+            corpus,
+            args.anonymizer,
+            out,
+            anonymizer_options=parse_params(args.param),
+            shard=args.shard,
+            progress=not args.no_progress,
+            runner=args.runner,
+            batch_size=args.batch_size,
+            num_workers=args.num_workers,
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            ray_address=args.ray_address,
+            limit=args.limit,
+        )
     report = manifest.report
     print(f"utterances: {report['utterances']}")
     print(f"finished: {report['finished']}")
@@ -101,7 +152,9 @@ def run(args) -> int:
     merged = args.merge or shard[1] == 1
     if not merged and (out / "anonymization.json").is_file():
         total = json.loads((out / "anonymization.json").read_text(encoding="utf-8"))
-        merged = total.get("shards") == shard[1] and total.get("settings_hash") == report.get("settings_hash")
+        merged = total.get("shards") == shard[1] and total.get("settings_hash") == report.get(
+            "settings_hash"
+        )
     if args.wer:
         if not merged:
             print("wer: skipped until all shards are merged (run --merge --wer)")

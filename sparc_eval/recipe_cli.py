@@ -67,7 +67,9 @@ def defined_keys(hparams_file) -> set:
     try:
         text = Path(hparams_file).read_text(encoding="utf-8")
     except OSError as err:
-        raise DataError(f"cannot read the hparams file ({err.strerror})", path=hparams_file) from None
+        raise DataError(
+            f"cannot read the hparams file ({err.strerror})", path=hparams_file
+        ) from None
     return set(re.findall(r"^([A-Za-z_]\w*)\s*:", text, re.M))
 
 
@@ -86,13 +88,21 @@ def load_hparams(hparams_file, overrides: dict, *, library_keys=frozenset()) -> 
         with open(hparams_file, encoding="utf-8") as fin:
             hparams = load_hyperpyyaml(fin, overrides)
     except OSError as err:
-        raise DataError(f"cannot read the hparams file ({err.strerror})", path=hparams_file) from None
+        raise DataError(
+            f"cannot read the hparams file ({err.strerror})", path=hparams_file
+        ) from None
     except KeyError as err:
-        raise DataError(f"unknown override {err}", path=hparams_file,
-                        hint="every --key=value must name a key of the hparams file") from None
+        raise DataError(
+            f"unknown override {err}",
+            path=hparams_file,
+            hint="every --key=value must name a key of the hparams file",
+        ) from None
     except (ValueError, ImportError, AttributeError) as err:
-        raise DataError(f"cannot load the hparams ({err})", path=hparams_file,
-                        hint="set required (!PLACEHOLDER) keys with --key=value") from None
+        raise DataError(
+            f"cannot load the hparams ({err})",
+            path=hparams_file,
+            hint="set required (!PLACEHOLDER) keys with --key=value",
+        ) from None
     hparams.update(late)
     hparams["hparams_file"] = str(hparams_file)
     hparams["overrides"] = given
@@ -105,7 +115,9 @@ def run_recipe(argv, body, *, prog: str, library_keys=frozenset()) -> int:
     try:
         hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
         hparams = load_hparams(hparams_file, overrides, library_keys=library_keys)
-        path = body(hparams, hparams_file, overrides, lambda msg: print(msg, file=sys.stderr, flush=True))
+        path = body(
+            hparams, hparams_file, overrides, lambda msg: print(msg, file=sys.stderr, flush=True)
+        )
     except DataError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
@@ -113,7 +125,9 @@ def run_recipe(argv, body, *, prog: str, library_keys=frozenset()) -> int:
     return 0
 
 
-def register_recipe(subparsers, name: str, run, *, help: str, description: str, example: str) -> None:
+def register_recipe(
+    subparsers, name: str, run, *, help: str, description: str, example: str
+) -> None:
     """A ``sparc-eval NAME HPARAMS [--key=value ...]`` subcommand calling ``run(args)``."""
     p = subparsers.add_parser(name, help=help, description=description)
     p.add_argument("hparams", help=f"hparams file, e.g. {example}")

@@ -21,7 +21,9 @@ def speaker_models(embeddings: dict, enroll: dict) -> tuple:
     speakers = sorted(enroll)
     missing = [u for s in speakers for u in enroll[s] if u not in embeddings]
     if missing:
-        raise DataError(f"{len(missing)} enrollment utterances have no embedding, e.g. {missing[:3]}")
+        raise DataError(
+            f"{len(missing)} enrollment utterances have no embedding, e.g. {missing[:3]}"
+        )
     models = np.vstack([np.mean([embeddings[u] for u in enroll[s]], axis=0) for s in speakers])
     return speakers, models
 

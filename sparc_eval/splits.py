@@ -28,9 +28,9 @@ if TYPE_CHECKING:  # annotations only
 
 @dataclass
 class Split:
-    enroll: dict                      # speaker -> [utterance ids]
-    trial_ids: list                   # trial utterance ids, in order
-    pairs: list | None = None         # explicit (enroll speaker, trial id, is_target), else all pairs
+    enroll: dict  # speaker -> [utterance ids]
+    trial_ids: list  # trial utterance ids, in order
+    pairs: list | None = None  # explicit (enroll speaker, trial id, is_target), else all pairs
     dropped: dict = field(default_factory=dict)  # speaker -> why it was left out
     source: str = ""
 
@@ -45,8 +45,11 @@ class Split:
 def _check_known(ids, known: dict, what: str, path) -> None:
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise DataError(f"{len(unknown)} {what} ids are not in the corpus, e.g. {unknown[:3]}", path=path,
-                        hint="the list and the corpus must come from the same data; check --data_folder")
+        raise DataError(
+            f"{len(unknown)} {what} ids are not in the corpus, e.g. {unknown[:3]}",
+            path=path,
+            hint="the list and the corpus must come from the same data; check --data_folder",
+        )
 
 
 def from_vpc_lists(manifest, enrolls_file, trials_files) -> Split:
@@ -60,7 +63,9 @@ def from_vpc_lists(manifest, enrolls_file, trials_files) -> Split:
         enroll.setdefault(by_id[utt].speaker, []).append(utt)
     pairs, trial_ids = [], []
     for trials_file in trials_files:
-        for spk, utt, is_target in read_trials(trials_file, known_utterances=by_id, known_speakers=enroll):
+        for spk, utt, is_target in read_trials(
+            trials_file, known_utterances=by_id, known_speakers=enroll
+        ):
             pairs.append((spk, utt, is_target))
             trial_ids.append(utt)
     return Split(enroll, list(dict.fromkeys(trial_ids)), pairs, source="vpc lists")
@@ -75,16 +80,25 @@ def from_id_lists(manifest, enroll_file, trial_file) -> Split:
     _check_known(trial_ids, by_id, "trial", trial_file)
     overlap = set(enroll_ids) & set(trial_ids)
     if overlap:
-        raise DataError(f"{len(overlap)} utterances are both enrollment and trial, e.g. {sorted(overlap)[:3]}",
-                        path=trial_file)
+        raise DataError(
+            f"{len(overlap)} utterances are both enrollment and trial, e.g. {sorted(overlap)[:3]}",
+            path=trial_file,
+        )
     enroll: dict = {}
     for utt in enroll_ids:
         enroll.setdefault(by_id[utt].speaker, []).append(utt)
     return Split(enroll, trial_ids, source="id lists")
 
 
-def seeded_split(manifest, *, n_enroll: int = 20, max_per_speaker: int = 60, min_duration: float | None = 2.0,
-                 max_duration: float | None = 30.0, seed: int = 0) -> Split:
+def seeded_split(
+    manifest,
+    *,
+    n_enroll: int = 20,
+    max_per_speaker: int = 60,
+    min_duration: float | None = 2.0,
+    max_duration: float | None = 30.0,
+    seed: int = 0,
+) -> Split:
     rng = np.random.default_rng(seed)
     by_speaker: dict = {}
     for utt in manifest:
@@ -106,18 +120,32 @@ def seeded_split(manifest, *, n_enroll: int = 20, max_per_speaker: int = 60, min
         enroll[speaker] = [chosen[i] for i in sorted(order[:k])]
         trial_ids.extend(chosen[i] for i in sorted(order[k:]))
     if len(enroll) < 2:
-        raise DataError(f"only {len(enroll)} speakers have enough utterances for a split",
-                        hint="verification needs at least two speakers with 2+ utterances each")
+        raise DataError(
+            f"only {len(enroll)} speakers have enough utterances for a split",
+            hint="verification needs at least two speakers with 2+ utterances each",
+        )
     return Split(enroll, trial_ids, dropped=dropped, source=f"seeded split (seed {seed})")
 
 
-def make_split(manifest, *, enrolls_dir=None, trials_dirs=None, enroll_list=None, trial_list=None,
-               seed: int = 0, **seeded) -> Split:
+def make_split(
+    manifest,
+    *,
+    enrolls_dir=None,
+    trials_dirs=None,
+    enroll_list=None,
+    trial_list=None,
+    seed: int = 0,
+    **seeded,
+) -> Split:
     """VoicePrivacy lists if given, else id lists if given, else a seeded split."""
     if enrolls_dir is not None:
         if not trials_dirs:
-            raise DataError("enrolls_dir is set but trials_dirs is empty", hint="list the VPC trials dirs")
-        return from_vpc_lists(manifest, Path(enrolls_dir) / "enrolls", [Path(d) / "trials" for d in trials_dirs])
+            raise DataError(
+                "enrolls_dir is set but trials_dirs is empty", hint="list the VPC trials dirs"
+            )
+        return from_vpc_lists(
+            manifest, Path(enrolls_dir) / "enrolls", [Path(d) / "trials" for d in trials_dirs]
+        )
     if enroll_list is not None or trial_list is not None:
         if enroll_list is None or trial_list is None:
             raise DataError("enroll_list and trial_list go together")
@@ -131,7 +159,12 @@ def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tu
     order = np.random.default_rng(seed).permutation(len(speakers))
     n_eval = max(2, int(round(len(speakers) * eval_fraction)))
     if len(speakers) - n_eval < 2:
-        raise DataError(f"{manifest.name}: {len(speakers)} speakers are too few to train on some and "
-                        f"evaluate on others", hint="give a separate eval_folder")
+        raise DataError(
+            f"{manifest.name}: {len(speakers)} speakers are too few to train on some and "
+            f"evaluate on others",
+            hint="give a separate eval_folder",
+        )
     evaluated = {speakers[i] for i in order[:n_eval]}
-    return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(lambda u: u.speaker in evaluated)
+    return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(
+        lambda u: u.speaker in evaluated
+    )

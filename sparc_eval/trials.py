@@ -30,13 +30,13 @@ def _frozen(values, dtype=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Trials:
-    enroll: np.ndarray                       # enrollment model ids (speaker ids for speaker-level enrollment)
-    test: np.ndarray                         # test utterance or probe ids
-    score: np.ndarray                        # float64; NaN: unscored
-    label: np.ndarray                        # bool: True for target trials
+    enroll: np.ndarray  # enrollment model ids (speaker ids for speaker-level enrollment)
+    test: np.ndarray  # test utterance or probe ids
+    score: np.ndarray  # float64; NaN: unscored
+    label: np.ndarray  # bool: True for target trials
     test_speaker: Optional[np.ndarray] = None
-    enroll_speaker: Optional[np.ndarray] = None   # None: the enrollment id is the speaker
-    tags: Mapping = field(default_factory=dict)   # name -> array, one value per trial
+    enroll_speaker: Optional[np.ndarray] = None  # None: the enrollment id is the speaker
+    tags: Mapping = field(default_factory=dict)  # name -> array, one value per trial
 
     def __post_init__(self):
         n = len(self.score)
@@ -49,11 +49,23 @@ class Trials:
             if getattr(self, name) is not None:
                 put(self, name, _frozen(getattr(self, name), object))
         put(self, "tags", MappingProxyType({k: _frozen(v) for k, v in dict(self.tags).items()}))
-        columns = {"enroll": self.enroll, "test": self.test, "label": self.label, **self.tags,
-                   **{k: v for k in ("test_speaker", "enroll_speaker") if (v := getattr(self, k)) is not None}}
+        columns = {
+            "enroll": self.enroll,
+            "test": self.test,
+            "label": self.label,
+            **self.tags,
+            **{
+                k: v
+                for k in ("test_speaker", "enroll_speaker")
+                if (v := getattr(self, k)) is not None
+            },
+        }
         wrong = {k: len(v) for k, v in columns.items() if len(v) != n}
         if wrong:
-            raise DataError(f"{n} scores but {wrong} values per trial", hint="every column needs one value per trial")
+            raise DataError(
+                f"{n} scores but {wrong} values per trial",
+                hint="every column needs one value per trial",
+            )
 
     def __len__(self) -> int:
         return int(self.score.size)
@@ -64,8 +76,14 @@ class Trials:
     def from_pairs(cls, pairs, scores, utt2spk: dict, **tags) -> "Trials":
         """From ``(enroll speaker, test id, is_target)`` pairs, speaker-level enrollment."""
         pairs = list(pairs)
-        return cls([p[0] for p in pairs], [p[1] for p in pairs], scores, [bool(p[2]) for p in pairs],
-                   test_speaker=[utt2spk[p[1]] for p in pairs], tags=tags)
+        return cls(
+            [p[0] for p in pairs],
+            [p[1] for p in pairs],
+            scores,
+            [bool(p[2]) for p in pairs],
+            test_speaker=[utt2spk[p[1]] for p in pairs],
+            tags=tags,
+        )
 
     def select(self, mask) -> "Trials":
         """The trials where ``mask`` is True (or at the given indices)."""
@@ -74,9 +92,15 @@ class Trials:
         def pick(a):
             return None if a is None else a[idx]
 
-        return Trials(self.enroll[idx], self.test[idx], self.score[idx], self.label[idx],
-                      test_speaker=pick(self.test_speaker), enroll_speaker=pick(self.enroll_speaker),
-                      tags={k: v[idx] for k, v in self.tags.items()})
+        return Trials(
+            self.enroll[idx],
+            self.test[idx],
+            self.score[idx],
+            self.label[idx],
+            test_speaker=pick(self.test_speaker),
+            enroll_speaker=pick(self.enroll_speaker),
+            tags={k: v[idx] for k, v in self.tags.items()},
+        )
 
     def scored(self) -> "Trials":
         """The trials with a finite score (the unscored ones are left out)."""
@@ -129,6 +153,9 @@ class Trials:
         if utt2spk is not None:
             missing = [t for t in dict.fromkeys(found.test.tolist()) if t not in utt2spk]
             if missing:
-                raise DataError(f"{len(missing)} test ids have no speaker in utt2spk, e.g. {missing[:3]}", path=path)
+                raise DataError(
+                    f"{len(missing)} test ids have no speaker in utt2spk, e.g. {missing[:3]}",
+                    path=path,
+                )
             speakers = [utt2spk[t] for t in found.test.tolist()]
         return cls(found.enroll, found.test, found.scores, found.labels, test_speaker=speakers)

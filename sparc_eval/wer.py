@@ -36,15 +36,36 @@ def _counts(reference: str, hypothesis: str) -> dict:
     ref, hyp = normalize(reference), normalize(hypothesis)
     words = len(ref.split())
     if words == 0:
-        return {"words": 0, "substitutions": 0, "deletions": 0, "insertions": len(hyp.split()),
-                "errors": len(hyp.split()), "ref": ref, "hyp": hyp}
+        return {
+            "words": 0,
+            "substitutions": 0,
+            "deletions": 0,
+            "insertions": len(hyp.split()),
+            "errors": len(hyp.split()),
+            "ref": ref,
+            "hyp": hyp,
+        }
     if not hyp:
-        return {"words": words, "substitutions": 0, "deletions": words, "insertions": 0, "errors": words,
-                "ref": ref, "hyp": hyp}
+        return {
+            "words": words,
+            "substitutions": 0,
+            "deletions": words,
+            "insertions": 0,
+            "errors": words,
+            "ref": ref,
+            "hyp": hyp,
+        }
     out = jiwer.process_words(ref, hyp)
     s, d, i = out.substitutions, out.deletions, out.insertions
-    return {"words": words, "substitutions": s, "deletions": d, "insertions": i, "errors": s + d + i,
-            "ref": ref, "hyp": hyp}
+    return {
+        "words": words,
+        "substitutions": s,
+        "deletions": d,
+        "insertions": i,
+        "errors": s + d + i,
+        "ref": ref,
+        "hyp": hyp,
+    }
 
 
 def wer_from_pairs(pairs) -> dict:
@@ -109,13 +130,17 @@ def anonymized_corpus_wer(manifest, asr=None, *, progress: bool = False) -> dict
     result = {"anonymized": corpus_wer(manifest, asr, progress=progress)}
     own = {u.id: u.extra["asr_text"] for u in manifest if "asr_text" in u.extra}
     if own:
-        result["anonymizer_asr"] = corpus_wer(manifest.subset(lambda u: u.id in own), hypotheses=own)
+        result["anonymizer_asr"] = corpus_wer(
+            manifest.subset(lambda u: u.id in own), hypotheses=own
+        )
     return result
 
 
 def summary(result: dict) -> str:
     if result.get("wer") is None:
         return "WER n/a (no reference words)"
-    return (f"WER {100 * result['wer']:.2f}% ({result['errors']} errors / {result['words']} words, "
-            f"{result['substitutions']} sub, {result['deletions']} del, {result['insertions']} ins, "
-            f"{result['utterances']} utterances)")
+    return (
+        f"WER {100 * result['wer']:.2f}% ({result['errors']} errors / {result['words']} words, "
+        f"{result['substitutions']} sub, {result['deletions']} del, {result['insertions']} ins, "
+        f"{result['utterances']} utterances)"
+    )

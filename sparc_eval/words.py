@@ -58,29 +58,37 @@ def spoken_text(utt, text_choice: str = "spoken") -> str:
     if own is not None:
         return own
     if text_choice == "asr":
-        raise DataError(f"utterance {utt.id!r} has no extra.asr_text",
-                        hint="phone_text: asr needs a corpus anonymized by a transcribing anonymizer")
+        raise DataError(
+            f"utterance {utt.id!r} has no extra.asr_text",
+            hint="phone_text: asr needs a corpus anonymized by a transcribing anonymizer",
+        )
     if utt.extra.get("keeps_words") is True:
         return utt.text
     name = utt.extra.get("anonymizer")
-    raise DataError(f"utterance {utt.id!r}: anonymizer {name!r} wrote no transcript (extra.asr_text) and does "
-                    f"not declare that it keeps the input's words (extra.keeps_words)",
-                    hint="set keeps_words = True on the anonymizer class if its output says the input's words "
-                         "(voice conversion), or write its transcript to utterance.extra['asr_text'], and "
-                         "anonymize again; for a corpus anonymized by another tool set anon_keeps_words: True "
-                         "(or False with asr_text); phone_text: reference forces the reference text and is "
-                         "recorded as a deviation")
+    raise DataError(
+        f"utterance {utt.id!r}: anonymizer {name!r} wrote no transcript (extra.asr_text) and does "
+        f"not declare that it keeps the input's words (extra.keeps_words)",
+        hint="set keeps_words = True on the anonymizer class if its output says the input's words "
+        "(voice conversion), or write its transcript to utterance.extra['asr_text'], and "
+        "anonymize again; for a corpus anonymized by another tool set anon_keeps_words: True "
+        "(or False with asr_text); phone_text: reference forces the reference text and is "
+        "recorded as a deviation",
+    )
 
 
 def spoken_manifest(manifest, text_choice: str = "spoken"):
     """``manifest`` with each utterance's ``text`` replaced by the words it says."""
-    out = [u if (t := spoken_text(u, text_choice)) == u.text else replace(u, text=t) for u in manifest]
+    out = [
+        u if (t := spoken_text(u, text_choice)) == u.text else replace(u, text=t) for u in manifest
+    ]
     return _like(manifest, out)
 
 
 def _like(manifest, utterances):
     """A manifest of ``utterances`` with ``manifest``'s name and loader marks."""
-    return type(manifest)(utterances, name=manifest.name, read_passages=getattr(manifest, "read_passages", False))
+    return type(manifest)(
+        utterances, name=manifest.name, read_passages=getattr(manifest, "read_passages", False)
+    )
 
 
 def reference_text_deviation(utterances, text_choice: str) -> dict:
@@ -90,11 +98,16 @@ def reference_text_deviation(utterances, text_choice: str) -> dict:
         return {}
     anonymized = [u for u in utterances if is_anonymized(u)]
     transcribed = sum(1 for u in anonymized if u.extra.get("asr_text") not in (None, u.text))
-    undeclared = sum(1 for u in anonymized if u.extra.get("asr_text") is None and u.extra.get("keeps_words") is not True)
+    undeclared = sum(
+        1
+        for u in anonymized
+        if u.extra.get("asr_text") is None and u.extra.get("keeps_words") is not True
+    )
     if not transcribed + undeclared:
         return {}
-    return {"reference_text_of_anonymized_speech":
-            f"{transcribed + undeclared} anonymized utterances are read as their reference transcripts, not as the "
-            f"words the anonymized speech says ({transcribed} have the anonymizer's own transcript, {undeclared} an "
-            f"anonymizer that does not declare keeping the words): asked for by name (reference), so the attack "
-            f"may score the original content"}
+    return {
+        "reference_text_of_anonymized_speech": f"{transcribed + undeclared} anonymized utterances are read as their reference transcripts, not as the "
+        f"words the anonymized speech says ({transcribed} have the anonymizer's own transcript, {undeclared} an "
+        f"anonymizer that does not declare keeping the words): asked for by name (reference), so the attack "
+        f"may score the original content"
+    }

@@ -20,13 +20,16 @@ def data_dir() -> Path:
 
 # --- the built-in demo corpus (built once per session; tests/test_demo.py) -----------------------
 
+
 @pytest.fixture(scope="session")
 def demo_reading_corpus(tmp_path_factory):
     """The default demo corpus in reading mode (48 speakers x 20 utterances, seed 0): its Manifest,
     whose ``name`` is the path of its manifest.jsonl."""
     from sparc_eval.demo import build_demo_corpus
 
-    return build_demo_corpus(tmp_path_factory.mktemp("demo_reading"), mode="reading", progress=False)
+    return build_demo_corpus(
+        tmp_path_factory.mktemp("demo_reading"), mode="reading", progress=False
+    )
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +37,9 @@ def demo_conversation_corpus(tmp_path_factory):
     """The default demo corpus in conversation mode (48 speakers x 20 utterances, seed 0)."""
     from sparc_eval.demo import build_demo_corpus
 
-    return build_demo_corpus(tmp_path_factory.mktemp("demo_conversation"), mode="conversation",
-                             progress=False)
+    return build_demo_corpus(
+        tmp_path_factory.mktemp("demo_conversation"), mode="conversation", progress=False
+    )
 
 
 @pytest.fixture(scope="session")

@@ -76,14 +76,27 @@ class FaultProxy:
                 fault = proxy._fault_for(self.path)
                 if fault and "status" in fault:
                     proxy._record(arrival, self.path, fault["status"], auth)
-                    extra = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
-                    return self._send(fault["status"], json.dumps({"error": "injected"}).encode(), extra)
+                    extra = (
+                        {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+                    )
+                    return self._send(
+                        fault["status"], json.dumps({"error": "injected"}).encode(), extra
+                    )
                 if fault and "delay" in fault:
                     time.sleep(fault["delay"])
-                headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")}
+                headers = {
+                    k: v
+                    for k, v in self.headers.items()
+                    if k.lower() in ("authorization", "content-type")
+                }
                 try:
-                    resp = httpx.request(self.command, proxy.upstream + self.path, content=body, headers=headers,
-                                         timeout=600.0)
+                    resp = httpx.request(
+                        self.command,
+                        proxy.upstream + self.path,
+                        content=body,
+                        headers=headers,
+                        timeout=600.0,
+                    )
                 except httpx.HTTPError:
                     proxy._record(arrival, self.path, 502, auth)
                     return self._send(502, b'{"error": "upstream unreachable"}', {})

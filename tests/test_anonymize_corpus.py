@@ -26,8 +26,14 @@ from sparc_eval.manifest import AudioRef, Manifest, Utterance
 
 REPO = Path(__file__).resolve().parents[1]
 # in the order the Kaldi dir lists them
-IDS = ["2414-128291-0009", "3005-163389-0007", "3331-159605-0004", "367-130732-0000",
-       "367-130732-0006", "533-1066-0000"]
+IDS = [
+    "2414-128291-0009",
+    "3005-163389-0007",
+    "3331-159605-0004",
+    "367-130732-0000",
+    "367-130732-0006",
+    "533-1066-0000",
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +77,20 @@ def test_identity_run_writes_16k_wavs_and_the_manifest(corpus, tmp_path):
     assert [u.id for u in out] == [u.id for u in corpus] == IDS
     ledger = read_ledger(out_dir)
     for src, dst in zip(corpus, out):
-        assert (dst.speaker, dst.text, dst.episode, dst.sex) == (src.speaker, src.text, src.episode, src.sex)
-        assert dst.extra == {"anonymizer": "identity", "keeps_words": True, "anonymization_key": ledger[dst.id]["key"]}
-        assert Path(dst.audio.path).is_file() and Path(dst.audio.path).is_relative_to(out_dir / "wav")
+        assert (dst.speaker, dst.text, dst.episode, dst.sex) == (
+            src.speaker,
+            src.text,
+            src.episode,
+            src.sex,
+        )
+        assert dst.extra == {
+            "anonymizer": "identity",
+            "keeps_words": True,
+            "anonymization_key": ledger[dst.id]["key"],
+        }
+        assert Path(dst.audio.path).is_file() and Path(dst.audio.path).is_relative_to(
+            out_dir / "wav"
+        )
         info = sf.info(dst.audio.path)
         assert info.samplerate == 16000 and info.subtype == "PCM_16" and info.channels == 1
         assert dst.duration == pytest.approx(src.duration, abs=1e-3)
@@ -82,9 +99,16 @@ def test_identity_run_writes_16k_wavs_and_the_manifest(corpus, tmp_path):
         b, _ = sf.read(dst.audio.path, dtype="int16")
         assert np.array_equal(a, b)
     lines = (out_dir / "manifest.jsonl").read_text().splitlines()
-    assert json.loads(lines[0])["audio"]["path"] == f"wav/{IDS[0].split('-')[0]}/{IDS[0]}.wav"  # relocatable
+    assert (
+        json.loads(lines[0])["audio"]["path"] == f"wav/{IDS[0].split('-')[0]}/{IDS[0]}.wav"
+    )  # relocatable
     report = json.loads((out_dir / "anonymization.json").read_text())
-    assert report["processed"] == 6 and report["failed"] == 0 and report["complete"] and report["rtf"] >= 0
+    assert (
+        report["processed"] == 6
+        and report["failed"] == 0
+        and report["complete"]
+        and report["rtf"] >= 0
+    )
     assert (out_dir / "failures.jsonl").read_text() == ""
     assert load_corpus(out_dir).by_id().keys() == out.by_id().keys()
 
@@ -128,8 +152,15 @@ def test_bad_files_are_listed_and_the_rest_finishes(source, tmp_path):
     (bad_dir / "corrupt.flac").write_bytes(b"fLaC" + bytes(range(256)) * 4)
     (bad_dir / "empty.wav").write_bytes(b"")
     utts = list(source)
-    utts.insert(2, Utterance(id="corrupt-1", speaker="x", text="A", audio=AudioRef(str(bad_dir / "corrupt.flac"))))
-    utts.append(Utterance(id="empty-1", speaker="x", text="B", audio=AudioRef(str(bad_dir / "empty.wav"))))
+    utts.insert(
+        2,
+        Utterance(
+            id="corrupt-1", speaker="x", text="A", audio=AudioRef(str(bad_dir / "corrupt.flac"))
+        ),
+    )
+    utts.append(
+        Utterance(id="empty-1", speaker="x", text="B", audio=AudioRef(str(bad_dir / "empty.wav")))
+    )
     out_dir = tmp_path / "out"
     out = anonymize_corpus(Manifest(utts), McAdams(), out_dir, progress=False)
     assert [u.id for u in out] == IDS
@@ -159,15 +190,24 @@ def test_bad_anonymizer_outputs_are_failures_with_names(corpus, tmp_path):
     assert [u.id for u in out] == ["3005-163389-0007", "533-1066-0000"]
     for u in out:
         key = u.extra.pop("anonymization_key")
-        assert u.extra == {"asr_text": "words", "anonymizer": "broken", "keeps_words": None} and u.text and len(key) == 64
+        assert (
+            u.extra == {"asr_text": "words", "anonymizer": "broken", "keeps_words": None}
+            and u.text
+            and len(key) == 64
+        )
         assert u.duration == pytest.approx(0.5 * 16000 / 22050, abs=1e-3)
-    failures = {json.loads(line)["id"]: json.loads(line) for line in
-                (tmp_path / "b" / "failures.jsonl").read_text().splitlines()}
+    failures = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (tmp_path / "b" / "failures.jsonl").read_text().splitlines()
+    }
     assert failures["3331-159605-0004"]["error"] == "AnonymizerOutputError"
     assert "NaN" in failures["3331-159605-0004"]["reason"]
     assert failures["367-130732-0006"]["error"] == "AnonymizerOutputError"
-    assert failures["2414-128291-0009"] == {**failures["2414-128291-0009"], "error": "RuntimeError",
-                                            "reason": "backend exploded"}
+    assert failures["2414-128291-0009"] == {
+        **failures["2414-128291-0009"],
+        "error": "RuntimeError",
+        "reason": "backend exploded",
+    }
 
 
 def test_full_disk_stops_and_keeps_what_is_finished(corpus, tmp_path, monkeypatch):
@@ -191,14 +231,22 @@ def test_full_disk_stops_and_keeps_what_is_finished(corpus, tmp_path, monkeypatc
 
 def test_segments_are_cut_and_keyed(source, tmp_path):
     utt = source.by_id()["3005-163389-0007"]
-    seg = [Utterance(id=f"seg-{k}", speaker="3005", text="X", episode="e",
-                     audio=AudioRef(utt.audio.path, start=0.5 * k, stop=0.5 * k + 0.5)) for k in range(3)]
+    seg = [
+        Utterance(
+            id=f"seg-{k}",
+            speaker="3005",
+            text="X",
+            episode="e",
+            audio=AudioRef(utt.audio.path, start=0.5 * k, stop=0.5 * k + 0.5),
+        )
+        for k in range(3)
+    ]
     out = anonymize_corpus(Manifest(seg), Identity(), tmp_path / "seg", progress=False)
     assert [u.duration for u in out] == [0.5, 0.5, 0.5]
     wav, _ = read_utterance(utt)
     for k, u in enumerate(out):
         got, _ = sf.read(u.audio.path, dtype="float32")
-        assert np.allclose(got, wav[8000 * k: 8000 * (k + 1)], atol=1 / 32767)
+        assert np.allclose(got, wav[8000 * k : 8000 * (k + 1)], atol=1 / 32767)
         assert u.audio.start is None and u.audio.stop is None
 
 
@@ -210,10 +258,14 @@ def test_shards_together_equal_the_full_run(corpus, tmp_path):
     s1 = anonymize_corpus(corpus, McAdams(), out_dir, shard=(1, 2), progress=False)
     assert [u.id for u in s1] == IDS[1::2]
     merged = load_corpus(out_dir)  # merged automatically once both shards were there
-    assert [u.to_dict() | {"audio": None} for u in merged] == [u.to_dict() | {"audio": None} for u in full]
+    assert [u.to_dict() | {"audio": None} for u in merged] == [
+        u.to_dict() | {"audio": None} for u in full
+    ]
     assert _bytes(merged) == _bytes(full)
     again = merge_shards(out_dir)
-    assert again.report["shards"] == 2 and again.report["finished"] == 6 and again.report["complete"]
+    assert (
+        again.report["shards"] == 2 and again.report["finished"] == 6 and again.report["complete"]
+    )
     with pytest.raises(DataError, match="0-based"):
         parse_shard("2/2")
     with pytest.raises(DataError, match="shards \\[1, 2\\] of 3"):
@@ -223,13 +275,21 @@ def test_shards_together_equal_the_full_run(corpus, tmp_path):
 
 def test_ray_runner_gives_the_local_outputs(corpus, tmp_path):
     ray = pytest.importorskip("ray")
-    local = anonymize_corpus(corpus, McAdams(random_per_speaker=(0.6, 0.9)), tmp_path / "local", progress=False)
+    local = anonymize_corpus(
+        corpus, McAdams(random_per_speaker=(0.6, 0.9)), tmp_path / "local", progress=False
+    )
     started = not ray.is_initialized()
     if started:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        remote = anonymize_corpus(corpus, McAdams(random_per_speaker=(0.6, 0.9)), tmp_path / "ray",
-                                  runner="ray", batch_size=2, progress=False)
+        remote = anonymize_corpus(
+            corpus,
+            McAdams(random_per_speaker=(0.6, 0.9)),
+            tmp_path / "ray",
+            runner="ray",
+            batch_size=2,
+            progress=False,
+        )
     finally:
         if started:
             ray.shutdown()
@@ -249,35 +309,89 @@ def _cli(*args):
 def test_cli(corpus, tmp_path, capsys):
     src = Path(corpus.name).parent
     out_dir = tmp_path / "cli"
-    assert _cli("--anonymizer", "mcadams", "--param", "alpha=0.7", "--input", src, "--out", out_dir,
-                "--no-progress", "--shard", "1/2") == 0
+    assert (
+        _cli(
+            "--anonymizer",
+            "mcadams",
+            "--param",
+            "alpha=0.7",
+            "--input",
+            src,
+            "--out",
+            out_dir,
+            "--no-progress",
+            "--shard",
+            "1/2",
+        )
+        == 0
+    )
     lines = dict(line.split(": ", 1) for line in capsys.readouterr().out.strip().splitlines())
     assert lines["processed"] == "3" and lines["manifest"].endswith("manifest.shard-1-of-2.jsonl")
-    assert json.loads((out_dir / "anonymization.shard-1-of-2.json").read_text())["settings"]["alpha"] == 0.7
-    assert _cli("--anonymizer", "mcadams", "--param", "alpha=0.7", "--input", src, "--out", out_dir,
-                "--no-progress", "--shard", "0/2") == 0
-    assert capsys.readouterr().out.strip().splitlines()[-1] == f"manifest: {out_dir / 'manifest.jsonl'}"
+    assert (
+        json.loads((out_dir / "anonymization.shard-1-of-2.json").read_text())["settings"]["alpha"]
+        == 0.7
+    )
+    assert (
+        _cli(
+            "--anonymizer",
+            "mcadams",
+            "--param",
+            "alpha=0.7",
+            "--input",
+            src,
+            "--out",
+            out_dir,
+            "--no-progress",
+            "--shard",
+            "0/2",
+        )
+        == 0
+    )
+    assert (
+        capsys.readouterr().out.strip().splitlines()[-1]
+        == f"manifest: {out_dir / 'manifest.jsonl'}"
+    )
     assert len(load_corpus(out_dir)) == 6
     with pytest.raises(DataError, match="unknown anonymizer 'nope'"):
         _cli("--anonymizer", "nope", "--input", src, "--out", out_dir)
-    assert anonymize_cli.parse_params(["a=0.5", "r=[0.5, 0.9]", "tts_options.variant=f3", "s=x"]) == \
-        {"a": 0.5, "r": [0.5, 0.9], "tts_options": {"variant": "f3"}, "s": "x"}
+    assert anonymize_cli.parse_params(
+        ["a=0.5", "r=[0.5, 0.9]", "tts_options.variant=f3", "s=x"]
+    ) == {"a": 0.5, "r": [0.5, 0.9], "tts_options": {"variant": "f3"}, "s": "x"}
 
 
 def test_recipe(corpus, tmp_path):
     out_dir = tmp_path / "recipe"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "recipes" / "anonymize.py"), str(REPO / "hparams" / "anon" / "mcadams.yaml"),
-         f"--input_folder={Path(corpus.name).parent}", f"--output_folder={out_dir}", "--random_per_speaker=[0.5,0.9]",
-         "--progress=False"], capture_output=True, text=True, cwd=REPO, timeout=120)
+        [
+            sys.executable,
+            str(REPO / "recipes" / "anonymize.py"),
+            str(REPO / "hparams" / "anon" / "mcadams.yaml"),
+            f"--input_folder={Path(corpus.name).parent}",
+            f"--output_folder={out_dir}",
+            "--random_per_speaker=[0.5,0.9]",
+            "--progress=False",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out_dir / "manifest.jsonl")
     out = load_corpus(out_dir)
     assert len(out) == 6 and all(0.5 <= u.extra["mcadams_alpha"] <= 0.9 for u in out)
     assert (out_dir / "hyperparams.yaml").is_file()
-    missing = subprocess.run([sys.executable, str(REPO / "recipes" / "anonymize.py"),
-                              str(REPO / "hparams" / "anon" / "mcadams.yaml")],
-                             capture_output=True, text=True, cwd=REPO, timeout=120)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "recipes" / "anonymize.py"),
+            str(REPO / "hparams" / "anon" / "mcadams.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert missing.returncode == 2 and "input_folder" in missing.stderr
 
 
@@ -287,10 +401,31 @@ def test_sparc_eval_cli_wiring(corpus, tmp_path, capsys):
     if "anonymize" not in cli.COMMANDS:
         pytest.skip("sparc-eval anonymize is not wired into sparc_eval/cli.py yet")
     src = Path(corpus.name).parent
-    assert cli.main(["anonymize", "--anonymizer", "identity", "--input", str(src), "--out", str(tmp_path / "o"),
-                     "--no-progress"]) == 0
-    assert capsys.readouterr().out.strip().splitlines()[-1] == f"manifest: {tmp_path / 'o' / 'manifest.jsonl'}"
-    assert cli.main(["anonymize", "--anonymizer", "nope", "--input", str(src), "--out", str(tmp_path / "o")]) == 2
+    assert (
+        cli.main(
+            [
+                "anonymize",
+                "--anonymizer",
+                "identity",
+                "--input",
+                str(src),
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert (
+        capsys.readouterr().out.strip().splitlines()[-1]
+        == f"manifest: {tmp_path / 'o' / 'manifest.jsonl'}"
+    )
+    assert (
+        cli.main(
+            ["anonymize", "--anonymizer", "nope", "--input", str(src), "--out", str(tmp_path / "o")]
+        )
+        == 2
+    )
     assert "unknown anonymizer 'nope'" in capsys.readouterr().err
 
 
@@ -329,15 +464,26 @@ class PitchShift(Anonymizer):
 
 
 def test_readme_example_anonymizer(corpus, tmp_path):
-    out = anonymize_corpus(corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False)
+    out = anonymize_corpus(
+        corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False
+    )
     assert len(out) == 6
     for src, dst in zip(corpus, out):
         assert 2 <= dst.extra["semitones"] <= 5 and dst.extra["anonymizer"] == "pitch_shift"
         assert dst.extra["keeps_words"] is True
-        assert dst.duration == pytest.approx(src.duration / 2 ** (dst.extra["semitones"] / 12), abs=0.01)
-    assert PitchShift().settings() == {"class": f"{PitchShift.__module__}.PitchShift", "version": 1,
-                                       "semitones": 3.0, "random_per_speaker": None, "seed": 0}
-    again = anonymize_corpus(corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False)
+        assert dst.duration == pytest.approx(
+            src.duration / 2 ** (dst.extra["semitones"] / 12), abs=0.01
+        )
+    assert PitchShift().settings() == {
+        "class": f"{PitchShift.__module__}.PitchShift",
+        "version": 1,
+        "semitones": 3.0,
+        "random_per_speaker": None,
+        "seed": 0,
+    }
+    again = anonymize_corpus(
+        corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False
+    )
     assert again.report["processed"] == 0
 
 
@@ -347,7 +493,11 @@ def test_a_corrupt_flac_in_a_librispeech_tree_is_a_listed_failure(tmp_path):
     chapter = tmp_path / "LibriSpeech" / "test-other" / "1" / "2"
     chapter.mkdir(parents=True)
     for i in range(3):
-        sf.write(chapter / f"1-2-000{i}.flac", 0.1 * np.sin(np.arange(8000) / 5.0).astype(np.float32), 16000)
+        sf.write(
+            chapter / f"1-2-000{i}.flac",
+            0.1 * np.sin(np.arange(8000) / 5.0).astype(np.float32),
+            16000,
+        )
     (chapter / "1-2-0001.flac").write_bytes(b"fLaC" + bytes(range(256)) * 4)
     (chapter / "1-2.trans.txt").write_text("1-2-0000 ONE\n1-2-0001 TWO\n1-2-0002 THREE\n")
     corpus = chapter.parents[1]
@@ -356,6 +506,10 @@ def test_a_corrupt_flac_in_a_librispeech_tree_is_a_listed_failure(tmp_path):
     with pytest.warns(UserWarning, match="1 audio file"):
         kept = load_corpus(corpus, keep_unreadable=True)
     out = anonymize_corpus(kept, Identity(), tmp_path / "out", progress=False)
-    failures = [json.loads(line) for line in (tmp_path / "out/failures.jsonl").read_text().splitlines()]
-    assert [f["id"] for f in failures] == ["1-2-0001"] and "cannot read audio" in failures[0]["reason"]
+    failures = [
+        json.loads(line) for line in (tmp_path / "out/failures.jsonl").read_text().splitlines()
+    ]
+    assert [f["id"] for f in failures] == ["1-2-0001"] and "cannot read audio" in failures[0][
+        "reason"
+    ]
     assert sorted(u.id for u in out) == ["1-2-0000", "1-2-0002"]

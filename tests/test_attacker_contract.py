@@ -16,8 +16,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys, recipe):
-    args = [str(REPO / "hparams/bag_of_phones.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
-            f"--cache_folder={tmp_path / 'cache'}", "--n_boot=100"]
+    args = [
+        str(REPO / "hparams/bag_of_phones.yaml"),
+        f"--data_folder={demo_dir}",
+        f"--output_folder={tmp_path}",
+        f"--cache_folder={tmp_path / 'cache'}",
+        "--n_boot=100",
+    ]
     assert recipe("train_attacker").main(args) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
@@ -32,8 +37,8 @@ def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys, r
 def test_bag_of_phones_in_the_leakage_comparison(demo_dir, tmp_path, capsys, recipe):
     hp = tmp_path / "leakage.yaml"
     hp.write_text(f"""seed: 0
-output_folder: {tmp_path / 'out'}
-cache_folder: {tmp_path / 'cache'}
+output_folder: {tmp_path / "out"}
+cache_folder: {tmp_path / "cache"}
 progress: False
 plots: False
 n_boot: 100
@@ -46,7 +51,7 @@ attackers:
         hparams: {REPO}/hparams/bag_of_phones.yaml
     bag_inline:
         attacker: !new:attackers.bag_of_phones.BagOfPhones
-            cache_folder: {tmp_path / 'cache'}
+            cache_folder: {tmp_path / "cache"}
 """)
     assert recipe("compare_leakage").main([str(hp)]) == 0, capsys.readouterr().err
     doc = json.loads((tmp_path / "out/results.json").read_text())
@@ -76,9 +81,13 @@ class _AudioOnly:
 
 
 def test_not_applicable_is_decided_before_any_work(data_dir, tmp_path):
-    hp, plan, _ = load_attack(REPO / "hparams/bag_of_phones.yaml",
-                              {"data_folder": str(data_dir / "edacc/spane_lists/edacc-test.txt"),
-                               "cache_folder": str(tmp_path)})
+    hp, plan, _ = load_attack(
+        REPO / "hparams/bag_of_phones.yaml",
+        {
+            "data_folder": str(data_dir / "edacc/spane_lists/edacc-test.txt"),
+            "cache_folder": str(tmp_path),
+        },
+    )
     why = not_applicable(check_attacker(_AudioOnly()), plan)
     assert "audio-only features need audio" in why and "text-only" in why
     with pytest.raises(DataError, match="is not an attacker"):
@@ -86,7 +95,9 @@ def test_not_applicable_is_decided_before_any_work(data_dir, tmp_path):
 
 
 def test_trials_are_immutable_and_written_at_full_precision(tmp_path):
-    t = Trials(["a", "b"], ["u1", "u2"], [0.1234567890123, np.nan], [True, False], test_speaker=["a", "b"])
+    t = Trials(
+        ["a", "b"], ["u1", "u2"], [0.1234567890123, np.nan], [True, False], test_speaker=["a", "b"]
+    )
     with pytest.raises(ValueError):
         t.score[0] = 1.0
     assert t.write(tmp_path / "s.txt") == 1

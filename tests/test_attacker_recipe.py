@@ -9,8 +9,14 @@ import pytest
 from sparc_eval.errors import DataError
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["--channels=[32,32,32,32,96]", "--emb_dim=32", "--number_of_epochs=2", "--batch_size=16",
-        "--n_boot=50", "--progress=False"]
+TINY = [
+    "--channels=[32,32,32,32,96]",
+    "--emb_dim=32",
+    "--number_of_epochs=2",
+    "--batch_size=16",
+    "--n_boot=50",
+    "--progress=False",
+]
 
 
 def plan_data(hp: dict):
@@ -21,7 +27,9 @@ def plan_data(hp: dict):
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("train_attacker", REPO / "recipes/train_attacker.py")
+    spec = importlib.util.spec_from_file_location(
+        "train_attacker", REPO / "recipes/train_attacker.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,7 +49,12 @@ def demo_dir(demo_reading_corpus):
 @pytest.fixture(scope="module")
 def phones_run(demo_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("phones")
-    return out, [f"--data_folder={demo_dir}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}", *TINY]
+    return out, [
+        f"--data_folder={demo_dir}",
+        f"--output_folder={out}",
+        f"--cache_folder={out / 'cache'}",
+        *TINY,
+    ]
 
 
 def test_phone_attacker_end_to_end(phones_run, capsys):
@@ -52,12 +65,23 @@ def test_phone_attacker_end_to_end(phones_run, capsys):
     results = json.loads((out / "results.json").read_text())
     assert set(results) >= {"run", "overall", "per_speaker", "segments", "not_applicable"}
     run = results["run"]
-    assert run["features"] == "phones" and run["scenario"] == "original" and run["n_train_speakers"] == 24
-    assert run["n_enroll_speakers"] == 24 and set(run["timings_s"]) >= {"training", "embeddings", "scoring"}
+    assert (
+        run["features"] == "phones"
+        and run["scenario"] == "original"
+        and run["n_train_speakers"] == 24
+    )
+    assert run["n_enroll_speakers"] == 24 and set(run["timings_s"]) >= {
+        "training",
+        "embeddings",
+        "scoring",
+    }
     overall = results["overall"]
     # 24 evaluation speakers x 20 utterances, split 10/10: every trial against every enrollment model
     assert overall["n_target"] == 240 and overall["n_nontarget"] == 240 * 23
-    assert 0.0 <= overall["eer"] <= 1.0 and overall["ci95"]["eer"][0] <= overall["eer"] <= overall["ci95"]["eer"][1]
+    assert (
+        0.0 <= overall["eer"] <= 1.0
+        and overall["ci95"]["eer"][0] <= overall["eer"] <= overall["ci95"]["eer"][1]
+    )
     assert len(results["per_speaker"]) == 24 and "sex" in results["segments"]
     scores = (out / "scores.txt").read_text().splitlines()
     assert len(scores) == 240 * 24 and scores[0].split()[3] in ("target", "nontarget")
@@ -86,21 +110,39 @@ def test_unknown_hparams_key_is_named(phones_run, capsys):
 
 
 def test_audio_features_on_a_text_only_corpus_are_refused(data_dir, tmp_path, capsys):
-    code, lines, err = _run(capsys, "mel.yaml", f"--data_folder={data_dir / 'edacc/spane_lists/edacc-test.txt'}",
-                            f"--output_folder={tmp_path}", *TINY)
+    code, lines, err = _run(
+        capsys,
+        "mel.yaml",
+        f"--data_folder={data_dir / 'edacc/spane_lists/edacc-test.txt'}",
+        f"--output_folder={tmp_path}",
+        *TINY,
+    )
     assert code == 2 and "mel features need audio" in err and "text-only" in err
 
 
 def test_mel_attacker_runs_on_demo_audio(demo_dir, tmp_path, capsys):
-    code, lines, err = _run(capsys, "mel.yaml", f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
-                            f"--cache_folder={tmp_path / 'cache'}", *TINY, "--number_of_epochs=1",
-                            "--chunk_seconds=1.5", "--plots=False", "--min_verdict_speakers=30")
+    code, lines, err = _run(
+        capsys,
+        "mel.yaml",
+        f"--data_folder={demo_dir}",
+        f"--output_folder={tmp_path}",
+        f"--cache_folder={tmp_path / 'cache'}",
+        *TINY,
+        "--number_of_epochs=1",
+        "--chunk_seconds=1.5",
+        "--plots=False",
+        "--min_verdict_speakers=30",
+    )
     assert code == 0, err
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["run"]["features"] == "mel" and results["overall"]["n_target"] == 240
     # 24 test speakers under a rule asking for 30: the report says so and prints the counted bound
     small = results["overall"]["small_evaluation"]
-    assert small["n_speakers"] == 24 and small["min_speakers"] == 30 and small["eer_bound95"][1] > results["overall"]["eer"]
+    assert (
+        small["n_speakers"] == 24
+        and small["min_speakers"] == 30
+        and small["eer_bound95"][1] > results["overall"]["eer"]
+    )
     report = (tmp_path / "report.md").read_text()
     assert "**Small evaluation.** small evaluation (24 test speakers, 240 target" in report
     assert "too few speakers for a verdict" in report
@@ -122,18 +164,30 @@ def test_short_inputs_do_not_crash_ecapa():
 
 
 def test_semi_informed_needs_the_anonymized_corpus(demo_dir, tmp_path, capsys):
-    code, lines, err = _run(capsys, "phones.yaml", f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
-                            "--scenario=semi-informed", *TINY)
+    code, lines, err = _run(
+        capsys,
+        "phones.yaml",
+        f"--data_folder={demo_dir}",
+        f"--output_folder={tmp_path}",
+        "--scenario=semi-informed",
+        *TINY,
+    )
     assert code == 2 and "anon_eval_folder" in err
     with pytest.raises(DataError):
-        plan_data({"scenario": "bogus", "cache_folder": str(tmp_path), "data_folder": str(demo_dir)})
+        plan_data(
+            {"scenario": "bogus", "cache_folder": str(tmp_path), "data_folder": str(demo_dir)}
+        )
 
 
 def _manifest_dir(path, speakers, n, *, skip=()):
     from sparc_eval.manifest import Manifest, Utterance
 
-    utts = [Utterance(f"{s}-{i}", s, f"words of {s} number {i}", f"{s}-ep", duration=3.0)
-            for s in speakers for i in range(n) if f"{s}-{i}" not in skip]
+    utts = [
+        Utterance(f"{s}-{i}", s, f"words of {s} number {i}", f"{s}-ep", duration=3.0)
+        for s in speakers
+        for i in range(n)
+        if f"{s}-{i}" not in skip
+    ]
     path.mkdir(parents=True, exist_ok=True)
     Manifest(utts).write_jsonl(path / "manifest.jsonl")
     return path
@@ -143,13 +197,20 @@ def test_a_few_anonymizer_failures_are_left_out_and_listed(tmp_path):
     train = _manifest_dir(tmp_path / "train", ["t1", "t2", "t3"], 4)
     original = _manifest_dir(tmp_path / "eval", ["e1", "e2", "e3"], 30)
     anonymized = _manifest_dir(tmp_path / "anon", ["e1", "e2", "e3"], 30, skip={"e2-5"})
-    hp = {"cache_folder": str(tmp_path), "data_folder": str(train), "eval_folder": str(original),
-          "anon_eval_folder": str(anonymized), "scenario": "lazy-informed"}
+    hp = {
+        "cache_folder": str(tmp_path),
+        "data_folder": str(train),
+        "eval_folder": str(original),
+        "anon_eval_folder": str(anonymized),
+        "scenario": "lazy-informed",
+    }
     with pytest.warns(UserWarning, match="1 enrollment and trial utterances are missing"):
         plan = plan_data(hp)
     assert "e2-5" not in plan.split.trial_ids and "e2-5" not in plan.split.enroll["e2"]
     assert plan.split.dropped["utterance e2-5"].startswith("missing from the anonymized corpus")
-    many = _manifest_dir(tmp_path / "anon2", ["e1", "e2", "e3"], 30, skip={f"e1-{i}" for i in range(10)})
+    many = _manifest_dir(
+        tmp_path / "anon2", ["e1", "e2", "e3"], 30, skip={f"e1-{i}" for i in range(10)}
+    )
     with pytest.raises(DataError, match="10 of the 90 enrollment and trial utterances are missing"):
         plan_data({**hp, "anon_eval_folder": str(many)})
 
@@ -161,8 +222,14 @@ def test_only_the_split_needs_anonymizing(tmp_path):
 
     train = _manifest_dir(tmp_path / "train", ["t1", "t2", "t3"], 4)
     original = _manifest_dir(tmp_path / "eval", ["e1", "e2", "e3"], 30)
-    hp = {"cache_folder": str(tmp_path), "data_folder": str(train), "eval_folder": str(original),
-          "scenario": "original", "max_per_speaker": 12, "n_enroll": 6}
+    hp = {
+        "cache_folder": str(tmp_path),
+        "data_folder": str(train),
+        "eval_folder": str(original),
+        "scenario": "original",
+        "max_per_speaker": 12,
+        "n_enroll": 6,
+    }
     split = plan_data(hp).split
     used = {u for ids in split.enroll.values() for u in ids} | set(split.trial_ids)
     assert len(used) == 36
@@ -183,9 +250,15 @@ def test_model_signature_sees_nested_model_settings(demo_dir, tmp_path):
     from attackers.resume import model_signature
     from sparc_eval.attack import load_attack
 
-    overrides = {"data_folder": str(demo_dir), "output_folder": str(tmp_path), "cache_folder": str(tmp_path)}
+    overrides = {
+        "data_folder": str(demo_dir),
+        "output_folder": str(tmp_path),
+        "cache_folder": str(tmp_path),
+    }
     base = model_signature(load_attack(REPO / "hparams/phones.yaml", overrides)[0])
     assert model_signature(load_attack(REPO / "hparams/phones.yaml", overrides)[0]) == base
     edited = tmp_path / "phones.yaml"
-    edited.write_text((REPO / "hparams/phones.yaml").read_text().replace("margin: 0.2", "margin: 0.3"))
+    edited.write_text(
+        (REPO / "hparams/phones.yaml").read_text().replace("margin: 0.2", "margin: 0.3")
+    )
     assert model_signature(load_attack(edited, overrides)[0]) != base

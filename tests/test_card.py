@@ -57,15 +57,23 @@ n_boot: 100
 def _args(small_demo, out, *extra):
     hparams = out.parent / f"{out.name}_card.yaml"
     hparams.write_text(SMALL_CARD.format(repo=REPO))
-    return [str(hparams), f"--data_folder={small_demo}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}",
-            "--n_enroll=3", *extra]
+    return [
+        str(hparams),
+        f"--data_folder={small_demo}",
+        f"--output_folder={out}",
+        f"--cache_folder={out / 'cache'}",
+        "--n_enroll=3",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
 def card(small_demo, tmp_path_factory, recipe):
     pytest.importorskip("resemblyzer")
     out = tmp_path_factory.mktemp("card")
-    code = recipe("evaluate_anonymizer").main(_args(small_demo, out, "--anonymizer=[identity,mcadams]"))
+    code = recipe("evaluate_anonymizer").main(
+        _args(small_demo, out, "--anonymizer=[identity,mcadams]")
+    )
     assert code == 0
     return out, json.loads((out / "results.json").read_text())
 
@@ -76,16 +84,24 @@ def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):
     assert doc["run"]["scenarios"] == ["original", "ignorant", "lazy-informed"]
     for name in ("identity", "mcadams"):
         assert (out / "anonymized" / name / "eval" / "manifest.jsonl").is_file()
-        assert not (out / "anonymized" / name / "train").exists()  # no semi-informed: training data untouched
-        assert not (out / "anonymized" / name / "attacker").exists()  # deterministic: the attacker reads eval
+        assert not (
+            out / "anonymized" / name / "train"
+        ).exists()  # no semi-informed: training data untouched
+        assert not (
+            out / "anonymized" / name / "attacker"
+        ).exists()  # deterministic: the attacker reads eval
         assert doc["anonymizers"][name]["draws"]["mode"] == "deterministic"
         for attacker in ("resemblyzer", "bag"):
             for sc in ("ignorant", "lazy-informed"):
-                assert doc["cells"][name][attacker][sc]["status"] == "ok", doc["cells"][name][attacker][sc]
+                assert doc["cells"][name][attacker][sc]["status"] == "ok", doc["cells"][name][
+                    attacker
+                ][sc]
         assert doc["cells"][name]["tfidf"]["lazy-informed"]["status"] == "ok"
         assert doc["cells"][name]["tfidf"]["ignorant"]["status"] == "not_applicable"
     # only the split's utterances were anonymized
-    anonymized = (out / "anonymized" / "identity" / "eval" / "manifest.jsonl").read_text().splitlines()
+    anonymized = (
+        (out / "anonymized" / "identity" / "eval" / "manifest.jsonl").read_text().splitlines()
+    )
     assert len(anonymized) == doc["run"]["n_evaluated_utterances"] < 96 // 2 + 1
     for f in ("card.md", "eer_by_attacker.png", "det.png", "per_speaker.png"):
         assert (out / f).is_file(), f
@@ -97,9 +113,13 @@ def test_identity_leaves_what_the_original_speech_gives(card):
     _, doc = card
     bound = doc["content"]["bound"]["eer"]
     assert doc["content"]["left"]["identity"]["lazy-informed"]["eer"] == pytest.approx(bound)
-    assert doc["content"]["left"]["mcadams"]["ignorant"]["eer"] == pytest.approx(bound)  # McAdams keeps the words
+    assert doc["content"]["left"]["mcadams"]["ignorant"]["eer"] == pytest.approx(
+        bound
+    )  # McAdams keeps the words
     original = doc["cells"]["original"]["resemblyzer"]["original"]["overall"]["eer"]
-    assert doc["cells"]["identity"]["resemblyzer"]["lazy-informed"]["overall"]["eer"] == pytest.approx(original, abs=0.02)
+    assert doc["cells"]["identity"]["resemblyzer"]["lazy-informed"]["overall"][
+        "eer"
+    ] == pytest.approx(original, abs=0.02)
     assert doc["utility"]["identity"]["gvd"]["value"] == pytest.approx(0.0, abs=0.05)
     assert doc["utility"]["identity"]["rho_f0"]["value"] > 0.95
     assert doc["utility"]["mcadams"]["gvd"]["value"] < doc["utility"]["identity"]["gvd"]["value"]
@@ -111,34 +131,63 @@ def _verdicts_at(out, doc, min_speakers: int) -> list:
     from sparc_eval.card.verdicts import CellTrials, voice_beyond_content
     from sparc_eval.evaluation import BootstrapSettings, EvaluationSettings
 
-    s = SimpleNamespace(content_attacker="bag", evaluation=EvaluationSettings(
-        bootstrap=BootstrapSettings(n_boot=100), min_verdict_speakers=min_speakers))
+    s = SimpleNamespace(
+        content_attacker="bag",
+        evaluation=EvaluationSettings(
+            bootstrap=BootstrapSettings(n_boot=100), min_verdict_speakers=min_speakers
+        ),
+    )
     return voice_beyond_content(s, doc["cells"], CellTrials(out, doc["cells"]))
 
 
 def test_voice_beyond_content_headline_and_comparisons(card):
     out, doc = card
     rows = {(r["anonymizer"], r["attacker"], r["scenario"]): r for r in doc["voice_beyond_content"]}
-    assert set(rows) == {(a, "resemblyzer", sc) for a in ("identity", "mcadams") for sc in ("ignorant", "lazy-informed")}
+    assert set(rows) == {
+        (a, "resemblyzer", sc)
+        for a in ("identity", "mcadams")
+        for sc in ("ignorant", "lazy-informed")
+    }
     identity = rows[("identity", "resemblyzer", "lazy-informed")]
-    assert identity["paired"] == "trials" and identity["diff"] == pytest.approx(identity["eer"] - identity["content_eer"])
+    assert identity["paired"] == "trials" and identity["diff"] == pytest.approx(
+        identity["eer"] - identity["content_eer"]
+    )
     # 6 test speakers: no verdict rests on so few (issue 34), and the card says so with the bound
-    assert identity["verdict"].startswith("no verdict: too few speakers for a verdict (6 test speakers")
-    assert any(w.startswith("too few speakers for any verdict: 6 test speakers") for w in doc["strength"]["resemblyzer"]["warnings"])
+    assert identity["verdict"].startswith(
+        "no verdict: too few speakers for a verdict (6 test speakers"
+    )
+    assert any(
+        w.startswith("too few speakers for any verdict: 6 test speakers")
+        for w in doc["strength"]["resemblyzer"]["warnings"]
+    )
     assert "(small: 6 speakers, bound" in (out / "card.md").read_text()
     # with the rule at 3 speakers, the same trials give the paired verdict
-    again = {(r["anonymizer"], r["scenario"]): r for r in _verdicts_at(out, doc, min_speakers=3)
-             if r["attacker"] == "resemblyzer"}
+    again = {
+        (r["anonymizer"], r["scenario"]): r
+        for r in _verdicts_at(out, doc, min_speakers=3)
+        if r["attacker"] == "resemblyzer"
+    }
     # the voice of unchanged speech identifies speakers beyond every words-only attacker (bag here)
-    assert again[("identity", "lazy-informed")]["verdict"].startswith("finds more than every words-only attacker")
+    assert again[("identity", "lazy-informed")]["verdict"].startswith(
+        "finds more than every words-only attacker"
+    )
     for name, head in doc["headline"].items():
-        eers = [c["overall"]["eer"] for by in doc["cells"][name].values() for c in by.values()
-                if c["status"] == "ok" and c["needs"]["split"]]  # the utterance trials; P-word probes apart
-        assert head["eer"] == pytest.approx(min(eers)) and head["content_bound"] == pytest.approx(doc["content"]["bound"]["eer"])
+        eers = [
+            c["overall"]["eer"]
+            for by in doc["cells"][name].values()
+            for c in by.values()
+            if c["status"] == "ok" and c["needs"]["split"]
+        ]  # the utterance trials; P-word probes apart
+        assert head["eer"] == pytest.approx(min(eers)) and head["content_bound"] == pytest.approx(
+            doc["content"]["bound"]["eer"]
+        )
         assert head["n_cells"] == len(eers) and head["probe_level"]["attacker"] == "tfidf"
     (pair,) = doc["comparisons"]
     assert (pair["a"], pair["b"]) == ("identity", "mcadams")
-    assert {(e["attacker"], e["scenario"]) for e in pair["eer"]} >= {("resemblyzer", "ignorant"), ("bag", "ignorant")}
+    assert {(e["attacker"], e["scenario"]) for e in pair["eer"]} >= {
+        ("resemblyzer", "ignorant"),
+        ("bag", "ignorant"),
+    }
     assert "gvd" in pair["utility"] and pair["utility"]["gvd"]["ci95"] is None
     assert set(doc["strength"]) == {"resemblyzer", "bag", "tfidf"}
 
@@ -146,8 +195,15 @@ def test_voice_beyond_content_headline_and_comparisons(card):
 def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, capsys, recipe):
     out, doc = card
     text = (out / "card.md").read_text()
-    for part in ("## Headline", "## Privacy", "## What the words give away", "## Voice leakage beyond content",
-                 "## Attacker strength", "## Utility", "## Anonymizers compared"):
+    for part in (
+        "## Headline",
+        "## Privacy",
+        "## What the words give away",
+        "## Voice leakage beyond content",
+        "## Attacker strength",
+        "## Utility",
+        "## Anonymizers compared",
+    ):
         assert part in text
     assert "Content bound" in text and "pretrained_resemblyzer_attacker" in text
     capsys.readouterr()
@@ -180,7 +236,9 @@ def test_training_shares_are_nested_and_seeded(tmp_path):
     quarter, half = (set(_training_share(train, f, seed=3).speakers()) for f in (0.25, 0.5))
     assert len(quarter) == 5 and len(half) == 10 and quarter < half
     assert set(_training_share(train, 0.25, seed=3).speakers()) == quarter
-    assert len(_training_share(train, 0.01, seed=3).speakers()) == 2  # never fewer than two speakers
+    assert (
+        len(_training_share(train, 0.01, seed=3).speakers()) == 2
+    )  # never fewer than two speakers
 
 
 def test_learning_curve_warns_when_more_data_still_helps():
@@ -191,9 +249,17 @@ def test_learning_curve_warns_when_more_data_still_helps():
     from sparc_eval.card.learning import learning_curves
 
     s = SimpleNamespace()
-    cells = {"mcadams": {"mel": {"ignorant": {"status": "ok", "overall": {"eer": 0.20}, "folder": "full"}}}}
-    extra = {("mcadams", "mel", "ignorant"): {0.25: {"status": "ok", "overall": {"eer": 0.35}, "folder": "q"},
-                                              0.5: {"status": "ok", "overall": {"eer": 0.28}, "folder": "h"}}}
+    cells = {
+        "mcadams": {
+            "mel": {"ignorant": {"status": "ok", "overall": {"eer": 0.20}, "folder": "full"}}
+        }
+    }
+    extra = {
+        ("mcadams", "mel", "ignorant"): {
+            0.25: {"status": "ok", "overall": {"eer": 0.35}, "folder": "q"},
+            0.5: {"status": "ok", "overall": {"eer": 0.28}, "folder": "h"},
+        }
+    }
 
     class Reader:
         def __init__(self, ci):
@@ -204,17 +270,29 @@ def test_learning_curve_warns_when_more_data_still_helps():
             return {"eer_diff": -0.08, "eer_diff_ci95": self.ci}
 
     (row,) = learning_curves(s, cells, extra, Reader([-0.12, -0.04]))  # half-width 0.04 < 0.08
-    assert row["eer"] == {"0.25": 0.35, "0.5": 0.28, "1.0": 0.20} and "more training data" in row["warning"]
+    assert (
+        row["eer"] == {"0.25": 0.35, "0.5": 0.28, "1.0": 0.20}
+        and "more training data" in row["warning"]
+    )
     (row,) = learning_curves(s, cells, extra, Reader([-0.30, 0.10]))  # half-width 0.20: noise
     assert row["warning"] is None
 
 
-def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(card, small_demo, tmp_path, recipe):
+def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(
+    card, small_demo, tmp_path, recipe
+):
     out, _ = card
-    ids = [json.loads(line)["id"] for line in (out / "anonymized/identity/eval/manifest.jsonl").read_text().splitlines()]
+    ids = [
+        json.loads(line)["id"]
+        for line in (out / "anonymized/identity/eval/manifest.jsonl").read_text().splitlines()
+    ]
     crash, empty = ids[3], ids[-2]
-    args = _args(small_demo, tmp_path, "--anonymizer=[identity,card_fixtures.Flaky]",
-                 f"--anonymizer_options={{Flaky: {{fail_ids: [{crash}], empty_ids: [{empty}]}}}}")
+    args = _args(
+        small_demo,
+        tmp_path,
+        "--anonymizer=[identity,card_fixtures.Flaky]",
+        f"--anonymizer_options={{Flaky: {{fail_ids: [{crash}], empty_ids: [{empty}]}}}}",
+    )
     assert recipe("evaluate_anonymizer").main(args) == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     # named by its declared name, the dotted path beside it (options may still name the class)
@@ -222,7 +300,9 @@ def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(c
     assert doc["anonymizers"]["flaky"]["source"] == "card_fixtures.Flaky"
     failures = doc["anonymizers"]["flaky"]["failures"]
     assert set(failures) == {crash, empty}
-    assert "crashed" in failures[crash] and empty in failures[empty] and "no audio" in failures[empty]
+    assert (
+        "crashed" in failures[crash] and empty in failures[empty] and "no audio" in failures[empty]
+    )
     assert doc["run"]["n_left_out"] == 2 and doc["run"]["n_evaluated_utterances"] == len(ids) - 2
     for where, by in doc["cells"].items():  # original and identity too: every attacker alike
         for attacker, by_sc in by.items():

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from sparc_eval.card.utility import (PitchCorrelation, UtilityInput, VoiceDistinctiveness, WordErrorRate,
-                                     diagonal_dominance, similarity_matrix, speaker_bootstrap)
+from sparc_eval.card.utility import (
+    PitchCorrelation,
+    UtilityInput,
+    VoiceDistinctiveness,
+    WordErrorRate,
+    diagonal_dominance,
+    similarity_matrix,
+    speaker_bootstrap,
+)
 from sparc_eval.manifest import AudioRef, Manifest, Utterance
 
 
@@ -17,8 +24,11 @@ def _manifest(ids_by_speaker, text="a b c d", durations=None, folder=None):
     for spk, ids in ids_by_speaker.items():
         for i in ids:
             audio = AudioRef(str(folder / f"{i}.wav")) if folder else None
-            utts.append(Utterance(i, spk, text, f"{spk}-ep", audio=audio,
-                                  duration=(durations or {}).get(i, 2.0)))
+            utts.append(
+                Utterance(
+                    i, spk, text, f"{spk}-ep", audio=audio, duration=(durations or {}).get(i, 2.0)
+                )
+            )
     return Manifest(utts)
 
 
@@ -39,7 +49,12 @@ def _sides(manifest, side):
 
 
 def test_similarity_matrix_and_diagonal_dominance_by_hand():
-    emb = {"a1": np.array([1.0, 0.0]), "a2": np.array([1.0, 0.0]), "b1": np.array([0.0, 1.0]), "b2": np.array([0.6, 0.8])}
+    emb = {
+        "a1": np.array([1.0, 0.0]),
+        "a2": np.array([1.0, 0.0]),
+        "b1": np.array([0.0, 1.0]),
+        "b2": np.array([0.6, 0.8]),
+    }
     utt2spk = {"a1": "A", "a2": "A", "b1": "B", "b2": "B"}
     m = similarity_matrix(emb, utt2spk, ["A", "B"])
     sig = lambda x: 1 / (1 + math.exp(-x))
@@ -76,11 +91,15 @@ def test_rho_f0_is_one_for_identity_and_not_applicable_when_timing_changes(tmp_p
     wav = 0.3 * np.sin(2 * np.pi * np.cumsum(pitch) / sr)
     for i in ("u1", "u2"):
         sf.write(tmp_path / f"{i}.wav", wav, sr)
-    original = _manifest({"A": ["u1"], "B": ["u2"]}, durations={"u1": 1.0, "u2": 1.0}, folder=tmp_path)
+    original = _manifest(
+        {"A": ["u1"], "B": ["u2"]}, durations={"u1": 1.0, "u2": 1.0}, folder=tmp_path
+    )
     metric = PitchCorrelation(max_utterances=None)
     same = metric.compute(UtilityInput("identity", original, original, n_boot=50))
     assert same["value"] > 0.99 and same["utterances"] == 2
-    slower = _manifest({"A": ["u1"], "B": ["u2"]}, durations={"u1": 1.4, "u2": 1.0}, folder=tmp_path)
+    slower = _manifest(
+        {"A": ["u1"], "B": ["u2"]}, durations={"u1": 1.4, "u2": 1.0}, folder=tmp_path
+    )
     na = metric.compute(UtilityInput("stt_tts", original, slower))
     assert "timing" in na["not_applicable"] and "u1" in na["not_applicable"]
 
@@ -102,19 +121,32 @@ def test_wer_counts_cache_and_paired_difference(tmp_path):
     for name, ms in lengths.items():
         sf.write(tmp_path / f"{name}.wav", np.zeros(sr * ms // 1000), sr)
     said = {1000: "a b c d", 1100: "a b c d", 1200: "a b x d", 1300: "a b"}
-    original = Manifest([Utterance("u1", "A", "a b c d", "e", audio=AudioRef(str(tmp_path / "o1.wav"))),
-                         Utterance("u2", "B", "a b c d", "e", audio=AudioRef(str(tmp_path / "o2.wav")))])
-    anonymized = Manifest([Utterance("u1", "A", "a b c d", "e", audio=AudioRef(str(tmp_path / "x1.wav"))),
-                           Utterance("u2", "B", "a b c d", "e", audio=AudioRef(str(tmp_path / "x2.wav")))])
+    original = Manifest(
+        [
+            Utterance("u1", "A", "a b c d", "e", audio=AudioRef(str(tmp_path / "o1.wav"))),
+            Utterance("u2", "B", "a b c d", "e", audio=AudioRef(str(tmp_path / "o2.wav"))),
+        ]
+    )
+    anonymized = Manifest(
+        [
+            Utterance("u1", "A", "a b c d", "e", audio=AudioRef(str(tmp_path / "x1.wav"))),
+            Utterance("u2", "B", "a b c d", "e", audio=AudioRef(str(tmp_path / "x2.wav"))),
+        ]
+    )
     metric = WordErrorRate(asr=ListASR(said))
     pair = UtilityInput("x", original, anonymized, cache_folder=str(tmp_path / "cache"), n_boot=200)
     found = metric.compute(pair)
-    assert found["value"] == pytest.approx(3 / 8) and found["original"]["value"] == 0.0  # 1 sub + 2 del of 8 words
+    assert (
+        found["value"] == pytest.approx(3 / 8) and found["original"]["value"] == 0.0
+    )  # 1 sub + 2 del of 8 words
     assert found["per_utterance"] == {"u1": [1, 4], "u2": [2, 4]}
     cached = list((tmp_path / "cache" / "transcripts").rglob("*.txt"))
     assert len(cached) == 4  # original and anonymized, once each
     other = WordErrorRate(asr=ListASR({k: "wrong" for k in said}))  # another ASR: its own cache
-    assert other.transcripts(list(anonymized), str(tmp_path / "cache"), False) == {"u1": "wrong", "u2": "wrong"}
+    assert other.transcripts(list(anonymized), str(tmp_path / "cache"), False) == {
+        "u1": "wrong",
+        "u2": "wrong",
+    }
     same = WordErrorRate.compare(found, found, pair, pair)
     assert same["diff"] == 0.0 and same["ci95"] == [0.0, 0.0]
 

@@ -25,11 +25,14 @@ def _info(capsys, *args):
 
 # --- real data ---------------------------------------------------------------------------------
 
+
 def test_librispeech_test_clean_tree(data_dir, capsys):
     path = data_dir / "librispeech/derived/LibriSpeech/test-clean"
     with pytest.warns(UserWarning, match="text-only"):
         manifest = load_corpus(path)
-    assert len(manifest) == 2620 and len(manifest.speakers()) == 40 and len(manifest.episodes()) == 87
+    assert (
+        len(manifest) == 2620 and len(manifest.speakers()) == 40 and len(manifest.episodes()) == 87
+    )
     sexes = [a["sex"] for a in manifest.speaker_attributes().values()]
     assert sexes.count("F") == 20 and sexes.count("M") == 20
     assert manifest.hours() is None and not manifest.has_audio
@@ -40,10 +43,15 @@ def test_librispeech_test_clean_tree(data_dir, capsys):
     assert info["sex"] == "F 20, M 20"
 
 
-@pytest.mark.parametrize("name,target,nontarget", [("libri_test_trials_f", 548, 11196),
-                                                   ("libri_test_trials_m", 449, 9457),
-                                                   ("libri_dev_trials_f", 704, 14566),
-                                                   ("libri_dev_trials_m", 644, 12796)])
+@pytest.mark.parametrize(
+    "name,target,nontarget",
+    [
+        ("libri_test_trials_f", 548, 11196),
+        ("libri_test_trials_m", 449, 9457),
+        ("libri_dev_trials_f", 704, 14566),
+        ("libri_dev_trials_m", 644, 12796),
+    ],
+)
 def test_voiceprivacy_trials(data_dir, capsys, name, target, nontarget):
     path = data_dir / "vpc_librispeech" / name
     manifest = load_corpus(path)
@@ -61,10 +69,17 @@ def test_voiceprivacy_enrolls(data_dir, capsys):
 def test_edacc_test_datafile(data_dir, capsys):
     path = data_dir / "edacc/spane_lists/edacc-test.txt"
     manifest = load_corpus(path)
-    assert len(manifest) == 9289 and len(manifest.speakers()) == 60 and len(manifest.episodes()) == 30
+    assert (
+        len(manifest) == 9289 and len(manifest.speakers()) == 60 and len(manifest.episodes()) == 30
+    )
     utt = manifest.by_id()["EDACC-C02-000000000"]
-    assert (utt.speaker, utt.episode, utt.sex, utt.age, utt.accent) == ("EDACC-C02-A", "EDACC-C02", "M", 25.0,
-                                                                     "International")
+    assert (utt.speaker, utt.episode, utt.sex, utt.age, utt.accent) == (
+        "EDACC-C02-A",
+        "EDACC-C02",
+        "M",
+        25.0,
+        "International",
+    )
     assert utt.extra["n_languages"] == 4
     # parts _P1/_P2 of one conversation are one episode, holding its two speakers
     episodes = {}
@@ -89,20 +104,35 @@ def test_librispeech_samples_kaldi_dir(data_dir, capsys):
         assert info.frames / info.samplerate == pytest.approx(float(utt2dur[utt.id]), abs=1e-3)
     check_audio(manifest, sample_rate=16000)
     wav, sr = read_utterance(manifest[0])
-    assert sr == 16000 and wav.dtype == np.float32 and len(wav) == round(manifest[0].duration * 16000)
+    assert (
+        sr == 16000 and wav.dtype == np.float32 and len(wav) == round(manifest[0].duration * 16000)
+    )
     info = _info(capsys, path)
     assert info["utterances"] == "100" and info["audio"] == "yes"
     assert float(info["hours"]) == pytest.approx(sum(u.duration for u in manifest) / 3600, abs=1e-3)
 
 
 def test_corpus_info_json_in_subprocess(data_dir):
-    out = subprocess.run([sys.executable, "-m", "sparc_eval.cli", "corpus", "info", "--json",
-                          str(data_dir / "librispeech_samples")], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparc_eval.cli",
+            "corpus",
+            "info",
+            "--json",
+            str(data_dir / "librispeech_samples"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     info = json.loads(out.stdout)
     assert info["utterances"] == 100 and info["layout"] == "kaldi"
 
 
 # --- layouts written by the tests ----------------------------------------------------------------
+
 
 @pytest.fixture()
 def librispeech_tree(data_dir, tmp_path):
@@ -182,7 +212,9 @@ def test_kaldi_bad_inputs(tmp_path):
         load_corpus(folder)
     (folder / "utt2spk").write_text("s1-u0 s1\ns1-u1 s1\ns1-u2 s1\n")
     (folder / "trials").write_text("s1 s1-u0 target\ns1 s1-u9 nontarget\n")
-    with pytest.raises(DataError, match=r"trials, line 2: test utterance 's1-u9' is not in the corpus"):
+    with pytest.raises(
+        DataError, match=r"trials, line 2: test utterance 's1-u9' is not in the corpus"
+    ):
         read_trials(folder / "trials", known_utterances=set(load_corpus(folder).by_id()))
     (folder / "trials").write_text("s1 s1-u0 maybe\n")
     with pytest.raises(DataError, match="line 1: unknown label 'maybe'"):
@@ -193,7 +225,10 @@ def test_kaldi_bad_inputs(tmp_path):
     (folder / "text").write_text("s1-u0 word\ns1-u1 \ns1-u2 word\n")
     load_corpus(folder)  # empty text is allowed when audio exists
     shutil.rmtree(folder / "wav")
-    with pytest.warns(UserWarning), pytest.raises(DataError, match="'s1-u1' has an empty transcript"):
+    with (
+        pytest.warns(UserWarning),
+        pytest.raises(DataError, match="'s1-u1' has an empty transcript"),
+    ):
         load_corpus(folder)
 
 
@@ -210,24 +245,37 @@ def _edacc_release(tmp_path, with_wav=True):
     (root / "data").mkdir(parents=True)
     (root / "test").mkdir()
     rows = []
-    for conv, parts in (("EDACC-C01", ["EDACC-C01_P1", "EDACC-C01_P2"]), ("EDACC-C02", ["EDACC-C02"])):
+    for conv, parts in (
+        ("EDACC-C01", ["EDACC-C01_P1", "EDACC-C01_P2"]),
+        ("EDACC-C02", ["EDACC-C02"]),
+    ):
         for part in parts:
             if with_wav:
-                sf.write(root / "data" / f"{part}.wav", np.zeros(32000 * 6, dtype=np.float32), 32000)
+                sf.write(
+                    root / "data" / f"{part}.wav", np.zeros(32000 * 6, dtype=np.float32), 32000
+                )
             for k, spk in enumerate(("A", "B")):
                 rows.append((f"{part}-{k:09d}", part, 1.0 + 2 * k, 2.5 + 2 * k, f"{conv}-{spk}"))
     (root / "test/segments").write_text("".join(f"{u} {r} {s} {e}\n" for u, r, s, e, _ in rows))
     (root / "test/utt2spk").write_text("".join(f"{u} {spk}\n" for u, *_, spk in rows))
     (root / "test/text").write_text("".join(f"{u} so what do you think\n" for u, *_ in rows))
     (root / "test/conv.list").write_text("EDACC-C01_P1\nEDACC-C01_P2\nEDACC-C02\n")
-    header = ["PARTICIPANT_ID", "What is your gender?", "What year were you born?",
-              "How would you describe your accent in English? (e.g. Italian, Glaswegian)",
-              "What is your ethnicity?", "What is your highest level of education?", "What languages do you speak?"]
-    lines = [",".join(f'"{h}"' for h in header),
-             'EDACC-C01-A,Female,1990,Irish,White,Postgraduate degree,"English, Irish"',
-             "EDACC-C01-B,Male,1961,American ,Black,Undergraduate degree,English",
-             "EDACC-C02-A,Female,1999,NaN,Asian,Postgraduate degree,Vietnamese",
-             "EDACC-C02-B,Non-binary,,Nigerian,Black,Secondary,Yoruba"]
+    header = [
+        "PARTICIPANT_ID",
+        "What is your gender?",
+        "What year were you born?",
+        "How would you describe your accent in English? (e.g. Italian, Glaswegian)",
+        "What is your ethnicity?",
+        "What is your highest level of education?",
+        "What languages do you speak?",
+    ]
+    lines = [
+        ",".join(f'"{h}"' for h in header),
+        'EDACC-C01-A,Female,1990,Irish,White,Postgraduate degree,"English, Irish"',
+        "EDACC-C01-B,Male,1961,American ,Black,Undergraduate degree,English",
+        "EDACC-C02-A,Female,1999,NaN,Asian,Postgraduate degree,Vietnamese",
+        "EDACC-C02-B,Non-binary,,Nigerian,Black,Secondary,Yoruba",
+    ]
     (root / "linguistic_background.csv").write_text("\n".join(lines) + "\n")
     return root
 
@@ -253,8 +301,10 @@ def test_edacc_release_missing_speaker_row(tmp_path):
     root = _edacc_release(tmp_path, with_wav=False)
     csv_path = root / "linguistic_background.csv"
     csv_path.write_text("\n".join(csv_path.read_text().splitlines()[:-1]) + "\n")
-    with pytest.warns(UserWarning, match="text-only"), \
-            pytest.raises(DataError, match="1 speakers of test have no row.*EDACC-C02-B"):
+    with (
+        pytest.warns(UserWarning, match="text-only"),
+        pytest.raises(DataError, match="1 speakers of test have no row.*EDACC-C02-B"),
+    ):
         load_edacc_release(root)
 
 
@@ -262,30 +312,46 @@ def test_sparc_parquet_with_column_mapping(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({
-        "host": ["ann", "ann", "bob", "bob"],
-        "episode_id": ["e1", "e1", "e2", "e2"],
-        "podcast": ["show", "show", "show", "show"],
-        "transcript": ["welcome back to the show", "today we talk sailing", "hi all", "trains are great"],
-        "gender": ["female", "female", "male", "male"],
-        "age": [34, 34, None, None],
-        "title": ["Sailing", "Sailing", "Trains", "Trains"],
-        "category": ["Sports", "Sports", "Leisure", "Leisure"],
-    })
+    table = pa.table(
+        {
+            "host": ["ann", "ann", "bob", "bob"],
+            "episode_id": ["e1", "e1", "e2", "e2"],
+            "podcast": ["show", "show", "show", "show"],
+            "transcript": [
+                "welcome back to the show",
+                "today we talk sailing",
+                "hi all",
+                "trains are great",
+            ],
+            "gender": ["female", "female", "male", "male"],
+            "age": [34, 34, None, None],
+            "title": ["Sailing", "Sailing", "Trains", "Trains"],
+            "category": ["Sports", "Sports", "Leisure", "Leisure"],
+        }
+    )
     pq.write_table(table, tmp_path / "part-0.parquet")
     (tmp_path / "columns.yaml").write_text("speaker: host\n")
     manifest = load_sparc(tmp_path, columns=tmp_path / "columns.yaml")
     assert detect_layout(tmp_path) == "sparc"
     assert [u.id for u in manifest] == ["e1-0000000", "e1-0000001", "e2-0000002", "e2-0000003"]
     first = manifest[0]
-    assert (first.speaker, first.episode, first.series, first.sex, first.age) == ("ann", "e1", "show", "F", 34.0)
+    assert (first.speaker, first.episode, first.series, first.sex, first.age) == (
+        "ann",
+        "e1",
+        "show",
+        "F",
+        34.0,
+    )
     assert first.extra == {"title": "Sailing", "category": "Sports"} and manifest[2].age is None
     with pytest.raises(DataError, match="no column for \\['speaker'\\]"):
         load_sparc(tmp_path)
 
 
 def test_sparc_jsonl_truncated(tmp_path):
-    rows = [{"speaker": "a", "episode": "e", "text": "one two"}, {"speaker": "b", "episode": "e", "text": "x"}]
+    rows = [
+        {"speaker": "a", "episode": "e", "text": "one two"},
+        {"speaker": "b", "episode": "e", "text": "x"},
+    ]
     path = tmp_path / "sparc.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows)[:-5] + "\n")
     with pytest.raises(DataError, match="sparc.jsonl, line 2: not valid JSON"):

@@ -11,14 +11,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["--channels=[32,32,32,32,96]", "--emb_dim=32", "--number_of_epochs=2", "--batch_size=16",
-        "--n_boot=50", "--progress=False", "--num_threads=1"]
+TINY = [
+    "--channels=[32,32,32,32,96]",
+    "--emb_dim=32",
+    "--number_of_epochs=2",
+    "--batch_size=16",
+    "--n_boot=50",
+    "--progress=False",
+    "--num_threads=1",
+]
 
 
 def _torchrun(demo_dir, out, *extra):
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               str(REPO / "recipes/train_attacker.py"), str(REPO / "hparams/phones.yaml"), "--distributed_backend=gloo",
-               f"--data_folder={demo_dir}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}", *TINY, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(REPO / "recipes/train_attacker.py"),
+        str(REPO / "hparams/phones.yaml"),
+        "--distributed_backend=gloo",
+        f"--data_folder={demo_dir}",
+        f"--output_folder={out}",
+        f"--cache_folder={out / 'cache'}",
+        *TINY,
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=900)
 
 
@@ -38,7 +57,9 @@ def test_two_cpu_processes_train_one_attacker(demo_dir, tmp_path):
     again = _torchrun(demo_dir, tmp_path)  # resumes from the checkpoints: nothing left to train
     assert again.returncode == 0, again.stderr[-3000:]
     redo = json.loads((tmp_path / "results.json").read_text())
-    assert redo["overall"]["eer"] == doc["overall"]["eer"] and redo["run"]["timings_s"]["training"] < 5
+    assert (
+        redo["overall"]["eer"] == doc["overall"]["eer"] and redo["run"]["timings_s"]["training"] < 5
+    )
 
 
 FAILING_ATTACKER = '''
@@ -73,10 +94,20 @@ class FailsOnRankOne:
 def test_a_failing_rank_stops_the_run_with_its_error(demo_dir, tmp_path):
     (tmp_path / "failing_attacker.py").write_text(FAILING_ATTACKER)
     hparams = tmp_path / "failing.yaml"
-    hparams.write_text(f"output_folder: {tmp_path / 'out'}\ncache_folder: {tmp_path / 'cache'}\n"
-                       f"data_folder: {demo_dir}\nattacker: !new:failing_attacker.FailsOnRankOne\n")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               str(REPO / "recipes/train_attacker.py"), str(hparams), "--distributed_backend=gloo"]
+    hparams.write_text(
+        f"output_folder: {tmp_path / 'out'}\ncache_folder: {tmp_path / 'cache'}\n"
+        f"data_folder: {demo_dir}\nattacker: !new:failing_attacker.FailsOnRankOne\n"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(REPO / "recipes/train_attacker.py"),
+        str(hparams),
+        "--distributed_backend=gloo",
+    ]
     start = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300, env=env)

@@ -41,6 +41,7 @@ def _wav_bytes(root: Path) -> dict:
 
 # --- the full-size corpora ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", ["reading", "conversation"])
 def test_counts_audio_and_attribute_balance(mode, request):
     manifest = request.getfixturevalue(f"demo_{mode}_corpus")
@@ -52,15 +53,19 @@ def test_counts_audio_and_attribute_balance(mode, request):
 
     table = manifest.speaker_attributes()
     for attribute in ("sex", "age_group", "accent"):
-        values = Counter(age_group(row["age"]) if attribute == "age_group" else row[attribute]
-                         for row in table.values())
+        values = Counter(
+            age_group(row["age"]) if attribute == "age_group" else row[attribute]
+            for row in table.values()
+        )
         assert None not in values
         assert len(values) >= 2 and min(values.values()) >= 3, (attribute, values)
     assert Counter(row["sex"] for row in table.values()) == {"F": 24, "M": 24}
     assert all(18 <= row["age"] <= 75 for row in table.values())
 
     # every speaker its own voice: (voice+variant, pitch, rate, range)
-    voices = {(row["voice"], row["pitch"], row["rate"], row["pitch_range"]) for row in table.values()}
+    voices = {
+        (row["voice"], row["pitch"], row["rate"], row["pitch_range"]) for row in table.values()
+    }
     assert len(voices) == len(table)
 
     # audio: 16 kHz mono files whose length is the manifest's duration (a sample of them)
@@ -125,9 +130,14 @@ def test_manifest_file_loads_back_and_validates(demo_reading_corpus, demo_conver
 
 
 def test_full_size_text_is_deterministic(demo_reading_corpus, demo_conversation_corpus):
-    for manifest, mode in ((demo_reading_corpus, "reading"), (demo_conversation_corpus, "conversation")):
+    for manifest, mode in (
+        (demo_reading_corpus, "reading"),
+        (demo_conversation_corpus, "conversation"),
+    ):
         plan = plan_demo_corpus(mode=mode, seed=0)
-        assert [(u.id, u.speaker, u.text) for u, _ in plan] == [(u.id, u.speaker, u.text) for u in manifest]
+        assert [(u.id, u.speaker, u.text) for u, _ in plan] == [
+            (u.id, u.speaker, u.text) for u in manifest
+        ]
         other = plan_demo_corpus(mode=mode, seed=1)
         assert [u.text for u, _ in other] != [u.text for u in manifest]
 
@@ -139,7 +149,9 @@ def test_sentences_read_as_english(demo_reading_corpus, demo_conversation_corpus
             assert re.fullmatch(r"[A-Z][A-Za-z ,.?!'\-]*[.?!]", text), text
             assert "  " not in text and " ," not in text and " ." not in text
             assert not re.search(r"\b(we|they) was\b|\bI were\b", text), text
-            assert not re.search(r"\ba [aeiou]", text) and not re.search(r"\ban [b-df-hj-np-tv-z]", text), text
+            assert not re.search(r"\ba [aeiou]", text) and not re.search(
+                r"\ban [b-df-hj-np-tv-z]", text
+            ), text
             for sentence in re.split(r"(?<=[.?!]) ", text):
                 assert sentence[:1].isupper() and 1 <= len(sentence.split()) <= 45, sentence
 
@@ -174,28 +186,35 @@ def _distinctiveness(manifest: Manifest) -> tuple:
 
 
 def test_reading_content_is_more_speaker_distinctive_than_conversation(
-        demo_reading_corpus, demo_conversation_corpus):
+    demo_reading_corpus, demo_conversation_corpus
+):
     reading_acc, reading_dist = _distinctiveness(demo_reading_corpus)
     conversation_acc, conversation_dist = _distinctiveness(demo_conversation_corpus)
-    print(f"text speaker-ID accuracy: reading {reading_acc:.3f}, conversation {conversation_acc:.3f}; "
-          f"mean cosine distance: reading {reading_dist:.3f}, conversation {conversation_dist:.3f}")
+    print(
+        f"text speaker-ID accuracy: reading {reading_acc:.3f}, conversation {conversation_acc:.3f}; "
+        f"mean cosine distance: reading {reading_dist:.3f}, conversation {conversation_dist:.3f}"
+    )
     chance = 1 / 48
-    assert reading_acc >= 0.5                    # a book's words point at its reader
-    assert conversation_acc <= 0.25              # shared topics and everyday talk do not
+    assert reading_acc >= 0.5  # a book's words point at its reader
+    assert conversation_acc <= 0.25  # shared topics and everyday talk do not
     assert reading_acc - conversation_acc >= 0.3
-    assert conversation_acc >= chance            # ...but not below chance: some habits remain
+    assert conversation_acc >= chance  # ...but not below chance: some habits remain
     assert reading_dist - conversation_dist >= 0.2
 
 
 # --- small corpora: determinism, resuming, settings ---------------------------------------------
 
+
 def test_same_seed_same_bytes_other_seed_other_corpus(tmp_path):
     a = build_demo_corpus(tmp_path / "a", mode="conversation", seed=3, progress=False, **SMALL)
-    b = build_demo_corpus(tmp_path / "b", mode="conversation", seed=3, progress=False, workers=1, **SMALL)
+    b = build_demo_corpus(
+        tmp_path / "b", mode="conversation", seed=3, progress=False, workers=1, **SMALL
+    )
     c = build_demo_corpus(tmp_path / "c", mode="conversation", seed=4, progress=False, **SMALL)
     assert _records(a, tmp_path / "a") == _records(b, tmp_path / "b")
-    assert (tmp_path / "a/manifest.jsonl").read_text().replace(str(tmp_path / "a"), "") == \
-        (tmp_path / "b/manifest.jsonl").read_text().replace(str(tmp_path / "b"), "")
+    assert (tmp_path / "a/manifest.jsonl").read_text().replace(str(tmp_path / "a"), "") == (
+        tmp_path / "b/manifest.jsonl"
+    ).read_text().replace(str(tmp_path / "b"), "")
     assert _wav_bytes(tmp_path / "a") == _wav_bytes(tmp_path / "b")
     assert [u.text for u in a] != [u.text for u in c]
     assert _wav_bytes(tmp_path / "a") != _wav_bytes(tmp_path / "c")
@@ -213,9 +232,15 @@ def test_interrupted_build_resumes(tmp_path):
     truncated = wavs[7]
     truncated.write_bytes(truncated.read_bytes()[:1000])  # as if cut off (not via our writes)
     (root / "manifest.jsonl").unlink()
-    orphan = truncated.parent / f".{truncated.name}.4194305.1.tmp"  # a killed run's temp file (no such pid)
+    orphan = (
+        truncated.parent / f".{truncated.name}.4194305.1.tmp"
+    )  # a killed run's temp file (no such pid)
     orphan.write_bytes(b"junk")
-    stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in wavs if p not in deleted and p != truncated}
+    stamps = {
+        p: (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in wavs
+        if p not in deleted and p != truncated
+    }
 
     second = build_demo_corpus(root, mode="reading", seed=0, progress=False, **SMALL)
     assert _wav_bytes(root) == before
@@ -234,7 +259,9 @@ def test_rerun_with_same_settings_reuses_and_other_settings_rebuild(tmp_path, ca
     assert {p: p.stat().st_mtime_ns for p in (root / "wav").rglob("*.wav")} == stamps
     assert len(again) == 8
 
-    bigger = build_demo_corpus(root, mode="reading", n_speakers=4, utts_per_speaker=3, progress=False)
+    bigger = build_demo_corpus(
+        root, mode="reading", n_speakers=4, utts_per_speaker=3, progress=False
+    )
     assert len(bigger) == 12
     assert len(list((root / "wav").rglob("*.wav"))) == 12
     assert json.loads((root / "settings.json").read_text())["utts_per_speaker"] == 3
@@ -265,7 +292,9 @@ def test_odd_speaker_count_joins_the_last_conversation():
 
 def test_balanced_design_at_other_sizes():
     for n in (8, 16, 50):
-        speakers = {s.id: s for _, s in plan_demo_corpus(mode="reading", n_speakers=n, utts_per_speaker=1)}
+        speakers = {
+            s.id: s for _, s in plan_demo_corpus(mode="reading", n_speakers=n, utts_per_speaker=1)
+        }
         assert len(speakers) == n
         sexes = Counter(s.sex for s in speakers.values())
         assert abs(sexes["F"] - sexes["M"]) <= 1
@@ -273,8 +302,25 @@ def test_balanced_design_at_other_sizes():
 
 
 def test_summary_and_cli(tmp_path, capsys):
-    assert cli(["demo", "--out", str(tmp_path), "--speakers", "4", "--utts", "2", "--seed", "1",
-                "--mode", "conversation", "--quiet"]) == 0
+    assert (
+        cli(
+            [
+                "demo",
+                "--out",
+                str(tmp_path),
+                "--speakers",
+                "4",
+                "--utts",
+                "2",
+                "--seed",
+                "1",
+                "--mode",
+                "conversation",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     manifest_path = Path(lines[-1])
     assert manifest_path == tmp_path / "corpus_conversation" / "manifest.jsonl"

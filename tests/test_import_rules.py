@@ -41,7 +41,11 @@ def test_the_metrics_code_imports_no_torch():
 def test_a_planted_lazy_import_is_caught(tmp_path):
     module = tmp_path / "sparc_eval" / "planted.py"
     module.parent.mkdir()
-    module.write_text("def f():\n    try:\n        from attackers.ecapa_attacker import EcapaAttacker\n"
-                      "    except ImportError:\n        import recipes.train_attacker\n")
+    module.write_text(
+        "def f():\n    try:\n        from attackers.ecapa_attacker import EcapaAttacker\n"
+        "    except ImportError:\n        import recipes.train_attacker\n"
+    )
     assert violations(module.parent, PLUGIN_PACKAGES) == [
-        "sparc_eval/planted.py:3 imports attackers.ecapa_attacker", "sparc_eval/planted.py:5 imports recipes.train_attacker"]
+        "sparc_eval/planted.py:3 imports attackers.ecapa_attacker",
+        "sparc_eval/planted.py:5 imports recipes.train_attacker",
+    ]

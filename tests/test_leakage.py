@@ -12,12 +12,12 @@ import pytest
 from sparc_eval.errors import DataError
 from sparc_eval.evaluation import BootstrapSettings
 from sparc_eval.leakage.compare import compare_cells, verdict
-from sparc_eval.trials import Trials
 from sparc_eval.leakage.evaluation_set import balanced_count, choose_speakers, restrict_split
 from sparc_eval.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.manifest import Manifest, Utterance
 from sparc_eval.metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
 from sparc_eval.splits import Split
+from sparc_eval.trials import Trials
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = "{channels: [32, 32, 32, 32, 96], emb_dim: 32, number_of_epochs: 2, batch_size: 16}"
@@ -33,7 +33,9 @@ DEMO_ATTACKERS = f"""    tfidf:
 
 
 def recipe():
-    spec = importlib.util.spec_from_file_location("compare_leakage", REPO / "recipes" / "compare_leakage.py")
+    spec = importlib.util.spec_from_file_location(
+        "compare_leakage", REPO / "recipes" / "compare_leakage.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -73,12 +75,20 @@ attackers:
 
 # --- parts ---------------------------------------------------------------------------------------
 
+
 def _manifest(rows):
-    return Manifest([Utterance(id=f"u{i}", speaker=s, text=t, episode=f"{s}-e") for i, (s, t) in enumerate(rows)])
+    return Manifest(
+        [
+            Utterance(id=f"u{i}", speaker=s, text=t, episode=f"{s}-e")
+            for i, (s, t) in enumerate(rows)
+        ]
+    )
 
 
 def test_vocabulary_stats_by_hand():
-    m = _manifest([("a", "the cat sat"), ("a", "the cat's hat"), ("b", "the dog sat"), ("b", "Dog, dog!")])
+    m = _manifest(
+        [("a", "the cat sat"), ("a", "the cat's hat"), ("b", "the dog sat"), ("b", "Dog, dog!")]
+    )
     assert tokens("The cat's HAT, isn't it?") == ["the", "cat's", "hat", "isn't", "it"]
     v = vocabulary_stats(m, sample_tokens=3)
     assert (v["n_tokens"], v["n_types"]) == (11, 6)  # types: the cat sat cat's hat dog
@@ -94,17 +104,27 @@ def test_vocabulary_stats_by_hand():
 
 def test_restrict_split_keeps_speakers_drops_ids_and_caps_trials():
     utt2spk = {f"{s}{i}": s for s in "abc" for i in range(6)}
-    split = Split({s: [f"{s}0", f"{s}1"] for s in "abc"}, [f"{s}{i}" for s in "abc" for i in range(2, 6)])
-    out = restrict_split(split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0)
+    split = Split(
+        {s: [f"{s}0", f"{s}1"] for s in "abc"}, [f"{s}{i}" for s in "abc" for i in range(2, 6)]
+    )
+    out = restrict_split(
+        split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0
+    )
     assert out.enroll == {"a": ["a1"], "b": ["b0", "b1"]}
     assert all(utt2spk[t] in "ab" and t != "b2" for t in out.trial_ids)
     assert sorted(utt2spk[t] for t in out.trial_ids) == ["a", "a", "b", "b"]
-    again = restrict_split(split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0)
+    again = restrict_split(
+        split, utt2spk, speakers={"a", "b"}, drop_ids={"a0", "b2"}, trials_per_speaker=2, seed=0
+    )
     assert again.trial_ids == out.trial_ids  # same seed, same draw
     # fixed pairs are filtered on both sides; a speaker whose enrollment is all shared text is listed
     pairs = [(s, t, utt2spk[t] == s) for s in "abc" for t in split.trial_ids]
-    out = restrict_split(Split(split.enroll, split.trial_ids, pairs), utt2spk, speakers={"a", "b", "c"},
-                         drop_ids={"c0", "c1"})
+    out = restrict_split(
+        Split(split.enroll, split.trial_ids, pairs),
+        utt2spk,
+        speakers={"a", "b", "c"},
+        drop_ids={"c0", "c1"},
+    )
     assert "c" not in out.enroll and "c" in out.dropped
     assert {p[0] for p in out.pairs} == {"a", "b"}
     with pytest.raises(DataError, match="no trial utterances"):
@@ -132,7 +152,9 @@ def _trials(n_spk, n_utt, shift, rng, prefix="t"):
                 spk.append(f"s{s}")
                 labels.append(e == s)
     labels = np.array(labels)
-    return Trials(enroll, test, rng.normal(size=labels.size) + shift * labels, labels, test_speaker=spk)
+    return Trials(
+        enroll, test, rng.normal(size=labels.size) + shift * labels, labels, test_speaker=spk
+    )
 
 
 def test_comparisons_pair_when_trials_are_shared():
@@ -142,14 +164,20 @@ def test_comparisons_pair_when_trials_are_shared():
     shuffled = b.select(np.arange(len(b))[::-1])  # order does not matter
     paired = compare_cells(a, shuffled, n_boot=200, seed=0, min_speakers=10)
     assert paired["paired"] and paired["eer_diff"] < 0
-    assert paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
+    assert (
+        paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
+    )
     # 12 test speakers are too few for a verdict under the default rule (20): the CI stays, the verdict goes
     default = compare_cells(a, shuffled, n_boot=200, seed=0)
     assert default["eer_diff_ci95"] == paired["eer_diff_ci95"] and default["n_speakers_a"] == 12
     assert verdict(default, "A", "B").startswith("no verdict: too few speakers")
-    other = _trials(12, 6, 1.8, rng, prefix="x")  # other trials of the same speakers: paired on speakers
+    other = _trials(
+        12, 6, 1.8, rng, prefix="x"
+    )  # other trials of the same speakers: paired on speakers
     assert compare_cells(a, other, n_boot=200, seed=0)["paired"] == "speakers"
-    other = replace(other, test_speaker=np.char.add("other-", other.test_speaker.astype(str)))  # another corpus's
+    other = replace(
+        other, test_speaker=np.char.add("other-", other.test_speaker.astype(str))
+    )  # another corpus's
     unpaired = compare_cells(a, other, n_boot=200, seed=0)
     assert unpaired["paired"] is False
     # sharing trials cancels the common noise: the paired interval is the narrower one
@@ -161,9 +189,20 @@ def test_comparisons_pair_when_trials_are_shared():
     ease = dict(zip(np.unique(spk), rng.normal(scale=1.5, size=12)))
     lift = np.array([ease[s] for s in spk]) * a.label
     x_scores, y_scores = a.score + lift, rng.normal(size=spk.size) + (1.4 * a.label) + lift
-    sp = speaker_paired_bootstrap(x_scores, a.label, spk, y_scores, a.label, spk, n_boot=300, seed=1).ci95["eer"]
-    un = unpaired_bootstrap(x_scores, a.label, y_scores, a.label, n_boot=300, seed=1, unit="speaker",
-                            groups_a=spk, groups_b=spk).ci95["eer"]
+    sp = speaker_paired_bootstrap(
+        x_scores, a.label, spk, y_scores, a.label, spk, n_boot=300, seed=1
+    ).ci95["eer"]
+    un = unpaired_bootstrap(
+        x_scores,
+        a.label,
+        y_scores,
+        a.label,
+        n_boot=300,
+        seed=1,
+        unit="speaker",
+        groups_a=spk,
+        groups_b=spk,
+    ).ci95["eer"]
     assert sp[1] - sp[0] < un[1] - un[0]
     # a few unscored trials (an LLM judge's failures) keep the comparison paired, on the trials both scored
     holes = replace(b, score=np.where(np.arange(len(b)) % 50 == 0, np.nan, b.score))
@@ -174,6 +213,7 @@ def test_comparisons_pair_when_trials_are_shared():
 
 
 # --- real data: LibriSpeech test-clean vs EdAcc test ---------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def real_run(data_dir, tmp_path_factory):
@@ -201,8 +241,13 @@ def real_run(data_dir, tmp_path_factory):
         kind: ecapa
         hparams: {REPO}/hparams/mel.yaml
         overrides: {TINY}"""
-    hp = write_hparams(tmp / "leakage.yaml", out=tmp / "out", cache=tmp / "cache", corpora=corpora,
-                       attackers=attackers)
+    hp = write_hparams(
+        tmp / "leakage.yaml",
+        out=tmp / "out",
+        cache=tmp / "cache",
+        corpora=corpora,
+        attackers=attackers,
+    )
     return hp, tmp / "out"
 
 
@@ -228,7 +273,10 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
             assert cell["n_trial_speakers"] == 40
             assert sum(v["eer"] is not None for v in cell["per_speaker"].values()) >= 20
     # read books leak more words than conversations (SPARC; content-leakage paper Table 1)
-    assert cells["librispeech"]["tfidf"]["all"]["overall"]["eer"] < cells["edacc"]["tfidf"]["all"]["overall"]["eer"]
+    assert (
+        cells["librispeech"]["tfidf"]["all"]["overall"]["eer"]
+        < cells["edacc"]["tfidf"]["all"]["overall"]["eer"]
+    )
     ls_vocab = doc["corpora"]["librispeech"]["conditions"]["all"]["vocabulary"]
     ed_vocab = doc["corpora"]["edacc"]["conditions"]["all"]["vocabulary"]
     assert ls_vocab["unique_token_share"]["mean"] > ed_vocab["unique_token_share"]["mean"]
@@ -236,13 +284,21 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     assert doc["corpora"]["edacc"]["shared_text"]["n_removed"] > 50
     assert doc["corpora"]["librispeech"]["shared_text"]["n_removed"] == 0
     ls_no_shared = cells["librispeech"]["tfidf"]["no_shared"]
-    assert ls_no_shared["same_as"] == "all" and ls_no_shared["overall"] == cells["librispeech"]["tfidf"]["all"]["overall"]
+    assert (
+        ls_no_shared["same_as"] == "all"
+        and ls_no_shared["overall"] == cells["librispeech"]["tfidf"]["all"]["overall"]
+    )
     assert not (out / "cells/librispeech/tfidf/no_shared").exists()
     assert cells["edacc"]["tfidf"]["no_shared"]["status"] == "ok"
     assert cells["edacc"]["phones"]["no_shared"]["status"] == "ok"
     # segments: EdAcc accent groups below 3 speakers are listed, not reported
-    grouping = doc["corpora"]["edacc"]["accent_grouping"]  # free-text accents -> the groups segmented
-    assert sum(grouping["American"].values()) >= 3 and "accent_grouping" in doc["corpora"]["librispeech"]
+    grouping = doc["corpora"]["edacc"][
+        "accent_grouping"
+    ]  # free-text accents -> the groups segmented
+    assert (
+        sum(grouping["American"].values()) >= 3
+        and "accent_grouping" in doc["corpora"]["librispeech"]
+    )
     assert "Unspecified" not in grouping and "Fluent" in doc["corpora"]["edacc"]["accent_left_out"]
     assert doc["run"]["accent_grouping"] == "coarse"
     left = cells["edacc"]["phones"]["all"]["segments_left_out"]
@@ -254,18 +310,28 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     corr = doc["correlations"]["librispeech"]["all"]["phones"]["distinctiveness"]
     assert corr["n"] >= 20 and -1 <= corr["pearson_r"] <= 1
     # corpus comparisons are unpaired (different trials); tfidf vs phones too
-    rows = [r for r in doc["comparisons"]["corpora"] if r["attacker"] == "tfidf" and r["condition"] == "all"]
+    rows = [
+        r
+        for r in doc["comparisons"]["corpora"]
+        if r["attacker"] == "tfidf" and r["condition"] == "all"
+    ]
     assert len(rows) == 1 and rows[0]["paired"] is False and rows[0]["unit"] == "speaker"
     mixed = [r for r in doc["comparisons"]["attackers"] if {r["a"], r["b"]} == {"tfidf", "phones"}]
     assert mixed and all(r["paired"] in ("speakers", False) for r in mixed)
     assert len([r for r in doc["comparisons"]["corpora"] if r["condition"] == "no_shared"]) == 2
     # what removing EdAcc's shared text changes, per attacker (LibriSpeech has none to remove)
-    assert {(r["corpus"], r["attacker"]) for r in doc["comparisons"]["shared_text"]} == {("edacc", "tfidf"),
-                                                                                          ("edacc", "phones")}
+    assert {(r["corpus"], r["attacker"]) for r in doc["comparisons"]["shared_text"]} == {
+        ("edacc", "tfidf"),
+        ("edacc", "phones"),
+    }
     lo, hi = rows[0]["eer_diff_ci95"]
     assert lo <= rows[0]["eer_diff"] <= hi
     report = (out / "report.md").read_text()
-    assert "## Which corpus leaks more" in report and "| librispeech |" in report and "Left out" in report
+    assert (
+        "## Which corpus leaks more" in report
+        and "| librispeech |" in report
+        and "Left out" in report
+    )
     assert "Accent groups of edacc" in report
     for name in ("eer_by_corpus.png", "distinctiveness_all.png", "segments_all.png"):
         assert (out / name).stat().st_size > 1000
@@ -287,13 +353,21 @@ def test_a_rerun_reuses_finished_cells(real_run, capsys):
 
 # --- the demo corpus in both modes ---------------------------------------------------------------
 
-def test_demo_reading_leaks_more_than_conversation(demo_reading_corpus, demo_conversation_corpus, tmp_path, capsys):
+
+def test_demo_reading_leaks_more_than_conversation(
+    demo_reading_corpus, demo_conversation_corpus, tmp_path, capsys
+):
     corpora = f"""    reading:
         data_folder: {Path(demo_reading_corpus.name).parent}
     conversation:
         data_folder: {Path(demo_conversation_corpus.name).parent}"""
-    hp = write_hparams(tmp_path / "demo.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
-                       attackers=DEMO_ATTACKERS)
+    hp = write_hparams(
+        tmp_path / "demo.yaml",
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        corpora=corpora,
+        attackers=DEMO_ATTACKERS,
+    )
     code, lines, err = run(capsys, hp)
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
@@ -301,12 +375,18 @@ def test_demo_reading_leaks_more_than_conversation(demo_reading_corpus, demo_con
     assert doc["fairness"]["speakers_per_corpus"] == {"reading": 24, "conversation": 24}
     # each corpus trains its own phone attacker on the other half of its speakers
     assert len(list((tmp_path / "out" / "models" / "phones").iterdir())) == 2
-    assert cells["reading"]["tfidf"]["all"]["overall"]["eer"] < cells["conversation"]["tfidf"]["all"]["overall"]["eer"]
+    assert (
+        cells["reading"]["tfidf"]["all"]["overall"]["eer"]
+        < cells["conversation"]["tfidf"]["all"]["overall"]["eer"]
+    )
     flags = doc["corpora"]["conversation"]["shared_text"]["scripted_flags"]
     assert flags["n_scripted"] > 0 and flags["recall"] > 0.9
     for corpus in ("reading", "conversation"):
         assert cells[corpus]["phones"]["no_shared"]["status"] == "ok"
-        assert cells[corpus]["phones"]["no_shared"]["n_utterances"] < cells[corpus]["phones"]["all"]["n_utterances"]
+        assert (
+            cells[corpus]["phones"]["no_shared"]["n_utterances"]
+            < cells[corpus]["phones"]["all"]["n_utterances"]
+        )
     # the phone attacker's comparison between the two conditions of one corpus is not made;
     # attackers on one corpus are compared within each condition
     assert {(r["a"], r["b"]) for r in doc["comparisons"]["attackers"]} == {("tfidf", "phones")}
@@ -314,23 +394,39 @@ def test_demo_reading_leaks_more_than_conversation(demo_reading_corpus, demo_con
 
 # --- bad input -----------------------------------------------------------------------------------
 
+
 def test_bad_specs_are_named(tmp_path, capsys):
     tfidf = """    tfidf:
         kind: text
         scorer: !new:attackers.text.tfidf.TfidfScorer"""
-    hp = write_hparams(tmp_path / "a.yaml", out=tmp_path / "o", cache=tmp_path / "c",
-                       corpora="    x:\n        data_folder: demo:reading\n        trial_lists: nope", attackers=tfidf)
+    hp = write_hparams(
+        tmp_path / "a.yaml",
+        out=tmp_path / "o",
+        cache=tmp_path / "c",
+        corpora="    x:\n        data_folder: demo:reading\n        trial_lists: nope",
+        attackers=tfidf,
+    )
     code, _, err = run(capsys, hp)
     assert code == 2 and "corpora.x: unknown keys ['trial_lists']" in err
-    hp = write_hparams(tmp_path / "b.yaml", out=tmp_path / "o", cache=tmp_path / "c",
-                       corpora="    x:\n        data_folder: demo:reading", attackers=tfidf)
+    hp = write_hparams(
+        tmp_path / "b.yaml",
+        out=tmp_path / "o",
+        cache=tmp_path / "c",
+        corpora="    x:\n        data_folder: demo:reading",
+        attackers=tfidf,
+    )
     code, _, err = run(capsys, hp, "--attackers_enabled=[tfidf, bert]")
     assert code == 2 and "bert" in err
     code, _, err = run(capsys, hp, "--balance_speakers=most")
     assert code == 2 and "balance_speakers" in err
     bad = "    y:\n        kind: ecapa\n        hparams: hparams/nope.yaml"
-    hp = write_hparams(tmp_path / "c.yaml", out=tmp_path / "o", cache=tmp_path / "c",
-                       corpora="    x:\n        data_folder: demo:reading", attackers=bad)
+    hp = write_hparams(
+        tmp_path / "c.yaml",
+        out=tmp_path / "o",
+        cache=tmp_path / "c",
+        corpora="    x:\n        data_folder: demo:reading",
+        attackers=bad,
+    )
     code, _, err = run(capsys, hp)
     assert code == 2 and "attackers.y: hparams 'hparams/nope.yaml' is not a file" in err
 
@@ -343,18 +439,28 @@ def test_cli_lists_the_leakage_command():
     assert exit_info.value.code == 0
 
 
-def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_corpus, tmp_path, capsys):
+def test_after_an_anonymizer_text_attackers_read_its_transcripts(
+    demo_reading_corpus, tmp_path, capsys
+):
     """An STT-TTS anonymizer's transcript (extra.asr_text) is what a text attacker reads; here it
     is random common words, the same draw for every speaker, so neither the text nor the phone
     attacker can tell speakers apart, while the same corpus without the anonymizer leaks (the
     demo test above)."""
     anon_dir = tmp_path / "anon"
     anon_dir.mkdir()
-    words = ("the a of to and in that it was for on are with as his they be at one have this from or had by "
-             "word but what some we can out other were all there when up use your how said an each she").split()
+    words = (
+        "the a of to and in that it was for on are with as his they be at one have this from or had by "
+        "word but what some we can out other were all there when up use your how said an each she"
+    ).split()
     rng = np.random.default_rng(0)
-    anonymized = Manifest([Utterance(**{**vars(u), "extra": {**u.extra, "asr_text": " ".join(rng.choice(words, 12))}})
-                           for u in demo_reading_corpus])
+    anonymized = Manifest(
+        [
+            Utterance(
+                **{**vars(u), "extra": {**u.extra, "asr_text": " ".join(rng.choice(words, 12))}}
+            )
+            for u in demo_reading_corpus
+        ]
+    )
     anonymized.write_jsonl(anon_dir / "manifest.jsonl")
     corpora = f"""    reading_anon:
         data_folder: {Path(demo_reading_corpus.name).parent}
@@ -362,8 +468,13 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
         anon_eval_folder: {anon_dir}
         anonymizer_name: same-words
         phone_text: asr"""
-    hp = write_hparams(tmp_path / "anon.yaml", out=tmp_path / "out", cache=tmp_path / "cache", corpora=corpora,
-                       attackers=DEMO_ATTACKERS)
+    hp = write_hparams(
+        tmp_path / "anon.yaml",
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        corpora=corpora,
+        attackers=DEMO_ATTACKERS,
+    )
     code, lines, err = run(capsys, hp, "--conditions=all")
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
@@ -379,8 +490,17 @@ def test_after_an_anonymizer_text_attackers_read_its_transcripts(demo_reading_co
 # --- population segments: accent groupings -------------------------------------------------------
 
 SEGMENT_ACCENTS = {  # coarse: Irish 3, Spanish 3; fine: irish 3, spanish 2, catalan 1; 3 say nothing, 1 missing
-    "s0": "Irish", "s1": "Irish accent", "s2": " irish English ", "s3": "Fluent", "s4": "International",
-    "s5": "Neutral", "s6": "Spanish", "s7": "Catalan", "s8": "Spanish accent", "s9": None}
+    "s0": "Irish",
+    "s1": "Irish accent",
+    "s2": " irish English ",
+    "s3": "Fluent",
+    "s4": "International",
+    "s5": "Neutral",
+    "s6": "Spanish",
+    "s7": "Catalan",
+    "s8": "Spanish accent",
+    "s9": None,
+}
 
 
 def test_cell_segments_follow_the_accent_grouping():
@@ -390,14 +510,23 @@ def test_cell_segments_follow_the_accent_grouping():
     base = _trials(10, 4, 1.5, np.random.default_rng(0))
     trials = replace(base, enroll_speaker=np.char.replace(base.enroll.astype(str), "e", "s"))
 
-    def CellSettings(n_boot, segment_attributes, accent_grouping="coarse"):  # the cells' evaluation settings
-        return EvaluationSettings(bootstrap=BootstrapSettings(n_boot=n_boot), segments=SegmentSettings(
-            attributes=tuple(segment_attributes), accent_grouping=accent_grouping))
+    def CellSettings(
+        n_boot, segment_attributes, accent_grouping="coarse"
+    ):  # the cells' evaluation settings
+        return EvaluationSettings(
+            bootstrap=BootstrapSettings(n_boot=n_boot),
+            segments=SegmentSettings(
+                attributes=tuple(segment_attributes), accent_grouping=accent_grouping
+            ),
+        )
 
     def cell_metrics(trials, speakers, settings):
         return cell_summary(evaluate(trials, speakers, settings), trials)
-    speakers = {f"s{i}": {"speaker": f"s{i}", "sex": "FM"[i % 2], "accent": a}
-                for i, a in enumerate(SEGMENT_ACCENTS.values())}
+
+    speakers = {
+        f"s{i}": {"speaker": f"s{i}", "sex": "FM"[i % 2], "accent": a}
+        for i, a in enumerate(SEGMENT_ACCENTS.values())
+    }
 
     def accent_segments(settings):
         cell = cell_metrics(trials, speakers, settings)
@@ -405,7 +534,10 @@ def test_cell_segments_follow_the_accent_grouping():
         return {v: s["n_speakers"] for v, s in cell["segments"]["accent_group"].items()}
 
     # the three labels that name no accent are no segment (they were "Unspecified", 3 speakers)
-    assert accent_segments(CellSettings(n_boot=0, segment_attributes=["accent_group"])) == {"Irish": 3, "Spanish": 3}
+    assert accent_segments(CellSettings(n_boot=0, segment_attributes=["accent_group"])) == {
+        "Irish": 3,
+        "Spanish": 3,
+    }
     fine = CellSettings(n_boot=0, segment_attributes=["accent_group"], accent_grouping="fine")
     assert accent_segments(fine) == {"irish": 3}  # spanish (2) and catalan (1) are too small
 
@@ -419,8 +551,17 @@ def _accent_corpus(folder: Path) -> Path:
         own = [f"{spk}word{k}" for k in range(12)]
         for n in range(20):
             words = rng.choice(common + own, 14)
-            rows.append(Utterance(id=f"{spk}-{n:02d}", speaker=spk, text=" ".join(words), episode=f"{spk}-e{n // 10}",
-                                  sex="FM"[i % 2], age=25 + 5 * i, accent=accent))
+            rows.append(
+                Utterance(
+                    id=f"{spk}-{n:02d}",
+                    speaker=spk,
+                    text=" ".join(words),
+                    episode=f"{spk}-e{n // 10}",
+                    sex="FM"[i % 2],
+                    age=25 + 5 * i,
+                    accent=accent,
+                )
+            )
     folder.mkdir()
     Manifest(rows).write_jsonl(folder / "manifest.jsonl")
     return folder
@@ -437,25 +578,47 @@ def test_leakage_results_record_the_grouping_and_list_labels_in_no_segment(tmp_p
     corpora = f"    accents:\n        data_folder: {corpus}\n        train_folders: [{corpus}]"
 
     def hparams(name, extra=""):
-        return write_hparams(tmp_path / f"{name}.yaml", out=tmp_path / name, cache=tmp_path / "cache",
-                             corpora=corpora, attackers=attackers, extra=extra)
+        return write_hparams(
+            tmp_path / f"{name}.yaml",
+            out=tmp_path / name,
+            cache=tmp_path / "cache",
+            corpora=corpora,
+            attackers=attackers,
+            extra=extra,
+        )
 
-    code, lines, err = run(capsys, hparams("out"), "--conditions=all", "--n_boot=0", "--plots=False")
+    code, lines, err = run(
+        capsys, hparams("out"), "--conditions=all", "--n_boot=0", "--plots=False"
+    )
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
     block = doc["corpora"]["accents"]
-    assert {g: sum(raws.values()) for g, raws in block["accent_grouping"].items()} == {"Irish": 3, "Spanish": 3}
+    assert {g: sum(raws.values()) for g, raws in block["accent_grouping"].items()} == {
+        "Irish": 3,
+        "Spanish": 3,
+    }
     assert doc["run"]["accent_grouping"] == "coarse"  # the default
     assert {k: v["n_speakers"] for k, v in block["accent_left_out"].items()} == {
-        "(missing)": 1, "Fluent": 1, "International": 1, "Neutral": 1}
+        "(missing)": 1,
+        "Fluent": 1,
+        "International": 1,
+        "Neutral": 1,
+    }
     cell = doc["cells"]["accents"]["tfidf"]["all"]
     assert cell["status"] == "ok", cell.get("reason")
     assert set(cell["segments"]["accent_group"]) == {"Irish", "Spanish"}
     report = (tmp_path / "out" / "report.md").read_text()
-    assert ("In no accent segment of accents: (missing) (1): no accent given; Fluent (1), International (1), "
-            "Neutral (1): says nothing about the accent") in report
-    code, lines, err = run(capsys, hparams("fine", "accent_grouping: fine"), "--conditions=all", "--n_boot=0",
-                           "--plots=False")
+    assert (
+        "In no accent segment of accents: (missing) (1): no accent given; Fluent (1), International (1), "
+        "Neutral (1): says nothing about the accent"
+    ) in report
+    code, lines, err = run(
+        capsys,
+        hparams("fine", "accent_grouping: fine"),
+        "--conditions=all",
+        "--n_boot=0",
+        "--plots=False",
+    )
     assert code == 0, err
     doc = json.loads(Path(lines[-1]).read_text())
     assert doc["run"]["accent_grouping"] == "fine"
@@ -486,18 +649,33 @@ def test_paper_settings_evaluate_every_edacc_speaker_with_coarse_accent_groups()
 def test_unscored_trials_are_kept_out_of_score_files_and_metrics(tmp_path):
     """Unscored trials (score NaN: an LLM judge without a reply) are counted, left out of the score
     file and of the metrics, and the scored ones keep their speakers."""
-    from sparc_eval.evaluation import BootstrapSettings as Boot, EvaluationSettings, evaluate
+    from sparc_eval.evaluation import BootstrapSettings as Boot
+    from sparc_eval.evaluation import EvaluationSettings, evaluate
 
-    rows = [("A/e1", "p1", "A", "A", 0.9, True), ("B/e1", "p1", "B", "A", np.nan, False),
-            ("C/e1", "p2", "C", "B", 0.1, False), ("B/e2", "p2", "B", "B", 0.7, True)]
-    t = Trials(*zip(*[(e, p, s, y) for e, p, _, _, s, y in rows]), test_speaker=[r[3] for r in rows],
-               enroll_speaker=[r[2] for r in rows])
+    rows = [
+        ("A/e1", "p1", "A", "A", 0.9, True),
+        ("B/e1", "p1", "B", "A", np.nan, False),
+        ("C/e1", "p2", "C", "B", 0.1, False),
+        ("B/e2", "p2", "B", "B", 0.7, True),
+    ]
+    t = Trials(
+        *zip(*[(e, p, s, y) for e, p, _, _, s, y in rows]),
+        test_speaker=[r[3] for r in rows],
+        enroll_speaker=[r[2] for r in rows],
+    )
     assert t.write(tmp_path / "scores.txt") == 1 and t.n_unscored == 1
     got = Trials.read(tmp_path / "scores.txt", t.utt2spk())
-    assert got.enroll.tolist() == ["A/e1", "C/e1", "B/e2"] and got.test_speaker.tolist() == ["A", "B", "B"]
+    assert got.enroll.tolist() == ["A/e1", "C/e1", "B/e2"] and got.test_speaker.tolist() == [
+        "A",
+        "B",
+        "B",
+    ]
     assert t.scored().enroll_speakers.tolist() == ["A", "C", "B"]
     ev = evaluate(t, None, EvaluationSettings(bootstrap=Boot(n_boot=0)))
-    assert ev["overall"]["n_target"] + ev["overall"]["n_nontarget"] == 3 and ev.details["n_unscored"] == 1
+    assert (
+        ev["overall"]["n_target"] + ev["overall"]["n_nontarget"] == 3
+        and ev.details["n_unscored"] == 1
+    )
 
 
 def test_default_hparams_run_the_quick_grid_and_name_its_departures(monkeypatch):
@@ -513,28 +691,53 @@ def test_default_hparams_run_the_quick_grid_and_name_its_departures(monkeypatch)
     assert quick.grid == "quick" and quick.num_threads == 1
     assert [c.data_folder for c in quick.corpora] == ["demo:reading", "demo:conversation"]
     assert [(a.name, a.overrides) for a in quick.attackers] == [
-        ("tfidf", {}), ("embedding", {}), ("phones", {"number_of_epochs": 8}), ("mel", {"number_of_epochs": 2})]
+        ("tfidf", {}),
+        ("embedding", {}),
+        ("phones", {"number_of_epochs": 8}),
+        ("mel", {"number_of_epochs": 2}),
+    ]
     assert str(quick.output_folder) == "results/leakage/demo_quick"
     deviations = leakage_deviations(quick, {})
-    assert {"grid_quick", "phones: number_of_epochs_8", "mel: number_of_epochs_2"} <= set(deviations)
-    assert "left out: phone_durations" in deviations["grid_quick"] and "--grid=full" in deviations["grid_quick"]
+    assert {"grid_quick", "phones: number_of_epochs_8", "mel: number_of_epochs_2"} <= set(
+        deviations
+    )
+    assert (
+        "left out: phone_durations" in deviations["grid_quick"]
+        and "--grid=full" in deviations["grid_quick"]
+    )
     assert "hparams/phones.yaml sets 15" in deviations["phones: number_of_epochs_8"]
     assert "hparams/mel.yaml sets 10" in deviations["mel: number_of_epochs_2"]
     phones = next(a for a in quick.attackers if a.name == "phones")
-    assert "/models_quick/phones/" in model_folder(quick, phones, quick.corpora[0])  # never resumed by full
+    assert "/models_quick/phones/" in model_folder(
+        quick, phones, quick.corpora[0]
+    )  # never resumed by full
 
     full = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"grid": "full"}))
-    assert [a.name for a in full.attackers] == ["tfidf", "embedding", "phones", "phone_durations", "mel"]
+    assert [a.name for a in full.attackers] == [
+        "tfidf",
+        "embedding",
+        "phones",
+        "phone_durations",
+        "mel",
+    ]
     assert all(a.overrides == {} for a in full.attackers if a.hparams)
     assert str(full.output_folder) == "results/leakage/demo_full"
-    assert not {k for k in leakage_deviations(full, {}) if k.startswith("grid") or "number_of_epochs" in k}
+    assert not {
+        k for k in leakage_deviations(full, {}) if k.startswith("grid") or "number_of_epochs" in k
+    }
     phones = next(a for a in full.attackers if a.name == "phones")
     assert "/models/phones/" in model_folder(full, phones, full.corpora[0])
 
     # attackers_enabled still chooses under the quick grid; its overrides still apply
-    chosen = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"attackers_enabled": ["phones"]}))
-    assert [(a.name, a.overrides) for a in chosen.attackers] == [("phones", {"number_of_epochs": 8})]
+    chosen = LeakageSettings.from_hparams(
+        load_hparams("hparams/leakage.yaml", {"attackers_enabled": ["phones"]})
+    )
+    assert [(a.name, a.overrides) for a in chosen.attackers] == [
+        ("phones", {"number_of_epochs": 8})
+    ]
     with pytest.raises(DataError, match="grid"):
         LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"grid": "fast"}))
     with pytest.raises(DataError, match="bert"):
-        LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {"quick_overrides": {"bert": {}}}))
+        LeakageSettings.from_hparams(
+            load_hparams("hparams/leakage.yaml", {"quick_overrides": {"bert": {}}})
+        )

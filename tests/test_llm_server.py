@@ -18,12 +18,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from llm_proxy import FaultProxy
 
 from attackers.text.llm import LLMScorer
 from sparc_eval.errors import DataError
 from sparc_eval.text import TrialSet
-
-from llm_proxy import FaultProxy
 
 pytestmark = pytest.mark.llm
 REPO = Path(__file__).resolve().parents[1]
@@ -36,14 +35,20 @@ def llm_server(tmp_path_factory):
     from sparc_eval.llm_server.models import assemble
     from sparc_eval.llm_server.server import ServerConfig, start, stop
 
-    pytest.importorskip("llama_cpp.server", reason="run `make test-llm` (it installs llama-cpp-python[server])")
+    pytest.importorskip(
+        "llama_cpp.server", reason="run `make test-llm` (it installs llama-cpp-python[server])"
+    )
     home = tmp_path_factory.mktemp("llm_home")
     os.environ[KEY_ENV] = "sk-test-" + secrets.token_hex(16)
     port = _free_port()
-    state = start(ServerConfig(str(assemble(ALIAS)), ALIAS, port=port, n_ctx=4096), home, api_key_env=KEY_ENV)
+    state = start(
+        ServerConfig(str(assemble(ALIAS)), ALIAS, port=port, n_ctx=4096), home, api_key_env=KEY_ENV
+    )
     yield state
     stop(home, port)
-    assert "sk-test-" not in Path(state["log"]).read_text(errors="replace")  # the server never logged the key
+    assert "sk-test-" not in Path(state["log"]).read_text(
+        errors="replace"
+    )  # the server never logged the key
 
 
 def _free_port() -> int:
@@ -63,26 +68,44 @@ def proxy(llm_server):
 
 def judge(url, tmp_path, **kw):
     kw.setdefault("scoring", "yes_no")
-    return LLMScorer(base_url=url, model=ALIAS, api_key_env=KEY_ENV, cache_path=tmp_path / "cache.jsonl",
-                     backoff=0.01, **kw)
+    return LLMScorer(
+        base_url=url,
+        model=ALIAS,
+        api_key_env=KEY_ENV,
+        cache_path=tmp_path / "cache.jsonl",
+        backoff=0.01,
+        **kw,
+    )
 
 
 def trials(n: int) -> TrialSet:
     same = ["i reckon it was proper good innit", "we went down the pub after"]
     other = ["the quarterly figures exceed our projections", "kindly forward the invoice"]
-    return TrialSet.from_records([{"probe_texts": [f"{same[0]} number {i}"], "enroll_texts": same if i % 2 else other,
-                                   "label": i % 2} for i in range(n)])
+    return TrialSet.from_records(
+        [
+            {
+                "probe_texts": [f"{same[0]} number {i}"],
+                "enroll_texts": same if i % 2 else other,
+                "label": i % 2,
+            }
+            for i in range(n)
+        ]
+    )
 
 
 def test_models_are_listed_and_the_key_is_required(llm_server):
     url, key = llm_server["base_url"], os.environ[KEY_ENV]
     assert httpx.get(f"{url}/models", timeout=10).status_code == 401
-    listed = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    listed = httpx.get(
+        f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=10
+    ).json()
     assert [m["id"] for m in listed["data"]] == [ALIAS]
 
 
 def test_a_model_the_server_does_not_list_stops_before_any_request(proxy, tmp_path):
-    scorer = LLMScorer(base_url=proxy.url, model="gpt-5-mini", api_key_env=KEY_ENV, cache_path=tmp_path / "c.jsonl")
+    scorer = LLMScorer(
+        base_url=proxy.url, model="gpt-5-mini", api_key_env=KEY_ENV, cache_path=tmp_path / "c.jsonl"
+    )
     with pytest.raises(DataError, match="serves smollm2-135m, not 'gpt-5-mini'"):
         scorer.score(trials(2))
     assert proxy.chat_requests() == []
@@ -91,7 +114,9 @@ def test_a_model_the_server_does_not_list_stops_before_any_request(proxy, tmp_pa
 def test_a_wrong_key_stops_the_run(proxy, tmp_path, monkeypatch):
     monkeypatch.setenv("WRONG_KEY", "sk-wrong")
     with pytest.raises(DataError, match="401"):
-        LLMScorer(base_url=proxy.url, model=ALIAS, api_key_env="WRONG_KEY", cache_path=None).score(trials(2))
+        LLMScorer(base_url=proxy.url, model=ALIAS, api_key_env="WRONG_KEY", cache_path=None).score(
+            trials(2)
+        )
 
 
 @pytest.mark.parametrize("scoring", ["number", "yes_no", "rating"])
@@ -113,12 +138,20 @@ def test_each_scoring_mode_scores_from_the_real_model(proxy, tmp_path, scoring):
 
 
 def test_rate_limits_wait_for_retry_after(proxy, tmp_path):
-    proxy.reset({1: {"status": 429, "retry_after": 1}, 2: {"status": 429, "retry_after": 1}, 3: {"status": 503}})
+    proxy.reset(
+        {
+            1: {"status": 429, "retry_after": 1},
+            2: {"status": 429, "retry_after": 1},
+            3: {"status": 503},
+        }
+    )
     scorer = judge(proxy.url, tmp_path, concurrency=1)
     scores = scorer.score(trials(2))
     times = [t for t, *_ in proxy.chat_requests()]
     assert [s for _, _, s, _ in proxy.chat_requests()][:4] == [429, 429, 503, 200]
-    assert times[1] - times[0] >= 1.0 and times[2] - times[1] >= 1.0  # Retry-After, not the 0.01 s backoff
+    assert (
+        times[1] - times[0] >= 1.0 and times[2] - times[1] >= 1.0
+    )  # Retry-After, not the 0.01 s backoff
     assert np.isfinite(scores).all() and scorer.report()["retries"] == 3
 
 
@@ -133,7 +166,9 @@ def test_a_timed_out_request_is_retried(proxy, tmp_path):
 def test_concurrent_requests_on_a_single_slot_server_do_not_time_out(proxy, tmp_path):
     scorer = judge(proxy.url, tmp_path, concurrency=4, timeout=120)
     scores = scorer.score(trials(8))
-    assert np.isfinite(scores).all() and scorer.report()["errors"] == scorer.report()["retries"] == 0
+    assert (
+        np.isfinite(scores).all() and scorer.report()["errors"] == scorer.report()["retries"] == 0
+    )
     assert len(proxy.chat_requests()) == 8
 
 
@@ -149,10 +184,24 @@ def small_corpus(data_dir, tmp_path) -> Path:
 
 
 def recipe_command(url, corpus, out, cache) -> list:
-    return [sys.executable, str(REPO / "recipes" / "evaluate_text.py"), str(REPO / "hparams" / "text" / "llm.yaml"),
-            f"--base_url={url}", f"--model={ALIAS}", f"--api_key_env={KEY_ENV}", f"--data_folder={corpus}",
-            f"--output_folder={out}", f"--llm_cache={cache}", "--tasks=[speaker]", "--settings=[[50,5]]",
-            "--max_probes=1", "--scoring=yes_no", "--concurrency=2", "--n_boot=200", "--plots=False"]
+    return [
+        sys.executable,
+        str(REPO / "recipes" / "evaluate_text.py"),
+        str(REPO / "hparams" / "text" / "llm.yaml"),
+        f"--base_url={url}",
+        f"--model={ALIAS}",
+        f"--api_key_env={KEY_ENV}",
+        f"--data_folder={corpus}",
+        f"--output_folder={out}",
+        f"--llm_cache={cache}",
+        "--tasks=[speaker]",
+        "--settings=[[50,5]]",
+        "--max_probes=1",
+        "--scoring=yes_no",
+        "--concurrency=2",
+        "--n_boot=200",
+        "--plots=False",
+    ]
 
 
 def test_the_recipe_end_to_end_resumes_and_reruns_from_the_cache(proxy, data_dir, tmp_path):
@@ -161,7 +210,9 @@ def test_the_recipe_end_to_end_resumes_and_reruns_from_the_cache(proxy, data_dir
     cmd = recipe_command(proxy.url, corpus, tmp_path / "out", cache)
     first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
-    while (not cache.is_file() or len(cache.read_text().splitlines()) < 4) and time.monotonic() < deadline:
+    while (
+        not cache.is_file() or len(cache.read_text().splitlines()) < 4
+    ) and time.monotonic() < deadline:
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)
     first.wait()
@@ -173,9 +224,13 @@ def test_the_recipe_end_to_end_resumes_and_reruns_from_the_cache(proxy, data_dir
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     block = doc["tasks"]["speaker"]["P50_L5"]
     n_trials = block["trials"]["n"]
-    assert len(proxy.chat_requests()) == n_trials - cached  # the interrupted run lost nothing it had cached
+    assert (
+        len(proxy.chat_requests()) == n_trials - cached
+    )  # the interrupted run lost nothing it had cached
     assert block["missing_scores"] == 0
-    assert n_trials >= 12 and doc["run"]["scorer_report"]["from_logprobs"] == n_trials  # cached ones too
+    assert (
+        n_trials >= 12 and doc["run"]["scorer_report"]["from_logprobs"] == n_trials
+    )  # cached ones too
     proxy.reset()
     third = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert third.returncode == 0 and proxy.chat_requests() == []  # a rerun sends nothing
@@ -183,4 +238,6 @@ def test_the_recipe_end_to_end_resumes_and_reruns_from_the_cache(proxy, data_dir
     secret = os.environ[KEY_ENV]
     assert all(secret not in p.read_text(errors="replace") for p in written)
     assert secret not in second.stdout + second.stderr + third.stdout + third.stderr
-    assert {auth for *_, auth in proxy.requests} <= {f"Bearer {secret}"}  # the key was sent, as a bearer token
+    assert {auth for *_, auth in proxy.requests} <= {
+        f"Bearer {secret}"
+    }  # the key was sent, as a bearer token

@@ -7,15 +7,39 @@ import warnings
 import pytest
 
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import (AttributeConflictWarning, AudioRef, Manifest, Utterance, normalise_sex,
-                                 resolve_audio)
+from sparc_eval.manifest import (
+    AttributeConflictWarning,
+    AudioRef,
+    Manifest,
+    Utterance,
+    normalise_sex,
+    resolve_audio,
+)
 
 
 def _utts():
     return [
-        Utterance("a1", "A", "hello there", "ep1", audio=AudioRef("/x/a1.wav"), duration=1.5, sex="F", age=31.0,
-                  accent="Irish", extra={"ethnicity": "White"}),
-        Utterance("b1", "B", "general kenobi", "ep1", audio=AudioRef("/x/rec.wav", 2.0, 3.5), duration=1.5, sex="M"),
+        Utterance(
+            "a1",
+            "A",
+            "hello there",
+            "ep1",
+            audio=AudioRef("/x/a1.wav"),
+            duration=1.5,
+            sex="F",
+            age=31.0,
+            accent="Irish",
+            extra={"ethnicity": "White"},
+        ),
+        Utterance(
+            "b1",
+            "B",
+            "general kenobi",
+            "ep1",
+            audio=AudioRef("/x/rec.wav", 2.0, 3.5),
+            duration=1.5,
+            sex="M",
+        ),
     ]
 
 
@@ -25,13 +49,34 @@ def test_jsonl_round_trip_keeps_every_field(tmp_path):
     back = Manifest.read_jsonl(tmp_path / "m.jsonl")
     assert [u.to_dict() for u in back] == [u.to_dict() for u in manifest]
     first = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[0])
-    assert list(first) == ["id", "speaker", "text", "episode", "series", "audio", "duration", "sex", "age",
-                           "accent", "extra"]
+    assert list(first) == [
+        "id",
+        "speaker",
+        "text",
+        "episode",
+        "series",
+        "audio",
+        "duration",
+        "sex",
+        "age",
+        "accent",
+        "extra",
+    ]
     assert first["audio"] == {"path": "/x/a1.wav", "start": None, "stop": None}
 
 
-@pytest.mark.parametrize("raw,expected", [("f", "F"), ("Female", "F"), ("MALE", "M"), ("m", "M"),
-                                          ("Demiboy", None), (float("nan"), None), (None, None)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("f", "F"),
+        ("Female", "F"),
+        ("MALE", "M"),
+        ("m", "M"),
+        ("Demiboy", None),
+        (float("nan"), None),
+        (None, None),
+    ],
+)
 def test_sex_is_normalised(raw, expected):
     assert normalise_sex(raw) == expected
 
@@ -83,15 +128,19 @@ def test_speechbrain_csv_loads_in_dynamic_item_dataset(tmp_path):
 
 def test_text_only_rule(tmp_path):
     (tmp_path / "present.wav").write_bytes(b"")
-    all_missing = [Utterance("u1", "s", "t", audio=AudioRef(str(tmp_path / "no1.wav"))),
-                   Utterance("u2", "s", "t", audio=AudioRef(str(tmp_path / "no2.wav")))]
+    all_missing = [
+        Utterance("u1", "s", "t", audio=AudioRef(str(tmp_path / "no1.wav"))),
+        Utterance("u2", "s", "t", audio=AudioRef(str(tmp_path / "no2.wav"))),
+    ]
     with pytest.warns(UserWarning, match="none of the 2 listed audio files exist"):
         out = resolve_audio(all_missing, name="c")
     assert all(u.audio is None for u in out)
 
     def mixed():
-        return [Utterance("u1", "s", "t", audio=AudioRef(str(tmp_path / "present.wav"))),
-                Utterance("u2", "s", "t", audio=AudioRef(str(tmp_path / "gone.wav")))]
+        return [
+            Utterance("u1", "s", "t", audio=AudioRef(str(tmp_path / "present.wav"))),
+            Utterance("u2", "s", "t", audio=AudioRef(str(tmp_path / "gone.wav"))),
+        ]
 
     with pytest.raises(DataError, match="1 of 2 audio files are missing.*u2"):
         resolve_audio(mixed(), name="c")
@@ -115,6 +164,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
 
 # --- cached lookups, transforms that copy, and speaker attribute conflicts ----------------------
 
+
 def _speaker(sid, values, field="sex"):
     """Utterances of speaker ``sid`` whose ``field`` takes ``values`` in turn (None: unknown)."""
     return [Utterance(f"{sid}{i}", sid, "t", **{field: v}) for i, v in enumerate(values)]
@@ -123,17 +173,25 @@ def _speaker(sid, values, field="sex"):
 def test_lookups_are_built_once():
     manifest = Manifest(_utts())
     index = manifest.by_id()
-    assert manifest.by_id() is index and manifest.get("b1") is manifest[1] and manifest.get("zz") is None
+    assert (
+        manifest.by_id() is index
+        and manifest.get("b1") is manifest[1]
+        and manifest.get("zz") is None
+    )
     assert index["a1"] is manifest[0] and set(index) == {"a1", "b1"}
     with pytest.raises(TypeError):
         index["c1"] = manifest[0]  # read-only: it is shared by every caller
-    assert manifest.speaker_attributes()["A"] is not manifest.speaker_attributes()["A"]  # copies of a cached table
+    assert (
+        manifest.speaker_attributes()["A"] is not manifest.speaker_attributes()["A"]
+    )  # copies of a cached table
     spk = manifest.utt2spk()
     spk["a1"] = "Z"  # callers get their own dict
     assert manifest.utt2spk() == {"a1": "A", "b1": "B"} and manifest.speakers() == ["A", "B"]
     # the caches stay behind when a manifest goes to another process (ray, multiprocessing)
     back = pickle.loads(pickle.dumps(manifest))
-    assert [u.to_dict() for u in back] == [u.to_dict() for u in manifest] and back.by_id().keys() == index.keys()
+    assert [u.to_dict() for u in back] == [
+        u.to_dict() for u in manifest
+    ] and back.by_id().keys() == index.keys()
     assert copy.deepcopy(manifest).get("a1").to_dict() == manifest[0].to_dict()
 
 
@@ -159,13 +217,21 @@ def test_load_manifest_resolves_relative_audio_on_copies(tmp_path):
     from sparc_eval.corpora import load_manifest
 
     (tmp_path / "a.wav").write_bytes(b"")
-    Manifest([Utterance("a", "s", "t", audio=AudioRef("a.wav"))]).write_jsonl(tmp_path / "manifest.jsonl")
+    Manifest([Utterance("a", "s", "t", audio=AudioRef("a.wav"))]).write_jsonl(
+        tmp_path / "manifest.jsonl"
+    )
     manifest = load_manifest(tmp_path)
-    assert manifest[0].audio.path == str((tmp_path / "a.wav").resolve()) and not manifest.read_passages
+    assert (
+        manifest[0].audio.path == str((tmp_path / "a.wav").resolve()) and not manifest.read_passages
+    )
 
 
 def test_conflicting_speaker_is_reported_and_resolved_by_majority():
-    utts = _speaker("A", ["F", "M", None, "M"]) + _speaker("B", ["M", "M"]) + _speaker("C", [31.0, 45.0], "age")
+    utts = (
+        _speaker("A", ["F", "M", None, "M"])
+        + _speaker("B", ["M", "M"])
+        + _speaker("C", [31.0, 45.0], "age")
+    )
     manifest = Manifest(utts, name="toy")
     conflicts = manifest.attribute_conflicts()
     assert [(c.speaker, c.attribute, c.counts, c.resolved) for c in conflicts] == [
@@ -177,32 +243,45 @@ def test_conflicting_speaker_is_reported_and_resolved_by_majority():
     assert len(caught) == 1
     message = str(caught[0].message)
     assert "2 speaker attribute conflict" in message and "'F' (1) vs 'M' (2)" in message
-    assert "31.0 (1) vs 45.0 (1)" in message and "most frequent" in message and "first seen" in message
+    assert (
+        "31.0 (1) vs 45.0 (1)" in message and "most frequent" in message and "first seen" in message
+    )
     assert (table["A"]["sex"], table["B"]["sex"], table["C"]["age"]) == ("M", "M", 31.0)
 
 
 def test_extra_attribute_conflicts_and_utterance_fields():
-    utts = [Utterance("a1", "A", "t", extra={"ethnicity": "White", "asr_text": "one", "tags": ["x"]}),
-            Utterance("a2", "A", "t", extra={"ethnicity": "Asian", "asr_text": "two", "tags": ["x"]}),
-            Utterance("a3", "A", "t", extra={"ethnicity": "Asian"})]
+    utts = [
+        Utterance("a1", "A", "t", extra={"ethnicity": "White", "asr_text": "one", "tags": ["x"]}),
+        Utterance("a2", "A", "t", extra={"ethnicity": "Asian", "asr_text": "two", "tags": ["x"]}),
+        Utterance("a3", "A", "t", extra={"ethnicity": "Asian"}),
+    ]
     manifest = Manifest(utts)
     # asr_text is per utterance by design (UTTERANCE_EXTRA): resolved, never reported
     assert [(c.attribute, c.counts) for c in manifest.attribute_conflicts()] == [
-        ("ethnicity", (("White", 1), ("Asian", 2)))]
+        ("ethnicity", (("White", 1), ("Asian", 2)))
+    ]
     with pytest.warns(AttributeConflictWarning, match="1 speaker attribute conflict"):
         row = manifest.speaker_attributes()["A"]
     assert (row["ethnicity"], row["asr_text"], row["tags"]) == ("Asian", "one", ["x"])
 
 
 def test_consistent_speakers_warn_nothing():
-    utts = _utts() + [Utterance("a2", "A", "again", sex="F", age=31.0, extra={"ethnicity": "White"}),
-                      Utterance("b2", "B", "more", sex=None, accent=float("nan"))]  # unknowns never conflict
+    utts = _utts() + [
+        Utterance("a2", "A", "again", sex="F", age=31.0, extra={"ethnicity": "White"}),
+        Utterance("b2", "B", "more", sex=None, accent=float("nan")),
+    ]  # unknowns never conflict
     manifest = Manifest(utts)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         table = manifest.speaker_attributes()
     assert manifest.attribute_conflicts() == []
-    assert table["A"] == {"speaker": "A", "sex": "F", "age": 31.0, "accent": "Irish", "ethnicity": "White"}
+    assert table["A"] == {
+        "speaker": "A",
+        "sex": "F",
+        "age": 31.0,
+        "accent": "Irish",
+        "ethnicity": "White",
+    }
     assert table["B"] == {"speaker": "B", "sex": "M", "age": None, "accent": None}
 
 

@@ -42,11 +42,15 @@ def coupled(s, y, draws_or_weights, binning, settings, weights=False):
     else:
         m = st.n_groups
         rows = np.arange(len(draws_or_weights))[:, None] * 2 * m
-        table = np.bincount((st.code[draws_or_weights] + rows).ravel(), minlength=len(draws_or_weights) * 2 * m)
+        table = np.bincount(
+            (st.code[draws_or_weights] + rows).ravel(), minlength=len(draws_or_weights) * 2 * m
+        )
         table = table.reshape(-1, m, 2)
         t, n = table[..., 1], table[..., 0]
     exact = core.metrics_from_counts(t, n, settings)
-    return exact, B.binned_metrics(binning.table(t), binning.table(n), binning.mixed, settings, order)
+    return exact, B.binned_metrics(
+        binning.table(t), binning.table(n), binning.mixed, settings, order
+    )
 
 
 def assert_within(exact, binned):
@@ -102,7 +106,11 @@ def test_order_lost_in_each_bin():
     bin_of = b.of_group[np.searchsorted(c.unique, s)]
     for k in range(b.n_bins):
         ts, ns = s[y & (bin_of == k)], s[~y & (bin_of == k)]
-        want = ((ts[:, None] > ns[None, :]) + 0.5 * (ts[:, None] == ns[None, :])).mean() if ts.size and ns.size else 0.5
+        want = (
+            ((ts[:, None] > ns[None, :]) + 0.5 * (ts[:, None] == ns[None, :])).mean()
+            if ts.size and ns.size
+            else 0.5
+        )
         assert b.order(c.t, c.n)[k] == pytest.approx(want, abs=1e-12)
 
 
@@ -121,8 +129,14 @@ def test_tree_multinomial():
 # ----------------------------------------------------------------------------- the error bound
 
 
-@pytest.mark.parametrize("settings", [MetricSettings(), MetricSettings(eer_method="rocch"),
-                                      MetricSettings(fpr_targets=(0.05, 0.2), p_target=0.3, c_fa=2.0)])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        MetricSettings(),
+        MetricSettings(eer_method="rocch"),
+        MetricSettings(fpr_targets=(0.05, 0.2), p_target=0.3, c_fa=2.0),
+    ],
+)
 @pytest.mark.parametrize("ties", [False, True])
 def test_bound_holds_for_every_resample_and_ci_endpoint(settings, ties):
     """Coupled: each exact trial-level replicate lies within its binned replicate's bounds, so
@@ -134,8 +148,17 @@ def test_bound_holds_for_every_resample_and_ci_endpoint(settings, ties):
     draws = B._Plan(y, "trial", True, None, 5).trial_draws(range(150))
     exact, binned = coupled(s, y, draws, binning, settings)
     assert_within(exact, binned)
-    res = B.BootstrapResult(binned[0], 150, 150, "trial", 5, method="binned", bins=binning.n_bins,
-                            exact_bins=False, bounds=binned[1:])
+    res = B.BootstrapResult(
+        binned[0],
+        150,
+        150,
+        "trial",
+        5,
+        method="binned",
+        bins=binning.n_bins,
+        exact_bins=False,
+        bounds=binned[1:],
+    )
     bound, got = res.ci_error_bound(), res.ci()
     want = B.BootstrapResult(exact, 150, 150, "trial", 5).ci()
     for name in ("eer", "auc", "min_dcf"):
@@ -164,11 +187,18 @@ def test_auc_given_the_table_beats_ties_as_halves():
     binning = B.score_bins(c.t, c.n, 16)  # coarse: much order lost in each bin
     draws = B._Plan(y, "trial", True, None, 2).trial_draws(range(40))
     exact, (given_table, _, bound) = coupled(s, y, draws, binning, MetricSettings())
-    weights = np.stack([np.bincount(d, minlength=s.size) for d in draws]).astype(float)  # the same resamples
+    weights = np.stack([np.bincount(d, minlength=s.size) for d in draws]).astype(
+        float
+    )  # the same resamples
     _, (halves, _, half_bound) = coupled(s, y, weights, binning, MetricSettings(), weights=True)
-    err_given, err_halves = np.abs(given_table["auc"] - exact["auc"]), np.abs(halves["auc"] - exact["auc"])
+    err_given, err_halves = (
+        np.abs(given_table["auc"] - exact["auc"]),
+        np.abs(halves["auc"] - exact["auc"]),
+    )
     assert np.all(err_given <= bound["auc"]) and np.all(err_halves <= half_bound["auc"])
-    assert err_given.mean() < 0.5 * err_halves.mean() and bound["auc"].max() < half_bound["auc"].min()
+    assert (
+        err_given.mean() < 0.5 * err_halves.mean() and bound["auc"].max() < half_bound["auc"].min()
+    )
 
 
 def test_exact_bins_reproduce_the_exact_replicates():
@@ -186,12 +216,18 @@ def test_speaker_unit_binned_uses_the_exact_draws():
     s, y = make(6000, seed=7)
     g = np.random.default_rng(7).integers(0, 40, s.size)
     ex = B.bootstrap_metrics(s, y, n_boot=64, seed=3, unit="speaker", groups=g, method="exact")
-    bi = B.bootstrap_metrics(s, y, n_boot=64, seed=3, unit="speaker", groups=g, method="binned", bins=128)
+    bi = B.bootstrap_metrics(
+        s, y, n_boot=64, seed=3, unit="speaker", groups=g, method="binned", bins=128
+    )
     assert bi.method == "binned" and ex.method == "exact" and bi.n_valid == ex.n_valid
     values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
-    for k, v in flat(ex.samples).items():  # same speaker draws: the bound holds resample by resample
+    for k, v in flat(
+        ex.samples
+    ).items():  # same speaker draws: the bound holds resample by resample
         ok = np.isfinite(v)
-        assert np.all((v >= values[k] - below[k] - 1e-12)[ok]) and np.all((v <= values[k] + above[k] + 1e-12)[ok])
+        assert np.all((v >= values[k] - below[k] - 1e-12)[ok]) and np.all(
+            (v <= values[k] + above[k] + 1e-12)[ok]
+        )
 
 
 def test_thousands_of_speakers_take_the_sparse_speaker_table():
@@ -205,7 +241,9 @@ def test_thousands_of_speakers_take_the_sparse_speaker_table():
     values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
     for k, v in flat(ex.samples).items():
         ok = np.isfinite(v)
-        assert np.all((v >= values[k] - below[k] - 1e-12)[ok]) and np.all((v <= values[k] + above[k] + 1e-12)[ok])
+        assert np.all((v >= values[k] - below[k] - 1e-12)[ok]) and np.all(
+            (v <= values[k] + above[k] + 1e-12)[ok]
+        )
 
 
 def test_binned_ci_matches_exact_ci_in_distribution():
@@ -217,7 +255,9 @@ def test_binned_ci_matches_exact_ci_in_distribution():
     bound = bi.ci_error_bound()
     for name in ("eer", "auc"):
         sd = np.nanstd(ex.samples[name])
-        assert np.max(np.abs(np.subtract(bi.ci()[name], ex.ci()[name]))) <= bound[name] + 0.3 * sd, name
+        assert (
+            np.max(np.abs(np.subtract(bi.ci()[name], ex.ci()[name]))) <= bound[name] + 0.3 * sd
+        ), name
         assert np.nanstd(bi.samples[name]) == pytest.approx(sd, rel=0.15)
 
 
@@ -236,7 +276,9 @@ def test_auto_method_and_options():
         B.bootstrap_metrics(*big, n_boot=5, weights=w, method="binned")
     with pytest.raises(ValueError, match="method"):
         B.bootstrap_metrics(*small, n_boot=5, method="fast")
-    tiny = B.bootstrap_metrics(*small, n_boot=5, method="binned", bins=4096)  # 3,000 distinct scores
+    tiny = B.bootstrap_metrics(
+        *small, n_boot=5, method="binned", bins=4096
+    )  # 3,000 distinct scores
     assert tiny.exact_bins and tiny.ci_error_bound()["eer"] == 0.0
 
 
@@ -264,9 +306,14 @@ def test_results_json_records_the_bootstrap(tmp_path):
     assert set(info["ci_error_bound"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
     assert set(info["ci_error_bound"]["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert "score bins" in (tmp_path / "report.md").read_text()
-    ev = evaluate_trials(np.full(300, "spk"), ids[:300], s[:300], y[:300], n_boot=20, bootstrap_method="auto")
+    ev = evaluate_trials(
+        np.full(300, "spk"), ids[:300], s[:300], y[:300], n_boot=20, bootstrap_method="auto"
+    )
     write_report(tmp_path / "small", ev, {"seed": 0}, plots=False)
-    assert json.loads((tmp_path / "small" / "results.json").read_text())["run"]["bootstrap"]["method"] == "exact"
+    assert (
+        json.loads((tmp_path / "small" / "results.json").read_text())["run"]["bootstrap"]["method"]
+        == "exact"
+    )
 
 
 # ----------------------------------------------------------------------------- columnar reading
@@ -274,8 +321,10 @@ def test_results_json_records_the_bootstrap(tmp_path):
 
 def test_fast_reader_equals_line_parser(tmp_path, monkeypatch):
     rng = np.random.default_rng(11)
-    lines = [f"e{i % 7} t{i} {x!r} {'target' if i % 3 == 0 else 'nontarget'}" for i, x in
-             enumerate(np.r_[rng.normal(size=200), [1e-300, -0.0, 5e20]].tolist())]
+    lines = [
+        f"e{i % 7} t{i} {x!r} {'target' if i % 3 == 0 else 'nontarget'}"
+        for i, x in enumerate(np.r_[rng.normal(size=200), [1e-300, -0.0, 5e20]].tolist())
+    ]
     lines += ["e1 t900 +.5 target", "e2 t901 7 nontarget", "e3 t902 1E+05 target"]
     path = tmp_path / "s.txt"
     path.write_text("\n".join(lines))  # no final newline
@@ -285,17 +334,22 @@ def test_fast_reader_equals_line_parser(tmp_path, monkeypatch):
     for name in ("enroll", "test", "scores", "labels", "lines"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
     assert fast.enroll.dtype == slow.enroll.dtype == object
-    monkeypatch.setattr("sparc_eval.metrics.scores.parse_scores", lambda *a: pytest.fail("slow path"))
+    monkeypatch.setattr(
+        "sparc_eval.metrics.scores.parse_scores", lambda *a: pytest.fail("slow path")
+    )
     assert len(read_scores(path)) == len(lines)
 
 
-@pytest.mark.parametrize("text", [
-    "a u1 0.5 target\r\nb u1 0.1 nontarget\r\n",  # CRLF
-    "a\tu1 0.5 target\nb u1  0.1 nontarget\n",  # tab, double space
-    "a u1 0.5 target\n\n   \nb u1 0.1 nontarget\n",  # blank lines: line numbers kept
-    "a u1 1_0 target\nb u1 0.1 nontarget\n",  # Python's float() reads it, pyarrow does not
-    "\u00e9 u1 0.5 target\nb u1 0.1 nontarget\n",  # non-ASCII id
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a u1 0.5 target\r\nb u1 0.1 nontarget\r\n",  # CRLF
+        "a\tu1 0.5 target\nb u1  0.1 nontarget\n",  # tab, double space
+        "a u1 0.5 target\n\n   \nb u1 0.1 nontarget\n",  # blank lines: line numbers kept
+        "a u1 1_0 target\nb u1 0.1 nontarget\n",  # Python's float() reads it, pyarrow does not
+        "\u00e9 u1 0.5 target\nb u1 0.1 nontarget\n",  # non-ASCII id
+    ],
+)
 def test_other_files_take_the_line_parser(tmp_path, text):
     path = tmp_path / "s.txt"
     path.write_bytes(text.encode())

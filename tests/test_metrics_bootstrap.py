@@ -21,14 +21,21 @@ def make(n=300, seed=0, ties=False):
 
 def flat(result_samples, i):
     return {
-        "eer": result_samples["eer"][i], "auc": result_samples["auc"][i], "min_dcf": result_samples["min_dcf"][i],
+        "eer": result_samples["eer"][i],
+        "auc": result_samples["auc"][i],
+        "min_dcf": result_samples["min_dcf"][i],
         **{f"tpr{k}": v[i] for k, v in result_samples["tpr_at_fpr"].items()},
     }
 
 
 def loop_metrics(s, y, w=None, settings=MetricSettings()):
     pm = core.compute_metrics(s, y, w, settings=settings)
-    return {"eer": pm.eer, "auc": pm.auc, "min_dcf": pm.min_dcf, **{f"tpr{k}": v for k, v in pm.tpr_at_fpr.items()}}
+    return {
+        "eer": pm.eer,
+        "auc": pm.auc,
+        "min_dcf": pm.min_dcf,
+        **{f"tpr{k}": v for k, v in pm.tpr_at_fpr.items()},
+    }
 
 
 @pytest.mark.parametrize("ties", [False, True])
@@ -93,7 +100,9 @@ def test_rocch_bootstrap_runs_batched():
     res = B.bootstrap_metrics(s, y, n_boot=10, seed=0, settings=settings)
     draws = B._Plan(y, "trial", True, None, 0).trial_draws(range(10))
     for i, d in enumerate(draws):
-        assert res.samples["eer"][i] == pytest.approx(core.eer(s[d], y[d], method="rocch").eer, abs=1e-9)
+        assert res.samples["eer"][i] == pytest.approx(
+            core.eer(s[d], y[d], method="rocch").eer, abs=1e-9
+        )
 
 
 def test_one_class_resamples_are_dropped():
@@ -147,4 +156,10 @@ def test_small_inputs_keep_the_exact_draws():
     s, y = make(2000, seed=9)
     res = B.bootstrap_metrics(s, y, n_boot=5)
     assert res.method == "exact" and res.bounds is None and res.ci_error_bound() is None
-    assert res.info() == {"method": "exact", "resamples": 5, "valid_resamples": 5, "unit": "trial", "seed": 0}
+    assert res.info() == {
+        "method": "exact",
+        "resamples": 5,
+        "valid_resamples": 5,
+        "unit": "trial",
+        "seed": 0,
+    }

@@ -30,9 +30,12 @@ def toy(seed=0, n_spk=7, utts=6):
 
 
 ATTRS = {  # accent: A has 3 speakers, B 2 (skipped), s6 has no accent; sex: 4 F / 3 M
-    "s0": {"accent": "Irish", "sex": "F", "age": 25}, "s1": {"accent": "Irish", "sex": "F", "age": 70},
-    "s2": {"accent": "Irish", "sex": "M", "age": 40}, "s3": {"accent": "Nigerian", "sex": "M", "age": 41},
-    "s4": {"accent": "Nigerian", "sex": "F", "age": 42}, "s5": {"accent": "Jamaican", "sex": "M", "age": 43},
+    "s0": {"accent": "Irish", "sex": "F", "age": 25},
+    "s1": {"accent": "Irish", "sex": "F", "age": 70},
+    "s2": {"accent": "Irish", "sex": "M", "age": 40},
+    "s3": {"accent": "Nigerian", "sex": "M", "age": 41},
+    "s4": {"accent": "Nigerian", "sex": "F", "age": 42},
+    "s5": {"accent": "Jamaican", "sex": "M", "age": 43},
     "s6": {"accent": None, "sex": "F", "age": float("nan")},
 }
 
@@ -83,13 +86,26 @@ def test_non_informative_accents_and_the_fine_grouping_in_segments():
     from sparc_eval.attributes import segment_table
 
     enroll, test, score, label, utt2spk = toy()
-    attrs = {**ATTRS, "s3": {"accent": "Fluent"}, "s4": {"accent": "International"}, "s5": {"accent": "Neutral"},
-             "s1": {"accent": "Irish accent"}, "s2": {"accent": " irish English "}}
+    attrs = {
+        **ATTRS,
+        "s3": {"accent": "Fluent"},
+        "s4": {"accent": "International"},
+        "s5": {"accent": "Neutral"},
+        "s1": {"accent": "Irish accent"},
+        "s2": {"accent": " irish English "},
+    }
     res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=attrs, n_boot=0)
     assert set(res["segments"]["accent_group"]) == {"Irish"}
     assert not any(k.startswith("segments.accent_group.") for k in res["not_applicable"])
-    fine = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, n_boot=0,
-                           speakers=segment_table(attrs, accent_grouping="fine"))
+    fine = evaluate_trials(
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        n_boot=0,
+        speakers=segment_table(attrs, accent_grouping="fine"),
+    )
     assert fine["segments"]["accent_group"] == {"irish": res["segments"]["accent_group"]["Irish"]}
 
 
@@ -98,8 +114,17 @@ def test_evaluate_trials_full_document():
     res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=50)
     assert set(res) == {"overall", "per_speaker", "segments", "not_applicable"}
     ov = res["overall"]
-    assert set(ov) == {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95",
-                       "small_evaluation"}
+    assert set(ov) == {
+        "eer",
+        "eer_threshold",
+        "auc",
+        "tpr_at_fpr",
+        "min_dcf",
+        "n_target",
+        "n_nontarget",
+        "ci95",
+        "small_evaluation",
+    }
     assert set(ov["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert set(ov["ci95"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
     assert ov["eer"] == core.eer(score, label).eer
@@ -127,7 +152,9 @@ def test_evaluate_trials_words_and_no_utt2spk():
 def test_one_class_gives_nulls_not_numbers():
     enroll, test, score, label, utt2spk = toy()
     keep = ~label
-    res = evaluate_trials(enroll[keep], test[keep], score[keep], label[keep], utt2spk=utt2spk, n_boot=20)
+    res = evaluate_trials(
+        enroll[keep], test[keep], score[keep], label[keep], utt2spk=utt2spk, n_boot=20
+    )
     ov = res["overall"]
     assert ov["eer"] is None and ov["auc"] is None and ov["min_dcf"] is None and ov["ci95"] is None
     assert ov["tpr_at_fpr"] == {"0.01": None, "0.001": None}
@@ -159,7 +186,9 @@ def test_enrollment_utterance_ids_map_through_utt2spk():
 
 def test_speaker_bootstrap_through_evaluate():
     enroll, test, score, label, utt2spk = toy()
-    res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, n_boot=50, bootstrap_unit="speaker")
+    res = evaluate_trials(
+        enroll, test, score, label, utt2spk=utt2spk, n_boot=50, bootstrap_unit="speaker"
+    )
     lo, hi = res["overall"]["ci95"]["eer"]
     assert lo <= hi
     with pytest.raises(DataError, match="utt2spk"):
@@ -170,12 +199,20 @@ def test_write_report_from_library(tmp_path):
     from sparc_eval.metrics import write_report
 
     enroll, test, score, label, utt2spk = toy()
-    res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=30, seed=5)
-    written = write_report(tmp_path / "a", res, {"dataset": "toy", "seed": 5, "extra_key": 1}, plots=False)
+    res = evaluate_trials(
+        enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=30, seed=5
+    )
+    written = write_report(
+        tmp_path / "a", res, {"dataset": "toy", "seed": 5, "extra_key": 1}, plots=False
+    )
     assert set(written) == {"results.json", "report.md"}
     doc = json.loads(written["results.json"].read_text())
     assert list(doc) == ["run", "overall", "per_speaker", "segments", "not_applicable"]
-    assert doc["run"]["dataset"] == "toy" and doc["run"]["features"] is None and doc["run"]["extra_key"] == 1
+    assert (
+        doc["run"]["dataset"] == "toy"
+        and doc["run"]["features"] is None
+        and doc["run"]["extra_key"] == 1
+    )
     assert doc["overall"] == json.loads(json.dumps(dict(res)))["overall"]
     # a plain dict (no ROC points attached) still gets per-speaker and segment plots
     written = write_report(tmp_path / "b", dict(res), plots=True)

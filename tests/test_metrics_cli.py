@@ -16,8 +16,17 @@ from sparc_eval.metrics import read_scores, read_speakers, read_utt2spk, write_s
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
 RUN_KEYS = {"dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s"}
-OVERALL_KEYS = {"eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target", "n_nontarget", "ci95",
-                "small_evaluation"}
+OVERALL_KEYS = {
+    "eer",
+    "eer_threshold",
+    "auc",
+    "tpr_at_fpr",
+    "min_dcf",
+    "n_target",
+    "n_nontarget",
+    "ci95",
+    "small_evaluation",
+}
 
 
 def write(tmp_path, name, text):
@@ -67,15 +76,21 @@ def test_read_and_write_scores_roundtrip(tmp_path):
     assert back.enroll.tolist() == t.enroll.tolist()
 
 
-@pytest.mark.parametrize("text, pattern", [
-    ("a u1 0.5 target\na u2 0.1\n", r"line 2: expected 4 fields"),
-    ("a u1 0.5 target\na u2 x0.1 nontarget\n", r"line 2: score 'x0.1' is not a number"),
-    ("a u1 nan target\na u2 0.1 nontarget\n", r"line 1: score 'nan' is not finite"),
-    ("a u1 0.5 target\na u2 -inf nontarget\n", r"line 2: score '-inf' is not finite"),
-    ("a u1 0.5 target\na u2 0.1 impostor\n", r"line 2: unknown label 'impostor'"),
-    ("a u1 0.5 target\nb u1 0.1 nontarget\na u1 0.7 target\n", r"line 3: duplicate trial a u1: also on line 1"),
-    ("\n\n", r"no trials"),
-])
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("a u1 0.5 target\na u2 0.1\n", r"line 2: expected 4 fields"),
+        ("a u1 0.5 target\na u2 x0.1 nontarget\n", r"line 2: score 'x0.1' is not a number"),
+        ("a u1 nan target\na u2 0.1 nontarget\n", r"line 1: score 'nan' is not finite"),
+        ("a u1 0.5 target\na u2 -inf nontarget\n", r"line 2: score '-inf' is not finite"),
+        ("a u1 0.5 target\na u2 0.1 impostor\n", r"line 2: unknown label 'impostor'"),
+        (
+            "a u1 0.5 target\nb u1 0.1 nontarget\na u1 0.7 target\n",
+            r"line 3: duplicate trial a u1: also on line 1",
+        ),
+        ("\n\n", r"no trials"),
+    ],
+)
 def test_bad_score_files(tmp_path, text, pattern):
     with pytest.raises(DataError, match=pattern):
         read_scores(write(tmp_path, "bad.txt", text))
@@ -85,12 +100,21 @@ def test_read_utt2spk_and_speakers(tmp_path):
     assert read_utt2spk(write(tmp_path, "u", "u1 a\nu2 b\n")) == {"u1": "a", "u2": "b"}
     with pytest.raises(DataError, match="line 2: utterance u1 is listed twice"):
         read_utt2spk(write(tmp_path, "u", "u1 a\nu1 b\n"))
-    jl = write(tmp_path, "s.jsonl", '{"speaker": "a", "gender": "female", "age": NaN, "accent": "Irish"}\n'
-                                    '{"speaker": 7, "sex": "m", "age": 33}\n')
-    assert read_speakers(jl) == {"a": {"sex": "F", "age": None, "accent": "Irish"}, "7": {"sex": "M", "age": 33}}
+    jl = write(
+        tmp_path,
+        "s.jsonl",
+        '{"speaker": "a", "gender": "female", "age": NaN, "accent": "Irish"}\n'
+        '{"speaker": 7, "sex": "m", "age": 33}\n',
+    )
+    assert read_speakers(jl) == {
+        "a": {"sex": "F", "age": None, "accent": "Irish"},
+        "7": {"sex": "M", "age": 33},
+    }
     csv = write(tmp_path, "s.csv", "speaker,sex,age,accent\na,f,NaN,Irish\nb,Male,41,\n")
-    assert read_speakers(csv) == {"a": {"sex": "F", "age": None, "accent": "Irish"},
-                                  "b": {"sex": "M", "age": 41.0, "accent": None}}
+    assert read_speakers(csv) == {
+        "a": {"sex": "F", "age": None, "accent": "Irish"},
+        "b": {"sex": "M", "age": 41.0, "accent": None},
+    }
     with pytest.raises(DataError, match="no 'speaker' column"):
         read_speakers(write(tmp_path, "x.csv", "id,sex\na,f\n"))
     with pytest.raises(DataError, match="line 3: speaker a is listed twice"):
@@ -111,11 +135,22 @@ def synthetic(tmp_path, n_spk=8, utts=5, seed=0):
             utt = f"{s}_{u}"
             u2s.append(f"{utt} {s}")
             for e in spk:
-                lines.append(f"{e} {utt} {rng.normal(1.5 if e == s else 0, 1):.6f} {'target' if e == s else 'nontarget'}")
+                lines.append(
+                    f"{e} {utt} {rng.normal(1.5 if e == s else 0, 1):.6f} {'target' if e == s else 'nontarget'}"
+                )
     scores = write(tmp_path, "scores.txt", "\n".join(lines) + "\n")
     utt2spk = write(tmp_path, "utt2spk", "\n".join(u2s) + "\n")
-    rows = [json.dumps({"speaker": s, "sex": "F" if i % 2 else "M", "accent": ["Irish", "Scottish"][i < 3],
-                        "age": 20 + 7 * i}) for i, s in enumerate(spk)]
+    rows = [
+        json.dumps(
+            {
+                "speaker": s,
+                "sex": "F" if i % 2 else "M",
+                "accent": ["Irish", "Scottish"][i < 3],
+                "age": 20 + 7 * i,
+            }
+        )
+        for i, s in enumerate(spk)
+    ]
     speakers = write(tmp_path, "speakers.jsonl", "\n".join(rows) + "\n")
     return scores, utt2spk, speakers
 
@@ -123,8 +158,23 @@ def synthetic(tmp_path, n_spk=8, utts=5, seed=0):
 def test_cli_in_process(tmp_path, capsys):
     scores, utt2spk, speakers = synthetic(tmp_path)
     out = tmp_path / "out"
-    rc = main(["metrics", "--scores", str(scores), "--utt2spk", str(utt2spk), "--speakers", str(speakers),
-               "--out", str(out), "--n-boot", "200", "--dataset", "toy"])
+    rc = main(
+        [
+            "metrics",
+            "--scores",
+            str(scores),
+            "--utt2spk",
+            str(utt2spk),
+            "--speakers",
+            str(speakers),
+            "--out",
+            str(out),
+            "--n-boot",
+            "200",
+            "--dataset",
+            "toy",
+        ]
+    )
     assert rc == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(out / "results.json")
     doc = strict_json(out / "results.json")
@@ -166,9 +216,24 @@ def test_cli_bad_input_exit_code(tmp_path, capsys):
     assert "line 2" in err and "duplicate" in err and "line 1" in err
     scores, utt2spk, _ = synthetic(tmp_path)
     partial = write(tmp_path, "u2s", "\n".join(utt2spk.read_text().splitlines()[1:]) + "\n")
-    assert main(["metrics", "--scores", str(scores), "--utt2spk", str(partial), "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "metrics",
+                "--scores",
+                str(scores),
+                "--utt2spk",
+                str(partial),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "spk0_0" in capsys.readouterr().err
-    assert main(["metrics", "--scores", str(scores), "--fpr", "2", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["metrics", "--scores", str(scores), "--fpr", "2", "--out", str(tmp_path / "o")]) == 2
+    )
     assert "fpr_targets" in capsys.readouterr().err
 
 
@@ -181,14 +246,26 @@ def test_metrics_command_imports_no_torch(tmp_path):
         f" '--speakers', {str(speakers)!r}, '--out', {str(tmp_path / 'sub')!r}, '--n-boot', '20'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'speechbrain', 'torchaudio'))\n"
         "print('HEAVY', heavy)\n"
-        "sys.exit(rc)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+        "sys.exit(rc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout
-    proc = subprocess.run([sys.executable, "-c", "import sys, sparc_eval.metrics, sparc_eval.metrics.cli; "
-                           "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-                           "('torch', 'speechbrain', 'matplotlib', 'scipy', 'sklearn')))"],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, sparc_eval.metrics, sparc_eval.metrics.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'speechbrain', 'matplotlib', 'scipy', 'sklearn')))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
@@ -203,16 +280,24 @@ def vpc_text_scores(vpc: Path, out: Path):
     def kv(p):
         return dict(line.split(maxsplit=1) for line in p.read_text().splitlines() if line.strip())
 
-    enr_text, enr_u2s = kv(vpc / "libri_test_enrolls" / "text"), kv(vpc / "libri_test_enrolls" / "utt2spk")
+    enr_text, enr_u2s = (
+        kv(vpc / "libri_test_enrolls" / "text"),
+        kv(vpc / "libri_test_enrolls" / "utt2spk"),
+    )
     trial_text = kv(vpc / "libri_test_trials_f" / "text")
     docs = {}
     for utt, words in enr_text.items():
         docs.setdefault(enr_u2s[utt].strip(), []).append(words)
-    trials = [line.split() for line in (vpc / "libri_test_trials_f" / "trials").read_text().splitlines()]
+    trials = [
+        line.split() for line in (vpc / "libri_test_trials_f" / "trials").read_text().splitlines()
+    ]
     spks, utts = sorted(docs), sorted(trial_text)
     vec = text_mod.TfidfVectorizer(sublinear_tf=True)
     vec.fit([" ".join(docs[s]) for s in spks] + [trial_text[u] for u in utts])
-    sim = (vec.transform([" ".join(docs[s]) for s in spks]) @ vec.transform([trial_text[u] for u in utts]).T).toarray()
+    sim = (
+        vec.transform([" ".join(docs[s]) for s in spks])
+        @ vec.transform([trial_text[u] for u in utts]).T
+    ).toarray()
     si, ui = {s: i for i, s in enumerate(spks)}, {u: i for i, u in enumerate(utts)}
     enroll = [t[0] for t in trials]
     test = [t[1] for t in trials]
@@ -236,8 +321,26 @@ def test_cli_on_voiceprivacy_text_scores(data_dir, tmp_path, capsys):
     speakers.write_text("speaker,sex\n" + "".join(f"{k},{v}\n" for k, v in sorted(rows.items())))
     utt2spk = vpc / "libri_test_trials_f" / "utt2spk"
     out = tmp_path / "in_process"
-    assert main(["metrics", "--scores", str(scores), "--utt2spk", str(utt2spk), "--speakers", str(speakers),
-                 "--out", str(out), "--dataset", "vpc libri_test_trials_f", "--features", "text tf-idf"]) == 0
+    assert (
+        main(
+            [
+                "metrics",
+                "--scores",
+                str(scores),
+                "--utt2spk",
+                str(utt2spk),
+                "--speakers",
+                str(speakers),
+                "--out",
+                str(out),
+                "--dataset",
+                "vpc libri_test_trials_f",
+                "--features",
+                "text tf-idf",
+            ]
+        )
+        == 0
+    )
     doc = strict_json(out / "results.json")
     check_schema(doc)
     ov = doc["overall"]
@@ -251,13 +354,33 @@ def test_cli_on_voiceprivacy_text_scores(data_dir, tmp_path, capsys):
         data = (out / name).read_bytes()
         assert data[:8] == PNG and len(data) > 1000
     capsys.readouterr()
-    print(f"VPC libri_test_trials_f, TF-IDF text scorer: EER {100 * ov['eer']:.2f}%, AUC {ov['auc']:.3f}")
+    print(
+        f"VPC libri_test_trials_f, TF-IDF text scorer: EER {100 * ov['eer']:.2f}%, AUC {ov['auc']:.3f}"
+    )
 
     sub = tmp_path / "subprocess"
-    proc = subprocess.run([sys.executable, "-m", "sparc_eval.cli", "metrics", "--scores", str(scores), "--utt2spk",
-                           str(utt2spk), "--out", str(sub), "--n-boot", "100", "--no-plots"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={**os.environ, "MPLBACKEND": "Agg"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparc_eval.cli",
+            "metrics",
+            "--scores",
+            str(scores),
+            "--utt2spk",
+            str(utt2spk),
+            "--out",
+            str(sub),
+            "--n-boot",
+            "100",
+            "--no-plots",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(sub / "results.json")
     doc2 = strict_json(sub / "results.json")
@@ -268,12 +391,16 @@ def test_align_trials_for_paired_bootstrap(tmp_path):
     from sparc_eval.metrics import align_trials, paired_bootstrap
 
     a = read_scores(write(tmp_path, "a.txt", GOOD))
-    shuffled = "spk2 u2 1.5 target\nspk1 u2 -0.1 nontarget\nspk1 u1 0.4 target\nspk2 u1 0.3 nontarget\n"
+    shuffled = (
+        "spk2 u2 1.5 target\nspk1 u2 -0.1 nontarget\nspk1 u1 0.4 target\nspk2 u1 0.3 nontarget\n"
+    )
     b = read_scores(write(tmp_path, "b.txt", shuffled))
     sa, sb, y = align_trials(a, b)
     assert sb.tolist() == [0.4, 0.3, -0.1, 1.5] and y.tolist() == a.labels.tolist()
     assert paired_bootstrap(sa, sb, y, n_boot=20).n_boot == 20
-    c = read_scores(write(tmp_path, "c.txt", shuffled.replace("spk1 u1 0.4 target", "spk1 u1 0.4 nontarget")))
+    c = read_scores(
+        write(tmp_path, "c.txt", shuffled.replace("spk1 u1 0.4 target", "spk1 u1 0.4 nontarget"))
+    )
     with pytest.raises(DataError, match="different labels"):
         align_trials(a, c)
     d = read_scores(write(tmp_path, "d.txt", shuffled.replace("spk2 u2", "spk3 u2")))
@@ -286,14 +413,49 @@ def test_cli_bootstrap_unit_follows_utt2spk(tmp_path, capsys):
     speakers by default; without it they resample trials, and the command says so."""
     scores, utt2spk, _ = synthetic(tmp_path)
     with_spk, without = tmp_path / "spk", tmp_path / "trial"
-    assert main(["metrics", "--scores", str(scores), "--utt2spk", str(utt2spk), "--out", str(with_spk),
-                 "--n-boot", "100", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "metrics",
+                "--scores",
+                str(scores),
+                "--utt2spk",
+                str(utt2spk),
+                "--out",
+                str(with_spk),
+                "--n-boot",
+                "100",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     assert "resample test speakers" in capsys.readouterr().err
-    assert main(["metrics", "--scores", str(scores), "--out", str(without), "--n-boot", "100", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "metrics",
+                "--scores",
+                str(scores),
+                "--out",
+                str(without),
+                "--n-boot",
+                "100",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     assert "too narrow" in capsys.readouterr().err
     spk, trial = strict_json(with_spk / "results.json"), strict_json(without / "results.json")
     assert spk["run"]["bootstrap_unit"] == "speaker" and spk["run"]["deviations"] == {}
-    assert trial["run"]["bootstrap_unit"] == "trial" and "bootstrap_unit_trial" in trial["run"]["deviations"]
+    assert (
+        trial["run"]["bootstrap_unit"] == "trial"
+        and "bootstrap_unit_trial" in trial["run"]["deviations"]
+    )
     assert "resamples of test speakers" in (with_spk / "report.md").read_text()
     assert "resamples of trials" in (without / "report.md").read_text()
-    assert spk["overall"]["eer"] == trial["overall"]["eer"] and spk["overall"]["ci95"] != trial["overall"]["ci95"]
+    assert (
+        spk["overall"]["eer"] == trial["overall"]["eer"]
+        and spk["overall"]["ci95"] != trial["overall"]["ci95"]
+    )

@@ -68,7 +68,13 @@ def test_hand_worked_ties():
     # AUC: (1*0.5*2 + (2 + 0.5) + 2 * (3 + 0.5)) / 16 = 10.5 / 16
     assert core.auc(s, y) == pytest.approx(10.5 / 16)
     # TPR@FPR: accept > 3 -> (0, 0); accept > 2 -> (1/4, 1/2); accept > 1 -> (1/2, 3/4)
-    assert core.tpr_at_fpr(s, y, [0.01, 0.25, 0.3, 0.5, 1.0]) == {0.01: 0.0, 0.25: 0.5, 0.3: 0.5, 0.5: 0.75, 1.0: 1.0}
+    assert core.tpr_at_fpr(s, y, [0.01, 0.25, 0.3, 0.5, 1.0]) == {
+        0.01: 0.0,
+        0.25: 0.5,
+        0.3: 0.5,
+        0.5: 0.75,
+        1.0: 1.0,
+    }
     # minDCF, p=0.01: best is "reject all" (0.01 * 1) -> normalised 1.0
     assert core.min_dcf(s, y) == (pytest.approx(1.0), 3.0)
     # p=0.5: 0.5 * (1/4 + 2/4) = 0.375 at t=1, normalised by 0.5
@@ -110,7 +116,11 @@ def test_weights_equal_repetition():
 
 
 def test_metric_settings_and_keys():
-    assert core.fpr_key(0.01) == "0.01" and core.fpr_key(0.001) == "0.001" and core.fpr_key(1e-5) == "0.00001"
+    assert (
+        core.fpr_key(0.01) == "0.01"
+        and core.fpr_key(0.001) == "0.001"
+        and core.fpr_key(1e-5) == "0.00001"
+    )
     with pytest.raises(ValueError):
         MetricSettings(eer_method="linear")
     with pytest.raises(ValueError):
@@ -123,7 +133,9 @@ def test_metric_settings_and_keys():
 # ----------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("bad, word", [(np.nan, "NaN"), (np.inf, "infinite"), (-np.inf, "infinite")])
+@pytest.mark.parametrize(
+    "bad, word", [(np.nan, "NaN"), (np.inf, "infinite"), (-np.inf, "infinite")]
+)
 def test_non_finite_scores_rejected(bad, word):
     s, y = trials([1, 2, bad], [0, 1])
     with pytest.raises(DataError, match=f"score 2 .*{word}"):
@@ -175,9 +187,13 @@ def test_min_dcf_equals_speechbrain_normalised():
     torch = pytest.importorskip("torch")
     ms = speechbrain_metric_stats()
     rng = np.random.default_rng(1)
-    for i, (p, cm, cf) in enumerate([(0.01, 1, 1), (0.05, 1, 1), (0.01, 10, 1), (0.5, 1, 1), (0.2, 1, 3)] * 4):
+    for i, (p, cm, cf) in enumerate(
+        [(0.01, 1, 1), (0.05, 1, 1), (0.01, 10, 1), (0.5, 1, 1), (0.2, 1, 3)] * 4
+    ):
         s, y = random_case(rng, KINDS[i % len(KINDS)], n_max=300)
-        sb, _ = ms.minDCF(torch.from_numpy(s[y]), torch.from_numpy(s[~y]), c_miss=cm, c_fa=cf, p_target=p)
+        sb, _ = ms.minDCF(
+            torch.from_numpy(s[y]), torch.from_numpy(s[~y]), c_miss=cm, c_fa=cf, p_target=p
+        )
         ours, _ = core.min_dcf(s, y, p_target=p, c_miss=cm, c_fa=cf)
         # SpeechBrain's cost is not normalised and uses float32 rates
         assert ours == pytest.approx(sb / min(cm * p, cf * (1 - p)), abs=1e-5)
@@ -192,7 +208,9 @@ def test_auc_roc_and_tpr_equal_sklearn():
     for i in range(60):
         s, y = random_case(rng, KINDS[i % len(KINDS)], n_max=3000)
         w = rng.random(s.size) + 0.1 if i % 3 == 0 else None
-        assert core.auc(s, y, w) == pytest.approx(metrics.roc_auc_score(y, s, sample_weight=w), abs=1e-12)
+        assert core.auc(s, y, w) == pytest.approx(
+            metrics.roc_auc_score(y, s, sample_weight=w), abs=1e-12
+        )
         fpr, tpr, thr = metrics.roc_curve(y, s, sample_weight=w, drop_intermediate=False)
         ofpr, otpr, othr = core.roc_curve(s, y, w)
         np.testing.assert_allclose(ofpr, fpr, atol=1e-12)
@@ -250,7 +268,7 @@ def test_thin_curve_keeps_ends_and_bounds_size():
     x = np.linspace(0, 1, 100_000)
     tx, ty = core.thin_curve(x, 1 - x, max_points=500)
     assert tx[0] == 0 and tx[-1] == 1 and tx.size <= 1100
-    lx, _ = core.thin_curve(x ** 4, 1 - x, max_points=500, scale="logit")
+    lx, _ = core.thin_curve(x**4, 1 - x, max_points=500, scale="logit")
     assert lx.size <= 2200
 
 
@@ -259,23 +277,69 @@ def test_evaluate_trials_keys_and_notes_in_order():
     order: convex-hull EER without a threshold, dropped resamples, one class."""
     from sparc_eval.metrics.results import evaluate_trials
 
-    res = evaluate_trials(["a"] * 5, [f"x{i}" for i in range(5)], [0.0, 1.0, 1.0, 2.0, 3.0], [0, 1, 0, 0, 1],
-                          n_boot=100, stratify=False, eer_method="rocch")
+    res = evaluate_trials(
+        ["a"] * 5,
+        [f"x{i}" for i in range(5)],
+        [0.0, 1.0, 1.0, 2.0, 3.0],
+        [0, 1, 0, 0, 1],
+        n_boot=100,
+        stratify=False,
+        eer_method="rocch",
+    )
     assert list(res) == ["overall", "per_speaker", "segments", "not_applicable"]
-    assert list(res["overall"]) == ["eer", "eer_threshold", "auc", "tpr_at_fpr", "min_dcf", "n_target",
-                                    "n_nontarget", "ci95", "small_evaluation"]
-    assert res["overall"]["eer_threshold"] is None and res["per_speaker"] is None and res["segments"] == {}
-    assert list(res["not_applicable"]) == ["overall.eer_threshold", "overall.ci95.dropped", "per_speaker",
-                                           "segments"]
-    assert list(res.details) == ["settings", "n_boot", "bootstrap_unit", "seed", "level", "accent_grouping",
-                                 "n_valid_resamples", "bootstrap", "eer_speechbrain", "eer_rocch",
-                                 "min_dcf_threshold", "tpr_thresholds"]
+    assert list(res["overall"]) == [
+        "eer",
+        "eer_threshold",
+        "auc",
+        "tpr_at_fpr",
+        "min_dcf",
+        "n_target",
+        "n_nontarget",
+        "ci95",
+        "small_evaluation",
+    ]
+    assert (
+        res["overall"]["eer_threshold"] is None
+        and res["per_speaker"] is None
+        and res["segments"] == {}
+    )
+    assert list(res["not_applicable"]) == [
+        "overall.eer_threshold",
+        "overall.ci95.dropped",
+        "per_speaker",
+        "segments",
+    ]
+    assert list(res.details) == [
+        "settings",
+        "n_boot",
+        "bootstrap_unit",
+        "seed",
+        "level",
+        "accent_grouping",
+        "n_valid_resamples",
+        "bootstrap",
+        "eer_speechbrain",
+        "eer_rocch",
+        "min_dcf_threshold",
+        "tpr_thresholds",
+    ]
     assert list(res.timings_s) == ["metrics", "bootstrap", "per_speaker", "segments"]
     assert list(res.curves) == ["fpr", "tpr", "det_far", "det_frr", "eer"]
 
-    one = evaluate_trials(["a"] * 3, ["x", "y", "z"], [0.1, 0.2, 0.3], [0, 0, 0], n_boot=10,
-                          bootstrap_unit="speaker")  # one class: no bootstrap, so no utt2spk needed
-    assert one["not_applicable"]["overall"] == "only one class: no target trials, so no metric can be computed"
+    one = evaluate_trials(
+        ["a"] * 3, ["x", "y", "z"], [0.1, 0.2, 0.3], [0, 0, 0], n_boot=10, bootstrap_unit="speaker"
+    )  # one class: no bootstrap, so no utt2spk needed
+    assert (
+        one["not_applicable"]["overall"]
+        == "only one class: no target trials, so no metric can be computed"
+    )
     assert one["overall"]["n_nontarget"] == 3 and one["overall"]["ci95"] is None
     assert one.curves is None and list(one.timings_s) == ["per_speaker", "segments"]
-    assert list(one.details) == ["settings", "n_boot", "bootstrap_unit", "seed", "level", "accent_grouping"]
+    assert list(one.details) == [
+        "settings",
+        "n_boot",
+        "bootstrap_unit",
+        "seed",
+        "level",
+        "accent_grouping",
+    ]

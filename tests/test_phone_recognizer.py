@@ -19,14 +19,22 @@ from sparc_eval.errors import DataError
 from sparc_eval.phones.per import corpus_phone_error_rate, edit_distance, phone_error_rate
 from sparc_eval.phones.phoneset import PHONES
 from sparc_eval.phones.recognizer import (
-    PhoneRecognizer, check_audio_input, frames_to_segments, make_recognizer, phones_of,
-    recognize_utterance, validate_segments,
+    PhoneRecognizer,
+    check_audio_input,
+    frames_to_segments,
+    make_recognizer,
+    phones_of,
+    recognize_utterance,
+    validate_segments,
 )
 
 pocketsphinx = pytest.importorskip("pocketsphinx")
 
 from sparc_eval.phones.pocketsphinx_backend import (  # noqa: E402
-    AlignmentPhoneRecognizer, PocketsphinxPhoneRecognizer, map_pocketsphinx_phone, normalise_transcript,
+    AlignmentPhoneRecognizer,
+    PocketsphinxPhoneRecognizer,
+    map_pocketsphinx_phone,
+    normalise_transcript,
 )
 
 # Measured on the handful (see the module docstring) with the default settings, plus a margin of
@@ -41,6 +49,7 @@ ALIGN_PER_BOUND = 0.10
 
 
 # --- fixtures ------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def allphone():
@@ -81,6 +90,7 @@ def recognized(handful, allphone, aligner):
 
 # --- phone error rate: hand-worked cases ---------------------------------------------------------
 
+
 def test_per_hand_worked():
     assert phone_error_rate(["K", "AE", "T"], ["K", "AH", "T", "S"]) == (2, 3)  # 1 sub + 1 ins
     assert phone_error_rate(["K", "AE", "T"], ["K", "AE", "T"]) == (0, 3)
@@ -88,8 +98,12 @@ def test_per_hand_worked():
     assert phone_error_rate([], ["K"]) == (1, 0)
     assert phone_error_rate(["AH", "B"], ["B", "AH"]) == (2, 2)
     # silence is removed from both sides; segments are accepted as well as symbols
-    assert phone_error_rate(["SIL", "K", "SIL", "AE", "T"], [("K", 0, 1), ("SIL", 1, 2), ("AE", 2, 3), ("T", 3, 4)]) == (0, 3)
-    assert corpus_phone_error_rate([(["K", "AE", "T"], ["K", "AH", "T", "S"]), (["B"], ["B"])]) == 0.5
+    assert phone_error_rate(
+        ["SIL", "K", "SIL", "AE", "T"], [("K", 0, 1), ("SIL", 1, 2), ("AE", 2, 3), ("T", 3, 4)]
+    ) == (0, 3)
+    assert (
+        corpus_phone_error_rate([(["K", "AE", "T"], ["K", "AH", "T", "S"]), (["B"], ["B"])]) == 0.5
+    )
     with pytest.raises(ValueError):
         corpus_phone_error_rate([([], ["K"])])
 
@@ -107,9 +121,12 @@ def test_edit_distance_matches_jiwer():
 
 # --- contract helpers ----------------------------------------------------------------------------
 
+
 def test_frames_to_segments_contract():
     labels = [("SIL", 0, 10), ("+NSN+", 10, 20), ("AH0", 22, 30), ("T", 30, 95)]
-    segs = frames_to_segments(labels, frame_rate=100, duration=1.0, map_phone=map_pocketsphinx_phone)
+    segs = frames_to_segments(
+        labels, frame_rate=100, duration=1.0, map_phone=map_pocketsphinx_phone
+    )
     # noise merged into the leading silence, the gap closed, the tail stretched to the duration
     assert segs == [("SIL", 0.0, 0.22), ("AH", 0.22, 0.3), ("T", 0.3, 1.0)]
     validate_segments(segs, duration=1.0)
@@ -150,10 +167,14 @@ def test_check_audio_input_errors():
 def test_registry():
     assert isinstance(make_recognizer("pocketsphinx"), PocketsphinxPhoneRecognizer)
     assert isinstance(make_recognizer("align"), AlignmentPhoneRecognizer)
-    dotted = make_recognizer("sparc_eval.phones.pocketsphinx_backend.PocketsphinxPhoneRecognizer", lw=3.0)
+    dotted = make_recognizer(
+        "sparc_eval.phones.pocketsphinx_backend.PocketsphinxPhoneRecognizer", lw=3.0
+    )
     assert isinstance(dotted, PocketsphinxPhoneRecognizer) and dotted.decoder_settings["lw"] == 3.0
-    assert isinstance(make_recognizer("sparc_eval.phones.pocketsphinx_backend:AlignmentPhoneRecognizer"),
-                      AlignmentPhoneRecognizer)
+    assert isinstance(
+        make_recognizer("sparc_eval.phones.pocketsphinx_backend:AlignmentPhoneRecognizer"),
+        AlignmentPhoneRecognizer,
+    )
     with pytest.raises(DataError, match="unknown phone recognizer"):
         make_recognizer("wavlm")
     with pytest.raises(DataError, match="cannot import"):
@@ -191,6 +212,7 @@ def test_plugin_by_dotted_path():
 
 
 # --- real audio ---------------------------------------------------------------------------------
+
 
 def test_output_contract_on_real_audio(handful, recognized):
     for utt, wav, sr in handful:
@@ -249,7 +271,11 @@ def test_8khz_input_is_resampled(handful, allphone, recognized):
 @pytest.mark.parametrize("name", ["pocketsphinx", "align"])
 def test_silent_and_empty_audio_give_empty_list_with_warning(name, allphone, aligner):
     rec = allphone if name == "pocketsphinx" else aligner
-    for wav in (np.zeros(16000, dtype=np.float32), np.zeros(0, dtype=np.float32), np.zeros(16000, dtype=np.int16)):
+    for wav in (
+        np.zeros(16000, dtype=np.float32),
+        np.zeros(0, dtype=np.float32),
+        np.zeros(16000, dtype=np.int16),
+    ):
         with pytest.warns(RuntimeWarning, match="silent|empty"):
             assert rec.recognize(wav, 16000, text="hello") == []
     with pytest.warns(RuntimeWarning, match="too short"):
@@ -321,4 +347,6 @@ def test_unreadable_audio_and_missing_text(tmp_path, allphone, aligner):
 
     sf.write(wav, np.random.default_rng(4).normal(0, 0.1, 16000).astype(np.float32), 16000)
     with pytest.raises(DataError, match="no transcript"):
-        recognize_utterance(aligner, Utterance(id="u2", speaker="s1", text="", audio=AudioRef(str(wav))))
+        recognize_utterance(
+            aligner, Utterance(id="u2", speaker="s1", text="", audio=AudioRef(str(wav)))
+        )

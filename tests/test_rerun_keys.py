@@ -93,10 +93,20 @@ def test_the_attackers_copy_is_built_again_with_its_own_seed():
 
 def test_the_built_in_anonymizers_keep_their_keys():
     """Caches made before this change stay valid: the same settings records as before."""
-    assert settings_of(McAdams()) == {"class": "anonymizers.mcadams.McAdams", "version": 1, "alpha": 0.8,
-                                      "random_per_speaker": None, "seed": 0, "win_ms": 20.0, "shift_ms": 10.0,
-                                      "lp_order": 20}
-    assert settings_of(build_anonymizer("identity")) == {"class": "anonymizers.identity.Identity", "version": 1}
+    assert settings_of(McAdams()) == {
+        "class": "anonymizers.mcadams.McAdams",
+        "version": 1,
+        "alpha": 0.8,
+        "random_per_speaker": None,
+        "seed": 0,
+        "win_ms": 20.0,
+        "shift_ms": 10.0,
+        "lp_order": 20,
+    }
+    assert settings_of(build_anonymizer("identity")) == {
+        "class": "anonymizers.identity.Identity",
+        "version": 1,
+    }
 
 
 def test_options_given_by_name_are_always_in_the_key():
@@ -108,13 +118,17 @@ def test_options_given_by_name_are_always_in_the_key():
 def test_an_object_whose_state_cannot_be_known_is_never_reused(tmp_path):
     wav = tmp_path / "a.wav"
     sf.write(wav, np.random.default_rng(0).uniform(-0.3, 0.3, 16000).astype(np.float32), 16000)
-    corpus = Manifest([Utterance("u1", "s1", "one two", "e", audio=AudioRef(str(wav)), duration=1.0)])
+    corpus = Manifest(
+        [Utterance("u1", "s1", "one two", "e", audio=AudioRef(str(wav)), duration=1.0)]
+    )
     with pytest.warns(UserWarning, match="settings\\(\\)"):
         first = anonymize_corpus(corpus, Plain(1.0), tmp_path / "out", progress=False)
     assert first.report["processed"] == 1
     with pytest.warns(UserWarning, match="recomputes"):
         again = anonymize_corpus(corpus, Plain(0.5), tmp_path / "out", progress=False)
-    assert again.report["processed"] == 1 and again.report["cached"] == 0  # another gain: not the old file
+    assert (
+        again.report["processed"] == 1 and again.report["cached"] == 0
+    )  # another gain: not the old file
     assert _key(Plain(1.0)) != _key(Plain(1.0))  # two objects, two keys: nothing is reused
 
     class Holder(Anonymizer):  # a setting that is an object with no settings of its own
@@ -134,12 +148,17 @@ def test_draws_per_speaker_or_per_utterance_and_the_attackers_own_seed():
     a, b = Utterance("s1-0", "s1", "x", "e"), Utterance("s1-1", "s1", "x", "e")
     assert speaker_level._alpha(a) == speaker_level._alpha(b)
     assert utterance_level._alpha(a) != utterance_level._alpha(b)
-    assert utterance_level._alpha(a) == McAdams(random_per_speaker=[0.5, 0.9], draws="utterance")._alpha(a)
+    assert utterance_level._alpha(a) == McAdams(
+        random_per_speaker=[0.5, 0.9], draws="utterance"
+    )._alpha(a)
     attacker = speaker_level.with_seed(7)
     assert attacker.seed == 7 and speaker_level.seed == 0  # a copy: the user's object is unchanged
     assert attacker._alpha(a) != speaker_level._alpha(a) and _key(attacker) != _key(speaker_level)
     assert not speaker_level.deterministic and McAdams(0.7).deterministic
-    assert "draws" not in settings_of(speaker_level) and settings_of(utterance_level)["draws"] == "utterance"
+    assert (
+        "draws" not in settings_of(speaker_level)
+        and settings_of(utterance_level)["draws"] == "utterance"
+    )
 
 
 # --- the card ------------------------------------------------------------------------------------
@@ -188,17 +207,30 @@ def small_demo(tmp_path_factory):
 def _card(recipe, small_demo, out: Path, *extra) -> dict:
     hparams = out.parent / f"{out.name}.yaml"
     hparams.write_text(RERUN_CARD.format(repo=REPO))
-    args = [str(hparams), f"--data_folder={small_demo}", f"--output_folder={out}", f"--cache_folder={out / 'cache'}",
-            "--n_enroll=2", *extra]
+    args = [
+        str(hparams),
+        f"--data_folder={small_demo}",
+        f"--output_folder={out}",
+        f"--cache_folder={out / 'cache'}",
+        "--n_enroll=2",
+        *extra,
+    ]
     assert recipe("evaluate_anonymizer").main(args) == 0
     return json.loads((out / "results.json").read_text())
 
 
 def _numbers(doc: dict) -> dict:
     """Every cell's metrics (learning-curve points included), by where / attacker / scenario."""
-    cells = {(w, a, sc): c.get("overall") for w, by in doc["cells"].items() for a, by_sc in by.items()
-             for sc, c in by_sc.items()}
-    curves = {(r["where"], r["attacker"], r["scenario"]): r["eer"] for r in doc.get("learning_curves") or []}
+    cells = {
+        (w, a, sc): c.get("overall")
+        for w, by in doc["cells"].items()
+        for a, by_sc in by.items()
+        for sc, c in by_sc.items()
+    }
+    curves = {
+        (r["where"], r["attacker"], r["scenario"]): r["eer"]
+        for r in doc.get("learning_curves") or []
+    }
     return {"cells": cells, "curves": curves}
 
 
@@ -208,19 +240,41 @@ def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_pa
     old = tmp_path / "old"
     first = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
     rerun = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.6}}")
-    fresh = _card(recipe, small_demo, tmp_path / "fresh", "--anonymizer_options={mcadams: {alpha: 0.6}}")
+    fresh = _card(
+        recipe, small_demo, tmp_path / "fresh", "--anonymizer_options={mcadams: {alpha: 0.6}}"
+    )
     assert _numbers(rerun) == _numbers(fresh)
-    assert rerun["anonymizers"]["mcadams"]["train_content"] == fresh["anonymizers"]["mcadams"]["train_content"]
-    assert first["anonymizers"]["mcadams"]["train_content"] != rerun["anonymizers"]["mcadams"]["train_content"]
+    assert (
+        rerun["anonymizers"]["mcadams"]["train_content"]
+        == fresh["anonymizers"]["mcadams"]["train_content"]
+    )
+    assert (
+        first["anonymizers"]["mcadams"]["train_content"]
+        != rerun["anonymizers"]["mcadams"]["train_content"]
+    )
     models = sorted(p.name for p in (old / "models" / "mel").iterdir())
-    assert len([m for m in models if m.startswith("semi_informed_mcadams_") and not m.endswith("train50")]) == 2
-    assert len([m for m in models if m.endswith("train50") and m.startswith("semi")]) == 2  # the variant too
+    assert (
+        len(
+            [
+                m
+                for m in models
+                if m.startswith("semi_informed_mcadams_") and not m.endswith("train50")
+            ]
+        )
+        == 2
+    )
+    assert (
+        len([m for m in models if m.endswith("train50") and m.startswith("semi")]) == 2
+    )  # the variant too
     semi = rerun["cells"]["mcadams"]["mel"]["semi-informed"]
     assert rerun["anonymizers"]["mcadams"]["train_content"][:12] in semi["model_folder"]
     # going back to 0.8 finds the 0.8 model and cells again (the audio is made anew, the model is not)
     back = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
     assert _numbers(back) == _numbers(first)
-    assert rerun["anonymizers"]["mcadams"]["draws"] == {"mode": "deterministic", "attacker": "the user's audio (no draws)"}
+    assert rerun["anonymizers"]["mcadams"]["draws"] == {
+        "mode": "deterministic",
+        "attacker": "the user's audio (no draws)",
+    }
     assert not (old / "anonymized" / "mcadams" / "attacker").exists()  # deterministic: made once
 
 
@@ -230,30 +284,49 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
     out = tmp_path / "own"
     options = "--anonymizer_options={mcadams: {random_per_speaker: [0.5, 0.9]}}"
     pytest.importorskip("resemblyzer")
-    quick = ("--scenarios=[lazy-informed]", "--learning_curve=False", "--attackers_enabled=[resemblyzer]")
+    quick = (
+        "--scenarios=[lazy-informed]",
+        "--learning_curve=False",
+        "--attackers_enabled=[resemblyzer]",
+    )
     doc = _card(recipe, small_demo, out, options, *quick)
     assert doc["cells"]["mcadams"]["resemblyzer"]["lazy-informed"]["status"] == "ok"
     record = doc["anonymizers"]["mcadams"]
     assert record["draws"]["mode"] == "speaker" and record["draws"]["attacker"] == "its own draws"
     assert record["draws"]["attacker_seed"] != 0
     assert "draws (mcadams): speaker" in doc["run"]["deviations"]
-    user = {json.loads(line)["id"]: json.loads(line) for line in
-            (out / "anonymized/mcadams/eval/manifest.jsonl").read_text().splitlines()}
-    mine = {json.loads(line)["id"]: json.loads(line) for line in
-            (out / "anonymized/mcadams/attacker/enroll/manifest.jsonl").read_text().splitlines()}
+    user = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (out / "anonymized/mcadams/eval/manifest.jsonl").read_text().splitlines()
+    }
+    mine = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (out / "anonymized/mcadams/attacker/enroll/manifest.jsonl")
+        .read_text()
+        .splitlines()
+    }
     assert mine and set(mine) < set(user)  # the enrollment utterances only
     for uid, record_ in mine.items():
         assert record_["extra"]["mcadams_alpha"] != user[uid]["extra"]["mcadams_alpha"]
         a, _ = sf.read(out / "anonymized/mcadams/attacker/enroll" / record_["audio"]["path"])
         b, _ = sf.read(out / "anonymized/mcadams/eval" / user[uid]["audio"]["path"])
         assert not np.allclose(a, b)
-    assert "Draws: mcadams: speaker; the attacker used its own draws" in (out / "card.md").read_text()
+    assert (
+        "Draws: mcadams: speaker; the attacker used its own draws" in (out / "card.md").read_text()
+    )
     # the lazy-informed attack enrolls on the attacker's copy and tests on the user's
     from sparc_eval.data_plan import DataSettings, plan_data
 
-    plan = plan_data(DataSettings(data_folder=str(small_demo), cache_folder=str(out / "cache"), n_enroll=2,
-                                  scenario="lazy-informed", anon_eval_folder=str(out / "anonymized/mcadams/eval"),
-                                  anon_enroll_folder=str(out / "anonymized/mcadams/attacker/enroll")))
+    plan = plan_data(
+        DataSettings(
+            data_folder=str(small_demo),
+            cache_folder=str(out / "cache"),
+            n_enroll=2,
+            scenario="lazy-informed",
+            anon_eval_folder=str(out / "anonymized/mcadams/eval"),
+            anon_enroll_folder=str(out / "anonymized/mcadams/attacker/enroll"),
+        )
+    )
     assert {Path(u.audio.path).parts[-5] for u in plan.enroll_utterances()} == {"attacker"}
     assert {Path(u.audio.path).parts[-4] for u in plan.trial_utterances()} == {"eval"}
     strong = _card(recipe, small_demo, tmp_path / "user", options, *quick, "--attacker_draws=user")
@@ -269,16 +342,32 @@ def test_a_checkpoint_folder_is_resumed_only_by_the_same_training_content(tmp_pa
 
     (tmp_path / "save" / "CKPT+1").mkdir(parents=True)
     path = tmp_path / "run_fingerprint.json"
-    train = Manifest([Utterance("u1", "s1", "one", "e", extra={"anonymization_key": "k1"}),
-                      Utterance("u2", "s2", "two", "e", extra={"anonymization_key": "k2"})])
-    again = Manifest([Utterance("u1", "s1", "one", "e", extra={"anonymization_key": "k1"}),
-                      Utterance("u2", "s2", "two", "e", extra={"anonymization_key": "other settings"})])
+    train = Manifest(
+        [
+            Utterance("u1", "s1", "one", "e", extra={"anonymization_key": "k1"}),
+            Utterance("u2", "s2", "two", "e", extra={"anonymization_key": "k2"}),
+        ]
+    )
+    again = Manifest(
+        [
+            Utterance("u1", "s1", "one", "e", extra={"anonymization_key": "k1"}),
+            Utterance("u2", "s2", "two", "e", extra={"anonymization_key": "other settings"}),
+        ]
+    )
     assert train.content_digest() != again.content_digest()
-    assert train.content_digest() == Manifest(reversed(train.utterances)).content_digest()  # order-free
-    semi = {"lr": 0.001, "trained_on_speech": "anonymized", "trained_on_content": train.content_digest()}
+    assert (
+        train.content_digest() == Manifest(reversed(train.utterances)).content_digest()
+    )  # order-free
+    semi = {
+        "lr": 0.001,
+        "trained_on_speech": "anonymized",
+        "trained_on_content": train.content_digest(),
+    }
     check_resume(tmp_path, tmp_path / "save", semi)
     with pytest.raises(DataError, match="trained_on_content"):
-        check_resume(tmp_path, tmp_path / "save", {**semi, "trained_on_content": again.content_digest()})
+        check_resume(
+            tmp_path, tmp_path / "save", {**semi, "trained_on_content": again.content_digest()}
+        )
     path.write_text(json.dumps({"lr": 0.001}))  # written before the content digest existed
     with pytest.raises(DataError, match="trained_on_content"):
         check_resume(tmp_path, tmp_path / "save", semi)

@@ -14,8 +14,13 @@ FEW = ["--max_per_speaker=6", "--n_boot=100", "--plots=False"]
 
 
 def test_resemblyzer_recognises_demo_voices_without_training(demo_dir, tmp_path, capsys, recipe):
-    args = [str(REPO / "hparams/resemblyzer.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
-            f"--cache_folder={tmp_path / 'cache'}", *FEW]
+    args = [
+        str(REPO / "hparams/resemblyzer.yaml"),
+        f"--data_folder={demo_dir}",
+        f"--output_folder={tmp_path}",
+        f"--cache_folder={tmp_path / 'cache'}",
+        *FEW,
+    ]
     assert recipe("train_attacker").main(args) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
@@ -31,17 +36,34 @@ def test_resemblyzer_recognises_demo_voices_without_training(demo_dir, tmp_path,
     # embeddings are cached by audio content: a second run embeds nothing
     from sparc_eval.attack import load_attack, prepare_attack
 
-    overrides = {"data_folder": str(demo_dir), "cache_folder": str(tmp_path / "cache"), "max_per_speaker": 6}
+    overrides = {
+        "data_folder": str(demo_dir),
+        "cache_folder": str(tmp_path / "cache"),
+        "max_per_speaker": 6,
+    }
     _, plan, attacker = load_attack(REPO / "hparams/resemblyzer.yaml", overrides)
     prepare_attack(attacker, plan)
-    assert attacker.n_embedded == 0 and len(attacker.score(plan)) == 72 + doc["overall"]["n_nontarget"]
+    assert (
+        attacker.n_embedded == 0 and len(attacker.score(plan)) == 72 + doc["overall"]["n_nontarget"]
+    )
 
 
 def test_resemblyzer_refuses_the_semi_informed_scenario(demo_dir, tmp_path, capsys, recipe):
-    args = [str(REPO / "hparams/resemblyzer.yaml"), f"--data_folder={demo_dir}", f"--output_folder={tmp_path}",
-            f"--cache_folder={tmp_path / 'cache'}", "--scenario=semi-informed", f"--anon_eval_folder={demo_dir}",
-            f"--anon_train_folders=[{demo_dir}]", "--anonymizer_name=identity", *FEW]
+    args = [
+        str(REPO / "hparams/resemblyzer.yaml"),
+        f"--data_folder={demo_dir}",
+        f"--output_folder={tmp_path}",
+        f"--cache_folder={tmp_path / 'cache'}",
+        "--scenario=semi-informed",
+        f"--anon_eval_folder={demo_dir}",
+        f"--anon_train_folders=[{demo_dir}]",
+        "--anonymizer_name=identity",
+        *FEW,
+    ]
     assert recipe("train_attacker").main(args) == 2
     err = capsys.readouterr().err
     assert "cannot run the semi-informed scenario" in err and "never trained" in err
-    assert not (tmp_path / "results.json").exists() and not (tmp_path / "cache" / "resemblyzer").exists()
+    assert (
+        not (tmp_path / "results.json").exists()
+        and not (tmp_path / "cache" / "resemblyzer").exists()
+    )

@@ -26,8 +26,13 @@ def _run(code, env_extra=None, tmp_path=None):
 
     env = dict(os.environ)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def test_working_torchaudio_is_used_as_is(tmp_path):
@@ -35,13 +40,18 @@ def test_working_torchaudio_is_used_as_is(tmp_path):
     for sub in ("", "transforms", "functional", "compliance"):
         (fake / sub).mkdir(parents=True, exist_ok=True)
         (fake / sub / "__init__.py").write_text("")
-    (fake / "__init__.py").write_text("__version__ = '2.99.0'\ndef list_audio_backends():\n    return ['soundfile']\n")
+    (fake / "__init__.py").write_text(
+        "__version__ = '2.99.0'\ndef list_audio_backends():\n    return ['soundfile']\n"
+    )
     (fake / "compliance" / "kaldi.py").write_text("")
     import os
 
     path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
-    out = _run(USE_SPEECHBRAIN + "import torchaudio; assert torchaudio.__file__.startswith(%r)\n" % str(fake),
-               {"PYTHONPATH": path})
+    out = _run(
+        USE_SPEECHBRAIN
+        + "import torchaudio; assert torchaudio.__file__.startswith(%r)\n" % str(fake),
+        {"PYTHONPATH": path},
+    )
     assert out.returncode == 0, out.stderr
     assert "STATUS torchaudio 2.99.0" in out.stdout
 

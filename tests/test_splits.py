@@ -21,7 +21,9 @@ def _load(path):
 def test_librispeech_paper_split(data_dir):
     lists = data_dir / "librispeech/spane_lists/privacy_eval"
     manifest = _load(data_dir / "librispeech/derived/LibriSpeech/test-clean")
-    split = from_id_lists(manifest, lists / "ls-test-clean_enrolls.txt", lists / "ls-test-clean_trials.txt")
+    split = from_id_lists(
+        manifest, lists / "ls-test-clean_enrolls.txt", lists / "ls-test-clean_trials.txt"
+    )
     assert sum(len(v) for v in split.enroll.values()) == 800 and len(split.trial_ids) == 791
     assert len(split.enroll) == 40 and all(len(v) == 20 for v in split.enroll.values())
     pairs = split.trial_pairs(manifest.utt2spk())
@@ -30,13 +32,20 @@ def test_librispeech_paper_split(data_dir):
 
 def test_voiceprivacy_lists(data_dir):
     vpc = data_dir / "vpc_librispeech"
-    manifest = Manifest(list(_load(vpc / "libri_test_enrolls")) + list(_load(vpc / "libri_test_trials_f")))
-    split = from_vpc_lists(manifest, vpc / "libri_test_enrolls/enrolls", [vpc / "libri_test_trials_f/trials"])
+    manifest = Manifest(
+        list(_load(vpc / "libri_test_enrolls")) + list(_load(vpc / "libri_test_trials_f"))
+    )
+    split = from_vpc_lists(
+        manifest, vpc / "libri_test_enrolls/enrolls", [vpc / "libri_test_trials_f/trials"]
+    )
     pairs = split.trial_pairs(manifest.utt2spk())
     assert sum(p[2] for p in pairs) == 548 and sum(not p[2] for p in pairs) == 11196
     with pytest.raises(DataError, match="trial.*is not in the corpus"):
-        from_vpc_lists(_load(vpc / "libri_test_enrolls"), vpc / "libri_test_enrolls/enrolls",
-                       [vpc / "libri_test_trials_f/trials"])
+        from_vpc_lists(
+            _load(vpc / "libri_test_enrolls"),
+            vpc / "libri_test_enrolls/enrolls",
+            [vpc / "libri_test_trials_f/trials"],
+        )
 
 
 def test_edacc_seeded_split_follows_the_paper(data_dir):
@@ -62,8 +71,11 @@ def test_edacc_seeded_split_follows_the_paper(data_dir):
 
 
 def test_speakers_with_too_few_utterances_are_dropped_and_listed():
-    utts = [Utterance(f"a{i}", "A", "x", duration=3.0) for i in range(4)] + \
-           [Utterance(f"b{i}", "B", "x", duration=3.0) for i in range(4)] + [Utterance("c0", "C", "x", duration=3.0)]
+    utts = (
+        [Utterance(f"a{i}", "A", "x", duration=3.0) for i in range(4)]
+        + [Utterance(f"b{i}", "B", "x", duration=3.0) for i in range(4)]
+        + [Utterance("c0", "C", "x", duration=3.0)]
+    )
     split = seeded_split(Manifest(utts))
     assert sorted(split.enroll) == ["A", "B"] and "C" in split.dropped
     with pytest.raises(DataError, match="only 1 speakers"):
@@ -71,8 +83,12 @@ def test_speakers_with_too_few_utterances_are_dropped_and_listed():
 
 
 def test_cosine_scoring_is_one_matrix_product():
-    emb = {"e1": np.array([1.0, 0.0]), "e2": np.array([0.0, 2.0]), "t1": np.array([3.0, 0.0]),
-           "t2": np.array([1.0, 1.0])}
+    emb = {
+        "e1": np.array([1.0, 0.0]),
+        "e2": np.array([0.0, 2.0]),
+        "t1": np.array([3.0, 0.0]),
+        "t2": np.array([1.0, 1.0]),
+    }
     pairs = [("A", "t1", True), ("B", "t1", False), ("A", "t2", False), ("B", "t2", True)]
     scores = score_pairs(emb, {"A": ["e1"], "B": ["e2"]}, pairs)
     np.testing.assert_allclose(scores, [1.0, 0.0, np.sqrt(0.5), np.sqrt(0.5)])

@@ -38,21 +38,32 @@ class FakeOpenAI:
 
             def do_GET(self):  # noqa: N802
                 if self.path == "/v1/models" and owner.models is not None:
-                    return self._send(200, {"object": "list", "data": [{"id": m} for m in owner.models]})
+                    return self._send(
+                        200, {"object": "list", "data": [{"id": m} for m in owner.models]}
+                    )
                 return self._send(404, {"error": "not found"})
 
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 prompt = body["messages"][-1]["content"]
-                marker = next((w for w in prompt.replace("\n", " ").split()
-                               if w.isupper() and w.isalnum() and w[:3] in
-                               ("NUM", "NON", "BIG", "RAT", "FAI", "DOW", "SLO", "AUT", "LOG")), "NONE")
+                marker = next(
+                    (
+                        w
+                        for w in prompt.replace("\n", " ").split()
+                        if w.isupper()
+                        and w.isalnum()
+                        and w[:3] in ("NUM", "NON", "BIG", "RAT", "FAI", "DOW", "SLO", "AUT", "LOG")
+                    ),
+                    "NONE",
+                )
                 with owner.lock:
                     owner.calls.append((marker, self.headers.get("Authorization")))
                     owner.bodies.append(body)
                     n = owner.seen[marker] = owner.seen.get(marker, 0) + 1
                 if marker.startswith("LOGP"):
-                    return self._send(200, _logprob_reply(int(marker[4:]) / 100, prompt, body.get("logprobs")))
+                    return self._send(
+                        200, _logprob_reply(int(marker[4:]) / 100, prompt, body.get("logprobs"))
+                    )
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": "not found"})
                 if marker == "RATE" and n == 1:
@@ -65,11 +76,18 @@ class FakeOpenAI:
                     return self._send(401, {"error": "bad key"})
                 if marker == "SLOW" and n == 1:
                     time.sleep(0.6)
-                reply = {"NONUM": "I cannot tell.", "BIG": "150, surely", "RATE": "77", "FAIL": "12",
-                         "SLOW": "33"}.get(marker)
+                reply = {
+                    "NONUM": "I cannot tell.",
+                    "BIG": "150, surely",
+                    "RATE": "77",
+                    "FAIL": "12",
+                    "SLOW": "33",
+                }.get(marker)
                 if reply is None and marker.startswith("NUM"):
                     reply = marker[3:]
-                return self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply}}]})
+                return self._send(
+                    200, {"choices": [{"message": {"role": "assistant", "content": reply}}]}
+                )
 
             def _send(self, code, obj, headers=None):
                 data = json.dumps(obj).encode()
@@ -98,8 +116,15 @@ def _logprob_reply(p: float, prompt: str, logprobs: bool) -> dict:
         text, top = "7", [("7", p), ("3", p), ("A", max(1e-9, 1 - 2 * p))]
     choice = {"message": {"role": "assistant", "content": text if logprobs else "yes"}}
     if logprobs:
-        choice["logprobs"] = {"content": [{"token": text, "logprob": 0.0, "top_logprobs": [
-            {"token": t, "logprob": math.log(q)} for t, q in top]}]}
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": text,
+                    "logprob": 0.0,
+                    "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in top],
+                }
+            ]
+        }
     return {"choices": [choice]}
 
 
@@ -111,14 +136,27 @@ def server():
 
 
 def trials(markers):
-    recs = [{"probe_texts": [f"probe text {m}"], "enroll_texts": ["enrollment one", "enrollment two"],
-             "label": i % 2} for i, m in enumerate(markers)]
+    recs = [
+        {
+            "probe_texts": [f"probe text {m}"],
+            "enroll_texts": ["enrollment one", "enrollment two"],
+            "label": i % 2,
+        }
+        for i, m in enumerate(markers)
+    ]
     return TrialSet.from_records(recs, meta={"task": "speaker"})
 
 
 def scorer(server, tmp_path, **kw):
-    args = dict(base_url=server.url, model="test-model", cache_path=tmp_path / "replies.jsonl", backoff=0.01,
-                max_backoff=0.05, timeout=5, concurrency=3)
+    args = dict(
+        base_url=server.url,
+        model="test-model",
+        cache_path=tmp_path / "replies.jsonl",
+        backoff=0.01,
+        max_backoff=0.05,
+        timeout=5,
+        concurrency=3,
+    )
     args.update(kw)
     return LLMScorer(**args)
 
@@ -127,7 +165,12 @@ def test_prompt_is_the_papers():
     p = build_prompt(["probe one", "probe two"], ["enroll one"], "speaker")
     assert p.startswith("You are a speaker verification judge.")
     assert "SAME SPEAKER" in p and "Do not explain your reasoning." in p
-    assert p.index("Probe utterances:") < p.index("probe one") < p.index("Enrollment utterances:") < p.index("enroll one")
+    assert (
+        p.index("Probe utterances:")
+        < p.index("probe one")
+        < p.index("Enrollment utterances:")
+        < p.index("enroll one")
+    )
     assert "SAME BIOLOGICAL SEX" in build_prompt(["a"], ["b"], "sex")
     assert "(<30, 30-60, or 60+)" in build_prompt(["a"], ["b"], "age")
     assert "North America versus Other" in build_prompt(["a"], ["b"], "accent")
@@ -220,12 +263,29 @@ def test_missing_scores_are_counted_in_results(server, tmp_path):
     from sparc_eval.text.evaluate import evaluate_text
 
     utts = []
-    for spk, ep, marker in [("A", "e1", "NUM80"), ("A", "e2", "NUM70"), ("B", "e3", "NONUM"), ("C", "e4", "NUM20")]:
+    for spk, ep, marker in [
+        ("A", "e1", "NUM80"),
+        ("A", "e2", "NUM70"),
+        ("B", "e3", "NONUM"),
+        ("C", "e4", "NUM20"),
+    ]:
         for i in range(4):
-            utts.append(Utterance(id=f"{spk}{ep}{i}", speaker=spk, episode=ep, text=f"{marker} word{i} {spk} {ep}"))
-    doc = evaluate_text(Manifest(utts), scorer(server, tmp_path), tasks=["speaker"], settings=[(3, 1)],
-                        config=TrialConfig(P=3, L=1, tolerance=0, max_probes=1), n_boot=0,
-                        output_folder=tmp_path / "out", plots=False, log=lambda *_: None)
+            utts.append(
+                Utterance(
+                    id=f"{spk}{ep}{i}", speaker=spk, episode=ep, text=f"{marker} word{i} {spk} {ep}"
+                )
+            )
+    doc = evaluate_text(
+        Manifest(utts),
+        scorer(server, tmp_path),
+        tasks=["speaker"],
+        settings=[(3, 1)],
+        config=TrialConfig(P=3, L=1, tolerance=0, max_probes=1),
+        n_boot=0,
+        output_folder=tmp_path / "out",
+        plots=False,
+        log=lambda *_: None,
+    )
     block = doc["tasks"]["speaker"]["P3_L1"]
     assert block["missing_scores"] > 0
     assert "tasks.speaker.P3_L1.missing_scores" in doc["not_applicable"]
@@ -237,9 +297,11 @@ def test_each_scoring_mode_has_its_instruction():
 
     assert instruction("speaker", "yes_no") == (
         "Decide whether the probe and enrollment utterances came from the SAME SPEAKER. Focus on stylistic and "
-        "linguistic cues, not topic similarity. Answer with one word: yes or no.")
+        "linguistic cues, not topic similarity. Answer with one word: yes or no."
+    )
     assert instruction("speaker", "rating").endswith(
-        "Output one digit from 0 to 9: 0 = definitely different speaker 9 = definitely same speaker")
+        "Output one digit from 0 to 9: 0 = definitely different speaker 9 = definitely same speaker"
+    )
     assert instruction("accent", "number") == build_prompt([], [], "accent").split("\n\n")[1]
 
 
@@ -249,7 +311,9 @@ def test_yes_no_and_rating_read_the_top_logprobs(server, tmp_path):
     assert yes_no.report()["from_logprobs"] == 2
     body = server.bodies[-1]
     assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 3
-    rating = scorer(server, tmp_path, scoring="rating")  # P(7) = P(3): expected digit 5, whatever the mass
+    rating = scorer(
+        server, tmp_path, scoring="rating"
+    )  # P(7) = P(3): expected digit 5, whatever the mass
     assert rating.score(trials(["LOGP10", "LOGP40"])).round(6).tolist() == [round(500 / 9, 6)] * 2
     assert yes_no.name == "llm:test-model:yes_no" and "scorer_scoring" in rating.deviations()
 
@@ -262,10 +326,17 @@ def test_without_logprobs_the_reply_text_scores_and_is_counted(server, tmp_path)
 
 def test_few_shot_examples_come_first_and_from_other_speakers(server, tmp_path):
     examples = tmp_path / "dev.jsonl"
-    rows = [{"task": "speaker", "label": lab, "probe": {"id": f"p{i}", "speaker": f"dev{i}"},
-             "enroll": {"id": f"e{i}", "speaker": f"dev{i}" if lab else "devX"},
-             "probe_texts": [f"example probe {i}"], "enroll_texts": [f"example enroll {i}"]}
-            for i, lab in enumerate([1, 0, 1, 0])]
+    rows = [
+        {
+            "task": "speaker",
+            "label": lab,
+            "probe": {"id": f"p{i}", "speaker": f"dev{i}"},
+            "enroll": {"id": f"e{i}", "speaker": f"dev{i}" if lab else "devX"},
+            "probe_texts": [f"example probe {i}"],
+            "enroll_texts": [f"example enroll {i}"],
+        }
+        for i, lab in enumerate([1, 0, 1, 0])
+    ]
     examples.write_text("".join(json.dumps(r) + "\n" for r in rows))
     sc = scorer(server, tmp_path, scoring="yes_no", few_shot=examples, few_shot_n=1)
     assert np.isfinite(sc.score(trials(["LOGP60"]))).all()
@@ -276,8 +347,17 @@ def test_few_shot_examples_come_first_and_from_other_speakers(server, tmp_path):
     assert "scorer_few_shot" in sc.deviations() and sc.name.endswith(":few-shot-2")
     leaky = [{**r, "probe": {"id": "x", "speaker": "s1"}} for r in rows]
     examples.write_text("".join(json.dumps(r) + "\n" for r in leaky))
-    test = TrialSet.from_records([{"probe_texts": ["LOGP60"], "enroll_texts": ["b"], "label": 1,
-                                   "probe": {"id": "q", "speaker": "s1"}}], meta={"task": "speaker"})
+    test = TrialSet.from_records(
+        [
+            {
+                "probe_texts": ["LOGP60"],
+                "enroll_texts": ["b"],
+                "label": 1,
+                "probe": {"id": "q", "speaker": "s1"},
+            }
+        ],
+        meta={"task": "speaker"},
+    )
     with pytest.raises(DataError, match="share speakers"):
         scorer(server, tmp_path, scoring="yes_no", few_shot=examples).score(test)
 
@@ -297,9 +377,17 @@ def test_replies_are_read_whatever_their_punctuation():
     def reply(top, content=""):
         return {"content": content, "top_logprobs": [top]}
 
-    assert score_reply(reply([("Yes.", math.log(0.75)), (" no", math.log(0.25))]), "yes_no") == (75.0, "logprobs")
-    assert score_reply(reply([("YES", None), (" No", 0.0)]), "yes_no") == (0.0, "logprobs")  # a null logprob is skipped
-    assert score_reply(reply([("²", 0.0), ("7", 0.0)]), "rating")[0] == pytest.approx(700 / 9)  # "²" is no digit
+    assert score_reply(reply([("Yes.", math.log(0.75)), (" no", math.log(0.25))]), "yes_no") == (
+        75.0,
+        "logprobs",
+    )
+    assert score_reply(reply([("YES", None), (" No", 0.0)]), "yes_no") == (
+        0.0,
+        "logprobs",
+    )  # a null logprob is skipped
+    assert score_reply(reply([("²", 0.0), ("7", 0.0)]), "rating")[0] == pytest.approx(
+        700 / 9
+    )  # "²" is no digit
     assert score_reply(reply([], "Rating: 7"), "rating")[0] == pytest.approx(700 / 9)
     assert math.isnan(score_reply(reply([], "10"), "rating")[0])  # not a 0-9 digit
     assert math.isnan(score_reply(reply([], "Not sure"), "yes_no")[0])

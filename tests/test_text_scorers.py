@@ -31,14 +31,16 @@ FORMAL = [
 def toy_trials():
     recs = []
     for i in range(3):
-        recs.append({"probe_texts": CHATTY[i:i + 1], "enroll_texts": CHATTY[3:], "label": 1})
-        recs.append({"probe_texts": FORMAL[i:i + 1], "enroll_texts": FORMAL[3:], "label": 1})
-        recs.append({"probe_texts": CHATTY[i:i + 1], "enroll_texts": FORMAL[3:], "label": 0})
-        recs.append({"probe_texts": FORMAL[i:i + 1], "enroll_texts": CHATTY[3:], "label": 0})
+        recs.append({"probe_texts": CHATTY[i : i + 1], "enroll_texts": CHATTY[3:], "label": 1})
+        recs.append({"probe_texts": FORMAL[i : i + 1], "enroll_texts": FORMAL[3:], "label": 1})
+        recs.append({"probe_texts": CHATTY[i : i + 1], "enroll_texts": FORMAL[3:], "label": 0})
+        recs.append({"probe_texts": FORMAL[i : i + 1], "enroll_texts": CHATTY[3:], "label": 0})
     return TrialSet.from_records(recs)
 
 
-@pytest.mark.parametrize("scorer", [TfidfScorer(), StylometricScorer(min_df=1)], ids=["tfidf", "stylometric"])
+@pytest.mark.parametrize(
+    "scorer", [TfidfScorer(), StylometricScorer(min_df=1)], ids=["tfidf", "stylometric"]
+)
 def test_scorer_separates_clear_cases(scorer):
     ts = toy_trials()
     scorer.fit(ts.texts)
@@ -49,8 +51,10 @@ def test_scorer_separates_clear_cases(scorer):
 
 
 def test_scorers_accept_plain_records():
-    recs = [{"probe_texts": ["a b c"], "enroll_texts": ["a b c"], "label": 1},
-            {"probe_texts": ["a b c"], "enroll_texts": ["x y z"], "label": 0}]
+    recs = [
+        {"probe_texts": ["a b c"], "enroll_texts": ["a b c"], "label": 1},
+        {"probe_texts": ["a b c"], "enroll_texts": ["x y z"], "label": 0},
+    ]
     s = TfidfScorer().fit(["a b c", "x y z"]).score(recs)
     assert s[0] == pytest.approx(1.0) and s[1] == pytest.approx(0.0)
 
@@ -61,7 +65,9 @@ def test_tfidf_matches_a_per_trial_computation():
     ts = toy_trials()
     sc = TfidfScorer().fit(ts.texts)
     fast = sc.score(ts)
-    vec = CountVectorizer(ngram_range=(1, 2), token_pattern=sc.token_pattern).fit(sorted(set(ts.texts)))
+    vec = CountVectorizer(ngram_range=(1, 2), token_pattern=sc.token_pattern).fit(
+        sorted(set(ts.texts))
+    )
     idf = TfidfTransformer().fit(vec.transform(sorted(set(ts.texts)))).idf_
     for i in range(len(ts)):
         p = np.asarray(vec.transform(ts.probe_texts(i)).sum(axis=0)).ravel() * idf
@@ -79,9 +85,13 @@ def test_ngram_counts_are_count_vectorizer_counts(ngram_range):
     counts = NgramCounts(ngram_range)
     counts.rows(texts[:5])  # counted in two batches: columns carry on
     mine = counts.rows(texts[::-1]).toarray()[::-1]
-    ref = CountVectorizer(ngram_range=ngram_range, token_pattern=TfidfScorer().token_pattern).fit_transform(texts)
+    ref = CountVectorizer(
+        ngram_range=ngram_range, token_pattern=TfidfScorer().token_pattern
+    ).fit_transform(texts)
     used = mine[:, mine.sum(axis=0) > 0]
-    assert sorted(map(tuple, used.T)) == sorted(map(tuple, ref.toarray().T))  # the same columns, any order
+    assert sorted(map(tuple, used.T)) == sorted(
+        map(tuple, ref.toarray().T)
+    )  # the same columns, any order
 
 
 @pytest.mark.parametrize("min_df", [1, 2, 0.2])
@@ -91,13 +101,16 @@ def test_tfidf_fits_after_other_fits_score_as_a_fresh_scikit_learn_fit(min_df):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     ts = toy_trials()
-    other = TrialSet.from_records([{"probe_texts": FORMAL[:2], "enroll_texts": ["a new text, never seen"],
-                                    "label": 0}])
+    other = TrialSet.from_records(
+        [{"probe_texts": FORMAL[:2], "enroll_texts": ["a new text, never seen"], "label": 0}]
+    )
     sc = TfidfScorer(min_df=min_df)
     sc.fit(other.texts)
     sc.score(other)
     sc.fit(ts.texts)  # a second fit: its own vocabulary and IDF, counts reused
-    ref = TfidfVectorizer(ngram_range=(1, 2), min_df=min_df, token_pattern=sc.token_pattern, norm=None)
+    ref = TfidfVectorizer(
+        ngram_range=(1, 2), min_df=min_df, token_pattern=sc.token_pattern, norm=None
+    )
     ref.fit(sorted(set(ts.texts)))
     for i, got in enumerate(sc.score(ts)):
         p = np.asarray(ref.transform(ts.probe_texts(i)).sum(axis=0)).ravel()
@@ -105,7 +118,9 @@ def test_tfidf_fits_after_other_fits_score_as_a_fresh_scikit_learn_fit(min_df):
         assert got == pytest.approx(p @ e / np.linalg.norm(p) / np.linalg.norm(e), abs=1e-12)
     shipped = pickle.loads(pickle.dumps(sc))  # a scoring worker: counts rows again, same columns
     assert np.allclose(shipped.score(ts), sc.score(ts), atol=1e-12)
-    assert np.allclose(shipped.score(other), TfidfScorer(min_df=min_df).fit(ts.texts).score(other), atol=1e-12)
+    assert np.allclose(
+        shipped.score(other), TfidfScorer(min_df=min_df).fit(ts.texts).score(other), atol=1e-12
+    )
 
 
 def test_tfidf_scores_in_chunks_bit_for_bit(monkeypatch):
@@ -139,8 +154,9 @@ def test_paired_dot_sparse_and_dense_agree():
 
 def test_stylometric_tokens_and_blocks():
     assert tokens("I'm <laugh> wor- fine") == ["i'm", "<laugh>", "wor-", "fine"]
-    sc = StylometricScorer(weights={"char": 0, "skeleton": 0, "function": 0, "discourse": 0, "fluency": 1},
-                           min_df=1)
+    sc = StylometricScorer(
+        weights={"char": 0, "skeleton": 0, "function": 0, "discourse": 0, "fluency": 1}, min_df=1
+    )
     ts = toy_trials()
     sc.fit(ts.texts)
     assert set(sc.block_vectors(ts)) == {"fluency"}
@@ -161,8 +177,15 @@ class CountingModel:
 
     def encode(self, texts, **kw):
         self.seen.extend(texts)
-        return np.stack([np.frombuffer(np.random.default_rng(abs(hash(t)) % 2 ** 32).bytes(32), dtype=np.uint8)
-                         .astype(float)[:8] - 128 for t in texts])
+        return np.stack(
+            [
+                np.frombuffer(
+                    np.random.default_rng(abs(hash(t)) % 2**32).bytes(32), dtype=np.uint8
+                ).astype(float)[:8]
+                - 128
+                for t in texts
+            ]
+        )
 
 
 def test_embedding_cost_follows_unique_utterances(tmp_path):
@@ -170,7 +193,9 @@ def test_embedding_cost_follows_unique_utterances(tmp_path):
 
     recs = []
     for i in range(50):  # 50 trials reusing 6 utterances
-        recs.append({"probe_texts": CHATTY[i % 3: i % 3 + 2], "enroll_texts": CHATTY[3:], "label": i % 2})
+        recs.append(
+            {"probe_texts": CHATTY[i % 3 : i % 3 + 2], "enroll_texts": CHATTY[3:], "label": i % 2}
+        )
     ts = TrialSet.from_records(recs)
     sc = EmbeddingScorer(model=str(tmp_path), cache_dir=tmp_path / "cache")
     sc._model = model = CountingModel()

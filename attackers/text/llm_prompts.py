@@ -28,27 +28,36 @@ PROMPTS = {
     "speaker": (
         "Estimate how likely it is that the probe and enrollment utterances came from the SAME SPEAKER. "
         "Focus on stylistic and linguistic cues, not topic similarity. Output one number from 0 to 100: "
-        "0 = definitely different speaker 100 = definitely same speaker"),
+        "0 = definitely different speaker 100 = definitely same speaker"
+    ),
     "sex": (
         "Estimate how likely it is that the probe and enrollment utterances came from speakers of the SAME "
         "BIOLOGICAL SEX. Focus on stylistic and linguistic cues, not topic similarity. Output one number from "
-        "0 to 100: 0 = definitely different sex 100 = definitely same sex"),
+        "0 to 100: 0 = definitely different sex 100 = definitely same sex"
+    ),
     "age": (
         "Estimate how likely it is that the probe and enrollment utterances came from speakers in the SAME AGE "
         "GROUP (<30, 30-60, or 60+). Focus on stylistic and linguistic cues, not topic similarity. Output one "
-        "number from 0 to 100: 0 = definitely different age group 100 = definitely same age group"),
+        "number from 0 to 100: 0 = definitely different age group 100 = definitely same age group"
+    ),
     "accent": (
         "Estimate how likely it is that the probe and enrollment utterances came from speakers in the SAME "
         "ACCENT GROUP (North America versus Other). Focus on vocabulary, phrasing, and linguistic markers, not "
         "topic similarity. Output one number from 0 to 100: 0 = definitely different accent group "
-        "100 = definitely same accent group"),
+        "100 = definitely same accent group"
+    ),
 }
 _GENERIC = (
     "Estimate how likely it is that the probe and enrollment utterances came from speakers with the SAME "
     "{task}. Focus on stylistic and linguistic cues, not topic similarity. Output one number from 0 to 100: "
-    "0 = definitely different {task} 100 = definitely same {task}")
+    "0 = definitely different {task} 100 = definitely same {task}"
+)
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_ANSWERS = {"number": ("100", "0"), "yes_no": ("yes", "no"), "rating": ("9", "0")}  # (same, different)
+_ANSWERS = {
+    "number": ("100", "0"),
+    "yes_no": ("yes", "no"),
+    "rating": ("9", "0"),
+}  # (same, different)
 
 
 def instruction(task: str, mode: str = "number", custom=None) -> str:
@@ -58,15 +67,28 @@ def instruction(task: str, mode: str = "number", custom=None) -> str:
         return body
     question, _, scale = body.partition(" Output one number from 0 to 100: ")
     if mode == "yes_no":
-        return question.replace("Estimate how likely it is that", "Decide whether", 1) + \
-            " Answer with one word: yes or no."
+        return (
+            question.replace("Estimate how likely it is that", "Decide whether", 1)
+            + " Answer with one word: yes or no."
+        )
     return f"{question} Output one digit from 0 to 9: {scale.replace('100 = ', '9 = ')}"
 
 
-def build_prompt(probe_texts, enroll_texts, task: str = "speaker", instructions=None, mode: str = "number") -> str:
+def build_prompt(
+    probe_texts, enroll_texts, task: str = "speaker", instructions=None, mode: str = "number"
+) -> str:
     """The paper's A.2 prompt: header, task instruction, 'Do not explain', probe, enrollment."""
-    return "\n\n".join([_HEADER, instruction(task, mode, instructions), _TAIL, "Probe utterances:",
-                        "\n".join(probe_texts), "Enrollment utterances:", "\n".join(enroll_texts)])
+    return "\n\n".join(
+        [
+            _HEADER,
+            instruction(task, mode, instructions),
+            _TAIL,
+            "Probe utterances:",
+            "\n".join(probe_texts),
+            "Enrollment utterances:",
+            "\n".join(enroll_texts),
+        ]
+    )
 
 
 def few_shot_messages(examples, task: str, mode: str, instructions=None) -> list:
@@ -74,7 +96,9 @@ def few_shot_messages(examples, task: str, mode: str, instructions=None) -> list
     prompt form, answered with the ideal answer (same: 100 / yes / 9; different: 0 / no / 0)."""
     turns = []
     for probe, enroll, label in examples:
-        turns.append({"role": "user", "content": build_prompt(probe, enroll, task, instructions, mode)})
+        turns.append(
+            {"role": "user", "content": build_prompt(probe, enroll, task, instructions, mode)}
+        )
         turns.append({"role": "assistant", "content": _ANSWERS[mode][0 if label else 1]})
     return turns
 
@@ -141,8 +165,11 @@ def score_reply(reply, mode: str) -> tuple:
 def reply_logprobs(message_logprobs, positions: int = 3) -> list:
     """The top log-probabilities of the first reply tokens from an OpenAI chat ``logprobs`` block."""
     content = (message_logprobs or {}).get("content") or []
+
     def logprob(value):
         return None if value is None else float(value)
 
-    return [[(t.get("token", ""), logprob(t.get("logprob"))) for t in (c.get("top_logprobs") or [])]
-            for c in content[:positions]]
+    return [
+        [(t.get("token", ""), logprob(t.get("logprob"))) for t in (c.get("top_logprobs") or [])]
+        for c in content[:positions]
+    ]

@@ -29,14 +29,19 @@ _SHIFT = 31  # an n-gram key: (n-1)-gram column << 31 | last token's column (col
 class NgramCounts:
     """Text -> row of n-gram counts (columns shared by every text seen); see the module docstring."""
 
-    def __init__(self, ngram_range=(1, 2), lowercase: bool = True, token_pattern: str = r"(?u)\b\w[\w']*\b"):
+    def __init__(
+        self, ngram_range=(1, 2), lowercase: bool = True, token_pattern: str = r"(?u)\b\w[\w']*\b"
+    ):
         self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
         self.lowercase = lowercase
         self.token_pattern = token_pattern
         self.columns = [{} for _ in range(self.ngram_range[1])]  # per n: key -> column
         self.n_columns = 0
         self.row_of = {}  # text -> row
-        self._blocks, self._starts = [], []  # one CSR block of rows per call that counted texts, its first row
+        self._blocks, self._starts = (
+            [],
+            [],
+        )  # one CSR block of rows per call that counted texts, its first row
 
     def __getstate__(self):
         # shipped to scoring workers: the columns travel, the rows are counted again where needed
@@ -54,7 +59,10 @@ class NgramCounts:
                 order.append(mine)
         if not parts:
             return sparse.csr_matrix((0, self.n_columns), dtype=np.int32)
-        shaped = [sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns)) for b in parts]
+        shaped = [
+            sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns))
+            for b in parts
+        ]
         if len(shaped) == 1:
             return shaped[0]
         return sparse.vstack(shaped, format="csr")[np.argsort(np.concatenate(order), kind="stable")]
@@ -64,13 +72,17 @@ class NgramCounts:
         self._row_ids(texts)  # count the new ones first: the columns are then known
         df = np.zeros(self.n_columns, dtype=np.int64)
         for lo in range(0, len(texts), block):
-            df += np.bincount(self.rows(texts[lo:lo + block]).indices, minlength=self.n_columns)
+            df += np.bincount(self.rows(texts[lo : lo + block]).indices, minlength=self.n_columns)
         return df
 
     def _row_ids(self, texts) -> np.ndarray:
         new = list(dict.fromkeys(t for t in texts if t not in self.row_of))
-        batches = [self._count(new[lo:lo + COUNT_BATCH]) for lo in range(0, len(new), COUNT_BATCH)]
-        if batches:  # one block per call: tokens are Python strings, so a batch is counted at a time
+        batches = [
+            self._count(new[lo : lo + COUNT_BATCH]) for lo in range(0, len(new), COUNT_BATCH)
+        ]
+        if (
+            batches
+        ):  # one block per call: tokens are Python strings, so a batch is counted at a time
             self._add_block(new, batches)
         return np.fromiter(map(self.row_of.__getitem__, texts), dtype=np.int64, count=len(texts))
 
@@ -82,7 +94,11 @@ class NgramCounts:
         doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
         pos = np.arange(len(doc), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         unigram = self._token_columns(list(chain.from_iterable(tokens)))
-        docs, cols, gram = [], [], unigram  # gram[i]: column of the n-gram ending at token i (-1: none)
+        docs, cols, gram = (
+            [],
+            [],
+            unigram,
+        )  # gram[i]: column of the n-gram ending at token i (-1: none)
         for n in range(1, self.ngram_range[1] + 1):
             if n > 1:
                 prev, gram = gram, np.full(len(doc), -1, dtype=np.int64)
@@ -111,7 +127,9 @@ class NgramCounts:
             if key not in table:
                 table[key] = self.n_columns
                 self.n_columns += 1
-        ids = np.fromiter(map(table.__getitem__, unique.tolist()), dtype=np.int64, count=len(unique))
+        ids = np.fromiter(
+            map(table.__getitem__, unique.tolist()), dtype=np.int64, count=len(unique)
+        )
         return ids[inverse]
 
     def _block(self, n_texts: int, doc: np.ndarray, col: np.ndarray) -> sparse.csr_matrix:
@@ -119,10 +137,15 @@ class NgramCounts:
         indptr = np.zeros(n_texts + 1, dtype=np.int64)
         np.cumsum(np.bincount(pairs >> _SHIFT, minlength=n_texts), out=indptr[1:])
         cols = (pairs & ((1 << _SHIFT) - 1)).astype(np.int32)
-        return sparse.csr_matrix((counts.astype(np.int32), cols, indptr), shape=(n_texts, self.n_columns))
+        return sparse.csr_matrix(
+            (counts.astype(np.int32), cols, indptr), shape=(n_texts, self.n_columns)
+        )
 
     def _add_block(self, texts: list, batches: list) -> None:
-        shaped = [sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns)) for b in batches]
+        shaped = [
+            sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns))
+            for b in batches
+        ]
         block = shaped[0] if len(shaped) == 1 else sparse.vstack(shaped, format="csr")
         first = len(self.row_of)
         self.row_of.update(zip(texts, range(first, first + len(texts))))

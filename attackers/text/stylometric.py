@@ -32,7 +32,10 @@ from scipy import sparse
 
 from .base import TextScorer, l2_normalise_rows, paired_dot, side_matrix
 
-FUNCTION_WORDS = tuple(sorted(set("""
+FUNCTION_WORDS = tuple(
+    sorted(
+        set(
+            """
 a about above after again against all am an and any are aren't as at be because been before being
 below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
 during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
@@ -44,19 +47,71 @@ to too under until up very was wasn't we we'd we'll we're we've were weren't wha
 where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
 you've your yours yourself yourselves gonna wanna gotta ain't y'know also just really quite maybe
 perhaps probably still even though although whether either neither yet since upon onto within without
-""".split())))
+""".split()
+        )
+    )
+)
 
 DISCOURSE_MARKERS = (
-    "you know", "i mean", "like", "so", "well", "actually", "basically", "literally", "right", "okay", "ok",
-    "anyway", "anyways", "kind of", "sort of", "i think", "i guess", "i suppose", "you see", "obviously",
-    "honestly", "definitely", "absolutely", "exactly", "totally", "oh", "yeah", "yes", "no", "yep", "nah",
-    "alright", "all right", "cool", "wow", "now", "then", "and then", "but yeah", "or something",
-    "and stuff", "or whatever", "at the end of the day", "to be honest", "the thing is", "i feel like",
+    "you know",
+    "i mean",
+    "like",
+    "so",
+    "well",
+    "actually",
+    "basically",
+    "literally",
+    "right",
+    "okay",
+    "ok",
+    "anyway",
+    "anyways",
+    "kind of",
+    "sort of",
+    "i think",
+    "i guess",
+    "i suppose",
+    "you see",
+    "obviously",
+    "honestly",
+    "definitely",
+    "absolutely",
+    "exactly",
+    "totally",
+    "oh",
+    "yeah",
+    "yes",
+    "no",
+    "yep",
+    "nah",
+    "alright",
+    "all right",
+    "cool",
+    "wow",
+    "now",
+    "then",
+    "and then",
+    "but yeah",
+    "or something",
+    "and stuff",
+    "or whatever",
+    "at the end of the day",
+    "to be honest",
+    "the thing is",
+    "i feel like",
 )
 FILLERS = frozenset("uh um er erm ah hmm mm mhm uhm umm uh-huh hm eh".split())
 FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
-FLUENCY_FEATURES = ("filled_pause", "repetition", "cut_off", "tag", "contraction", "word_length",
-                    "utterance_length", "first_person")
+FLUENCY_FEATURES = (
+    "filled_pause",
+    "repetition",
+    "cut_off",
+    "tag",
+    "contraction",
+    "word_length",
+    "utterance_length",
+    "first_person",
+)
 BLOCKS = ("char", "skeleton", "function", "discourse", "fluency")
 DEFAULT_WEIGHTS = {"char": 1.0, "skeleton": 1.0, "function": 1.0, "discourse": 0.5, "fluency": 0.5}
 
@@ -94,12 +149,20 @@ class _CountIdf:
 class StylometricScorer(TextScorer):
     name = "stylometric"
 
-    def __init__(self, weights=None, char_ngrams=(2, 4), skeleton_ngrams=(1, 3), chunk_words: int = 150,
-                 min_df: int = 2):
+    def __init__(
+        self,
+        weights=None,
+        char_ngrams=(2, 4),
+        skeleton_ngrams=(1, 3),
+        chunk_words: int = 150,
+        min_df: int = 2,
+    ):
         self.weights = {**DEFAULT_WEIGHTS, **dict(weights or {})}
         unknown = set(self.weights) - set(BLOCKS)
         if unknown:
-            raise ValueError(f"unknown stylometric blocks {sorted(unknown)}; known: {', '.join(BLOCKS)}")
+            raise ValueError(
+                f"unknown stylometric blocks {sorted(unknown)}; known: {', '.join(BLOCKS)}"
+            )
         if sum(max(0.0, float(w)) for w in self.weights.values()) <= 0:
             raise ValueError("at least one stylometric block needs a positive weight")
         self.char_ngrams = tuple(char_ngrams)
@@ -109,20 +172,28 @@ class StylometricScorer(TextScorer):
         self._fw_index = {w: i for i, w in enumerate(FUNCTION_WORDS)}
         self._dm_index = {m: i for i, m in enumerate(DISCOURSE_MARKERS)}
         self._dm_re = _marker_pattern(DISCOURSE_MARKERS)
-        self._keep = frozenset(FUNCTION_WORDS) | FILLERS | {w for m in DISCOURSE_MARKERS for w in m.split()}
+        self._keep = (
+            frozenset(FUNCTION_WORDS) | FILLERS | {w for m in DISCOURSE_MARKERS for w in m.split()}
+        )
         self.fitted_ = False
 
     def deviations(self) -> dict:
         return {"scorer": "stylometric: not one of the paper's scorers (A.2); this project's own"}
 
     def settings(self) -> dict:
-        return {"weights": dict(self.weights), "char_ngrams": list(self.char_ngrams),
-                "skeleton_ngrams": list(self.skeleton_ngrams), "chunk_words": self.chunk_words,
-                "min_df": self.min_df}
+        return {
+            "weights": dict(self.weights),
+            "char_ngrams": list(self.char_ngrams),
+            "skeleton_ngrams": list(self.skeleton_ngrams),
+            "chunk_words": self.chunk_words,
+            "min_df": self.min_df,
+        }
 
     # -- per-utterance counts ----------------------------------------------------------------
     def _skeleton(self, toks) -> str:
-        return " ".join(t if (t in self._keep) else ("<tag>" if t.startswith("<") else "*") for t in toks)
+        return " ".join(
+            t if (t in self._keep) else ("<tag>" if t.startswith("<") else "*") for t in toks
+        )
 
     def _counts(self, texts):
         """Dense per-text counts: function words, discourse markers, fluency numerators; words."""
@@ -167,10 +238,20 @@ class StylometricScorer(TextScorer):
         if not texts:
             raise ValueError("stylometric scorer: no texts to fit on")
         min_df = min(self.min_df, len(texts))
-        self.char_ = _CountIdf(CountVectorizer(analyzer="char_wb", ngram_range=self.char_ngrams, min_df=min_df,
-                                               lowercase=True)).fit(texts)
-        self.skel_ = _CountIdf(CountVectorizer(analyzer="word", ngram_range=self.skeleton_ngrams, min_df=min_df,
-                                               token_pattern=r"\S+", lowercase=False))
+        self.char_ = _CountIdf(
+            CountVectorizer(
+                analyzer="char_wb", ngram_range=self.char_ngrams, min_df=min_df, lowercase=True
+            )
+        ).fit(texts)
+        self.skel_ = _CountIdf(
+            CountVectorizer(
+                analyzer="word",
+                ngram_range=self.skeleton_ngrams,
+                min_df=min_df,
+                token_pattern=r"\S+",
+                lowercase=False,
+            )
+        )
         self.skel_.fit([self._skeleton(tokens(t)) for t in texts])
         # side-level statistics from pseudo-sides of ~chunk_words words
         fw, dm, fl, words = self._counts(texts)
@@ -198,7 +279,9 @@ class StylometricScorer(TextScorer):
         if any(self.weights.get(b, 0) > 0 for b in ("function", "discourse", "fluency")):
             fw, dm, fl, words = self._counts(trials.texts)
             rates = self._rates(A @ fw, A @ dm, A @ fl, A @ words)
-            for b, r, mu, sd in zip(("function", "discourse", "fluency"), rates, self.mean_, self.std_):
+            for b, r, mu, sd in zip(
+                ("function", "discourse", "fluency"), rates, self.mean_, self.std_
+            ):
                 if self.weights.get(b, 0) > 0:
                     out[b] = l2_normalise_rows((r - mu) / sd)
         return out

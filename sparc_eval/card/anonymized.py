@@ -40,12 +40,14 @@ class AnonymizedCorpora:
     name: str
     eval_folder: Path
     train_folder: Optional[Path] = None
-    enroll_folder: Optional[Path] = None            # the attacker's own enrollment (randomized anonymizers)
-    failures: dict = field(default_factory=dict)    # utterance id -> reason
+    enroll_folder: Optional[Path] = None  # the attacker's own enrollment (randomized anonymizers)
+    failures: dict = field(default_factory=dict)  # utterance id -> reason
     train_failures: dict = field(default_factory=dict)
-    reports: dict = field(default_factory=dict)     # eval / attacker_enroll / train -> anonymization.json's counts
-    draws: dict = field(default_factory=dict)       # how each side was drawn (results.json)
-    train_content: Optional[str] = None             # content digest of the training speech: the model's key
+    reports: dict = field(
+        default_factory=dict
+    )  # eval / attacker_enroll / train -> anonymization.json's counts
+    draws: dict = field(default_factory=dict)  # how each side was drawn (results.json)
+    train_content: Optional[str] = None  # content digest of the training speech: the model's key
 
 
 def _failures(folder: Path) -> dict:
@@ -71,7 +73,10 @@ def _run(s: CardSettings, anonymizer, name: str, manifest: Manifest, folder: Pat
 
 def needed_utterances(plan: DataPlan) -> Manifest:
     """The evaluation utterances every scenario reads: the split's enrollments and trials."""
-    return Manifest([*plan.enroll_utterances(), *plan.trial_utterances()], name=f"{plan.eval_original.name} (split)")
+    return Manifest(
+        [*plan.enroll_utterances(), *plan.trial_utterances()],
+        name=f"{plan.eval_original.name} (split)",
+    )
 
 
 def derived_attacker_seed(user_seed) -> int:
@@ -95,12 +100,17 @@ def attacker_side(s: CardSettings, user) -> tuple:
         return user, {"mode": mode, "attacker": "the user's draws (attacker_draws: user)"}
     with_seed = getattr(user, "with_seed", None)
     if not callable(with_seed):
-        return user, {"mode": mode, "attacker": "the user's draws (the anonymizer has no with_seed(seed))"}
+        return user, {
+            "mode": mode,
+            "attacker": "the user's draws (the anonymizer has no with_seed(seed))",
+        }
     user_seed = getattr(user, "seed", None)
     seed = derived_attacker_seed(user_seed) if s.attacker_seed is None else s.attacker_seed
     if seed == user_seed:
-        raise DataError(f"attacker_seed {seed} is the anonymizer's own seed: the attacker would have the user's draws",
-                        hint="choose another attacker_seed, or say attacker_draws: user to mean it")
+        raise DataError(
+            f"attacker_seed {seed} is the anonymizer's own seed: the attacker would have the user's draws",
+            hint="choose another attacker_seed, or say attacker_draws: user to mean it",
+        )
     return with_seed(seed), {"mode": mode, "attacker": "its own draws", "attacker_seed": seed}
 
 
@@ -110,7 +120,9 @@ def anonymize_needed(s: CardSettings, plan: DataPlan, log=print) -> dict:
     return {spec.name: _anonymize_one(s, spec, plan, needed, log) for spec in s.anonymizers}
 
 
-def _anonymize_one(s: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed: Manifest, log) -> AnonymizedCorpora:
+def _anonymize_one(
+    s: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed: Manifest, log
+) -> AnonymizedCorpora:
     user = build_anonymizer(spec.anonymizer, spec.options or None)
     attacker, draws = attacker_side(s, user)
     base = s.output_folder / "anonymized" / spec.name
@@ -119,12 +131,20 @@ def _anonymize_one(s: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed
     if attacker is not user and any(sc in REUSES_ENROLLMENT for sc in s.scenarios):
         done.enroll_folder = base / "attacker" / "enroll"
         enroll = Manifest(plan.enroll_utterances(), name=f"{plan.eval_original.name} (enrollment)")
-        done.reports["attacker_enroll"], failed, _ = _run(s, attacker, f"{spec.name} (attacker)", enroll,
-                                                         done.enroll_folder, log)
-        done.failures.update({u: f"the attacker's copy: {why}" for u, why in failed.items() if u not in done.failures})
+        done.reports["attacker_enroll"], failed, _ = _run(
+            s, attacker, f"{spec.name} (attacker)", enroll, done.enroll_folder, log
+        )
+        done.failures.update(
+            {
+                u: f"the attacker's copy: {why}"
+                for u, why in failed.items()
+                if u not in done.failures
+            }
+        )
     if "semi-informed" in s.scenarios:
         done.train_folder = base / "train"
-        done.reports["train"], done.train_failures, train = _run(s, attacker, f"{spec.name} (attacker)", plan.train,
-                                                                 done.train_folder, log)
+        done.reports["train"], done.train_failures, train = _run(
+            s, attacker, f"{spec.name} (attacker)", plan.train, done.train_folder, log
+        )
         done.train_content = train.content_digest()
     return done

@@ -17,18 +17,30 @@ def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     from .settings import CARD_DEFAULTED_KEYS, CardSettings
 
     # the data, evaluation and card keys the file leaves to the library's defaults can still be set
-    return run_recipe(argv, lambda hparams, hparams_file, overrides, log: evaluate_anonymizers(
-        CardSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides, log=log), prog=prog,
-        library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS)
+    return run_recipe(
+        argv,
+        lambda hparams, hparams_file, overrides, log: evaluate_anonymizers(
+            CardSettings.from_hparams(hparams),
+            hparams_file=hparams_file,
+            overrides=overrides,
+            log=log,
+        ),
+        prog=prog,
+        library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS,
+    )
 
 
 def register(subparsers) -> None:
     register_recipe(
-        subparsers, "evaluate", run, help="evaluate anonymizers: privacy against voice and content, and utility",
+        subparsers,
+        "evaluate",
+        run,
+        help="evaluate anonymizers: privacy against voice and content, and utility",
         description="Anonymize what the attack scenarios need, run every attacker in every scenario, read the "
-                    "results against what the words give away (content bound, voice leakage beyond content), "
-                    "measure utility (WER, rho_F0, G_VD) and compare anonymizers: card.md, results.json, figures.",
-        example="hparams/evaluate.yaml --anonymizer=mcadams")
+        "results against what the words give away (content bound, voice leakage beyond content), "
+        "measure utility (WER, rho_F0, G_VD) and compare anonymizers: card.md, results.json, figures.",
+        example="hparams/evaluate.yaml --anonymizer=mcadams",
+    )
 
 
 def run(args) -> int:

@@ -18,8 +18,12 @@ ORIGINAL = "original"
 
 def _trained(cells: dict, name: str) -> list:
     """(attacker, scenario) of every cell of ``name`` whose attacker trains and ran."""
-    return [(a, sc) for a, by in cells[name].items() for sc, c in by.items()
-            if c.get("status") == "ok" and (c.get("needs") or {}).get("training")]
+    return [
+        (a, sc)
+        for a, by in cells[name].items()
+        for sc, c in by.items()
+        if c.get("status") == "ok" and (c.get("needs") or {}).get("training")
+    ]
 
 
 def _label(fraction: float) -> str:
@@ -36,9 +40,13 @@ def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx,
         for attacker, sc in _trained(cells, where):
             points = {}
             for fraction in s.learning_fractions:
-                spec = replace(specs[attacker], overrides={**specs[attacker].overrides,
-                                                           "train_speaker_fraction": fraction})
-                points[fraction] = run_cell(s, spec, corpora, sc, evalset, ctx, variant=_label(fraction))
+                spec = replace(
+                    specs[attacker],
+                    overrides={**specs[attacker].overrides, "train_speaker_fraction": fraction},
+                )
+                points[fraction] = run_cell(
+                    s, spec, corpora, sc, evalset, ctx, variant=_label(fraction)
+                )
             out[(where, attacker, sc)] = points
     return out
 
@@ -47,10 +55,17 @@ def learning_curves(s: CardSettings, cells: dict, extra: dict, reader) -> list:
     rows = []
     for (where, attacker, sc), points in extra.items():
         full = cells[where][attacker][sc]
-        eers = {f: (c["overall"]["eer"] if c.get("status") == "ok" else None) for f, c in points.items()}
+        eers = {
+            f: (c["overall"]["eer"] if c.get("status") == "ok" else None) for f, c in points.items()
+        }
         eers[1.0] = full["overall"]["eer"]
-        row = {"where": where, "attacker": attacker, "scenario": sc, "eer": {str(f): e for f, e in sorted(eers.items())},
-               "warning": None}
+        row = {
+            "where": where,
+            "attacker": attacker,
+            "scenario": sc,
+            "eer": {str(f): e for f, e in sorted(eers.items())},
+            "warning": None,
+        }
         half = points.get(0.5)
         if half and half.get("status") == "ok":
             found = reader.compare_folders(half["folder"], full["folder"], s)
@@ -59,7 +74,9 @@ def learning_curves(s: CardSettings, cells: dict, extra: dict, reader) -> list:
                 row["diff_50_100"], row["ci95"] = found["eer_diff"], [lo, hi]
                 # the paired CI of (all - half) excludes 0: more data still helps (no verdict on too few speakers)
                 if hi is not None and hi < 0 and not found.get("small"):
-                    row["warning"] = (f"{attacker} ({where}, {sc}): EER {eers[0.5]:.1%} with 50% of the training "
-                                      f"speakers, {eers[1.0]:.1%} with all: more training data would likely lower it")
+                    row["warning"] = (
+                        f"{attacker} ({where}, {sc}): EER {eers[0.5]:.1%} with 50% of the training "
+                        f"speakers, {eers[1.0]:.1%} with all: more training data would likely lower it"
+                    )
         rows.append(row)
     return rows

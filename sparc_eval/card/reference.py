@@ -28,8 +28,12 @@ LEVEL = 0.05
 def words_only(cell: dict) -> bool:
     """A finished cell of an attacker that reads the words, not the sound, on the card's utterance trials."""
     needs = cell.get("needs") or {}
-    return cell.get("status") == "ok" and bool(needs.get("words")) and not needs.get("audio") and \
-        bool(needs.get("split", True))
+    return (
+        cell.get("status") == "ok"
+        and bool(needs.get("words"))
+        and not needs.get("audio")
+        and bool(needs.get("split", True))
+    )
 
 
 def probe_level(cell: dict) -> bool:
@@ -52,7 +56,9 @@ def holm(p_values: list, level: float = LEVEL) -> list:
 
 def below_all(comparisons: list) -> bool:
     """Intersection-union: every paired CI of (audio - words) lies below 0."""
-    return bool(comparisons) and all(c["ci95"][1] is not None and c["ci95"][1] < 0 for c in comparisons)
+    return bool(comparisons) and all(
+        c["ci95"][1] is not None and c["ci95"][1] < 0 for c in comparisons
+    )
 
 
 def words_better(comparisons: list, level: float = LEVEL) -> list:
@@ -73,12 +79,16 @@ def beyond_words_verdict(comparisons: list) -> str:
         return "no interval (too few valid resamples)"
     k = len(comparisons)
     if below_all(comparisons):
-        return (f"finds more than every words-only attacker here ({k}): the voice leaks "
-                "(every paired CI below 0)")
+        return (
+            f"finds more than every words-only attacker here ({k}): the voice leaks "
+            "(every paired CI below 0)"
+        )
     better = words_better(comparisons)
     if better:
-        return (f"bounded by content: {', '.join(better)} finds more from the words alone "
-                f"(Holm-corrected over {k})")
+        return (
+            f"bounded by content: {', '.join(better)} finds more from the words alone "
+            f"(Holm-corrected over {k})"
+        )
     return f"within: not below every words-only attacker ({k}), and none finds significantly more"
 
 
@@ -102,7 +112,10 @@ def cross_fitted(trials: dict, seed: int = 0) -> dict | None:
     if len(trials) < 1 or len(speakers) < 4:
         return None
     order = np.random.default_rng(seed).permutation(len(speakers))
-    halves = [{speakers[i] for i in order[: len(order) // 2]}, {speakers[i] for i in order[len(order) // 2:]}]
+    halves = [
+        {speakers[i] for i in order[: len(order) // 2]},
+        {speakers[i] for i in order[len(order) // 2 :]},
+    ]
     values, picked = [], []
     for fit, read in ((halves[0], halves[1]), (halves[1], halves[0])):
         on = {k: _on(t, fit) for k, t in trials.items()}
@@ -114,8 +127,13 @@ def cross_fitted(trials: dict, seed: int = 0) -> dict | None:
             return None
         values.append(value)
         picked.append(best)
-    return {"eer": float(np.mean(values)), "halves": [values[0], values[1]], "picked": picked,
-            "n_speakers": [len(halves[1]), len(halves[0])], "seed": seed}
+    return {
+        "eer": float(np.mean(values)),
+        "halves": [values[0], values[1]],
+        "picked": picked,
+        "n_speakers": [len(halves[1]), len(halves[0])],
+        "seed": seed,
+    }
 
 
 def _on(t, speakers: set) -> float | None:

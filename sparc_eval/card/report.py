@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_text
-from ..metrics.plots import _pyplot, _save as _save_figure
+from ..metrics.plots import _pyplot
+from ..metrics.plots import _save as _save_figure
 from ..metrics.small import small_label
 
 ORIGINAL = "original"
@@ -35,7 +36,9 @@ def _eer_ci(e) -> str:
         return "n/a"
     ci, small = e.get("ci95"), e.get("small")
     text = _pct(e["eer"]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
-    if small:  # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
+    if (
+        small
+    ):  # a degenerate or few-speaker interval is not a narrow one: the counted bound beside it
         text += f" ({small_label(small)})"
     return text
 
@@ -43,15 +46,26 @@ def _eer_ci(e) -> str:
 def _cell_text(cell: dict) -> str:
     if cell.get("status") == "ok":
         o = cell["overall"]
-        return _eer_ci({"eer": o["eer"], "ci95": (o.get("ci95") or {}).get("eer"), "small": o.get("small_evaluation")})
+        return _eer_ci(
+            {
+                "eer": o["eer"],
+                "ci95": (o.get("ci95") or {}).get("eer"),
+                "small": o.get("small_evaluation"),
+            }
+        )
     return "n/a" if cell.get("status") == "not_applicable" else "failed"
 
 
 def _headline(doc: dict) -> list:
-    lines = ["## Headline", "", "Lowest EER of the attacker x scenario cells on the anonymized speech's utterance trials "
-             "(higher is more private). A selected minimum is biased low and its CI ignores the selection: the "
-             "cross-fitted value picks the best cell on half the test speakers and reads it on the other half. "
-             "Anonymizers are compared cell by cell (below), never by headline.", ""]
+    lines = [
+        "## Headline",
+        "",
+        "Lowest EER of the attacker x scenario cells on the anonymized speech's utterance trials "
+        "(higher is more private). A selected minimum is biased low and its CI ignores the selection: the "
+        "cross-fitted value picks the best cell on half the test speakers and reads it on the other half. "
+        "Anonymizers are compared cell by cell (below), never by headline.",
+        "",
+    ]
     for name, h in doc["headline"].items():
         if "not_applicable" in h:
             lines.append(f"- **{name}**: {h['not_applicable']}")
@@ -59,21 +73,28 @@ def _headline(doc: dict) -> list:
         bound = h.get("content_bound")
         if "attacker" in h:
             cross = h.get("cross_fitted")
-            lines.append(f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}{_marks(doc, h['attacker'])}, "
-                         f"{h['scenario']}; selected)" + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
-                         + (f"; content bound {_pct(bound)}" if bound is not None else ""))
+            lines.append(
+                f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}{_marks(doc, h['attacker'])}, "
+                f"{h['scenario']}; selected)"
+                + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
+                + (f"; content bound {_pct(bound)}" if bound is not None else "")
+            )
         probe = h.get("probe_level")
         if probe:
-            lines.append(f"- **{name}**, probe-level text attack ({probe['attacker']}{_marks(doc, probe['attacker'])}, "
-                         "its own P-word probes, "
-                         f"{probe['scenario']}): {_eer_ci(probe)}")
+            lines.append(
+                f"- **{name}**, probe-level text attack ({probe['attacker']}{_marks(doc, probe['attacker'])}, "
+                "its own P-word probes, "
+                f"{probe['scenario']}): {_eer_ci(probe)}"
+            )
     return lines + [""]
 
 
 MARKS = {"weak": "‡", "wide": "†", "small": "†", "learning": "§"}
-MARK_LEGEND = {"‡": "an attacker flagged weak (Attacker strength)",
-               "†": "too few speakers, or a CI too wide or degenerate, for a verdict (Attacker strength)",
-               "§": "its learning curve still falls: more training data would lower its EER"}
+MARK_LEGEND = {
+    "‡": "an attacker flagged weak (Attacker strength)",
+    "†": "too few speakers, or a CI too wide or degenerate, for a verdict (Attacker strength)",
+    "§": "its learning curve still falls: more training data would lower its EER",
+}
 
 
 def _marks(doc: dict, attacker: str) -> str:
@@ -88,20 +109,39 @@ def _mark_legend(doc: dict) -> list:
 
 def _privacy_table(doc: dict) -> list:
     scenarios = doc["run"]["scenarios"][1:]
-    lines = ["## Privacy: EER [95% CI] per attacker and scenario", "",
-             "| anonymizer | attacker | original speech | " + " | ".join(scenarios) + " |",
-             "|---|---|---|" + "---|" * len(scenarios)]
+    lines = [
+        "## Privacy: EER [95% CI] per attacker and scenario",
+        "",
+        "| anonymizer | attacker | original speech | " + " | ".join(scenarios) + " |",
+        "|---|---|---|" + "---|" * len(scenarios),
+    ]
     for name, by in doc["cells"].items():
         if name == ORIGINAL:
             continue
         for attacker, by_sc in by.items():
             original = doc["cells"][ORIGINAL][attacker][ORIGINAL]
-            lines.append(f"| {name} | {attacker}{_marks(doc, attacker)} | {_cell_text(original)} | "
-                         + " | ".join(_cell_text(by_sc.get(sc, {})) for sc in scenarios) + " |")
-    notes = sorted({f"{a} / {sc}: {c['reason']}" for name, by in doc["cells"].items() for a, by_sc in by.items()
-                    for sc, c in by_sc.items() if c.get("status") != "ok"})
+            lines.append(
+                f"| {name} | {attacker}{_marks(doc, attacker)} | {_cell_text(original)} | "
+                + " | ".join(_cell_text(by_sc.get(sc, {})) for sc in scenarios)
+                + " |"
+            )
+    notes = sorted(
+        {
+            f"{a} / {sc}: {c['reason']}"
+            for name, by in doc["cells"].items()
+            for a, by_sc in by.items()
+            for sc, c in by_sc.items()
+            if c.get("status") != "ok"
+        }
+    )
     marks = _mark_legend(doc)
-    return lines + [""] + marks + [f"- n/a or failed: {n}" for n in notes[:8]] + ([""] if notes or marks else [])
+    return (
+        lines
+        + [""]
+        + marks
+        + [f"- n/a or failed: {n}" for n in notes[:8]]
+        + ([""] if notes or marks else [])
+    )
 
 
 def _content(doc: dict) -> list:
@@ -109,14 +149,21 @@ def _content(doc: dict) -> list:
     if "not_applicable" in c:
         reference = _reference(c.get("reference") or {}, doc)
         return (["## What the words give away", ""] + reference + [""]) if reference else []
-    lines = ["## What the words give away", "",
-             f"- Content bound ({c['attacker']} on the G2P of the original transcripts): {_eer_ci(c['bound'])}"]
+    lines = [
+        "## What the words give away",
+        "",
+        f"- Content bound ({c['attacker']} on the G2P of the original transcripts): {_eer_ci(c['bound'])}",
+    ]
     for name, by_sc in c["left"].items():
-        lines.append(f"- Content {name} leaves ({c['attacker']} on its speech's words): "
-                     + ", ".join(f"{sc} {_eer_ci(e)}" for sc, e in by_sc.items()))
+        lines.append(
+            f"- Content {name} leaves ({c['attacker']} on its speech's words): "
+            + ", ".join(f"{sc} {_eer_ci(e)}" for sc, e in by_sc.items())
+        )
     for attacker, by in c["text"].items():
-        lines.append(f"- Text attacker {attacker} (its own P-word probes): original words {_eer_ci(by['original'])}; "
-                     + ", ".join(f"{n} words {_eer_ci(e)}" for n, e in by.items() if n != "original"))
+        lines.append(
+            f"- Text attacker {attacker} (its own P-word probes): original words {_eer_ci(by['original'])}; "
+            + ", ".join(f"{n} words {_eer_ci(e)}" for n, e in by.items() if n != "original")
+        )
     return lines + _reference(c.get("reference") or {}, doc) + [""]
 
 
@@ -127,8 +174,11 @@ def _reference(reference: dict, doc: dict) -> list:
         for sc, r in by_sc.items():
             each = ", ".join(f"{a}{_marks(doc, a)} {_eer_ci(e)}" for a, e in r["eers"].items())
             lowest = r["eers"][r["lowest"]]
-            lines.append(f"- Words alone on the utterance trials, {where}" + ("" if sc == "original" else f" {sc}")
-                         + f": {each}; lowest of {r['k']} (selected): {r['lowest']} {_pct(lowest['eer'])}")
+            lines.append(
+                f"- Words alone on the utterance trials, {where}"
+                + ("" if sc == "original" else f" {sc}")
+                + f": {each}; lowest of {r['k']} (selected): {r['lowest']} {_pct(lowest['eer'])}"
+            )
     return lines
 
 
@@ -139,18 +189,28 @@ def _beyond(doc: dict) -> list:
     rows = doc["voice_beyond_content"]
     if not rows:
         return []
-    lines = ["## Voice leakage beyond content", "",
-             "Each audio attacker against every words-only attacker, EER difference (audio - words) with its paired "
-             "95% CI resampling test speakers, and the pairing used. \"Finds more than every words-only attacker\": "
-             "every CI below 0 (intersection-union, 5%); \"bounded by content\": some words-only attacker "
-             "significantly lower (Holm over K, 5%).", "",
-             "| anonymizer | attacker | scenario | EER | against each words-only attacker: EER, difference [CI], "
-             "pairing | verdict |", "|---|---|---|---|---|---|"]
+    lines = [
+        "## Voice leakage beyond content",
+        "",
+        "Each audio attacker against every words-only attacker, EER difference (audio - words) with its paired "
+        '95% CI resampling test speakers, and the pairing used. "Finds more than every words-only attacker": '
+        'every CI below 0 (intersection-union, 5%); "bounded by content": some words-only attacker '
+        "significantly lower (Holm over K, 5%).",
+        "",
+        "| anonymizer | attacker | scenario | EER | against each words-only attacker: EER, difference [CI], "
+        "pairing | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        against = "; ".join(f"{c['attacker']}{_marks(doc, c['attacker'])} {_pct(c['eer'])}, {_diff(c)}, "
-                            f"{PAIRING.get(c['paired'], c['paired'])}" for c in r["against"])
-        lines.append(f"| {r['anonymizer']} | {r['attacker']}{_marks(doc, r['attacker'])} | {r['scenario']} | "
-                     f"{_pct(r['eer'])} | {against} | {r['verdict']} |")
+        against = "; ".join(
+            f"{c['attacker']}{_marks(doc, c['attacker'])} {_pct(c['eer'])}, {_diff(c)}, "
+            f"{PAIRING.get(c['paired'], c['paired'])}"
+            for c in r["against"]
+        )
+        lines.append(
+            f"| {r['anonymizer']} | {r['attacker']}{_marks(doc, r['attacker'])} | {r['scenario']} | "
+            f"{_pct(r['eer'])} | {against} | {r['verdict']} |"
+        )
     return lines + [""] + _mark_legend(doc) + [""]
 
 
@@ -164,9 +224,12 @@ def _strength(doc: dict) -> list:
     notes = [(a, n) for a, st in doc["strength"].items() for n in st.get("notes") or []]
     lines = ["## Attacker strength", ""]
     if not warned:
-        lines += ["No attacker is flagged, and every CI is narrow enough for a verdict." if notes else
-                  "Every attacker identifies speakers on original speech (EERs in the privacy table's "
-                  "'original speech' column), and every CI is narrow enough for a verdict."]
+        lines += [
+            "No attacker is flagged, and every CI is narrow enough for a verdict."
+            if notes
+            else "Every attacker identifies speakers on original speech (EERs in the privacy table's "
+            "'original speech' column), and every CI is narrow enough for a verdict."
+        ]
     lines += [f"- **{a}**: {w}" for a, w in warned] + [f"- {a}: {n}" for a, n in notes]
     return lines + [""]
 
@@ -175,29 +238,46 @@ def _same_sex(doc: dict) -> list:
     found = doc.get("same_sex") or {}
     if not found or "not_applicable" in found:
         return []
-    lines = ["## Same-sex trials", "",
-             "VoicePrivacy scores per-sex lists (enrollment and trial speakers of one sex); the card's split pools "
-             "both sexes and cross-sex trials. The verdicts above read the pooled EER.", "",
-             "| speech | attacker | scenario | pooled | " + " | ".join(_sexes(found)) + " |",
-             "|---|---|---|---|" + "---|" * len(_sexes(found))]
+    lines = [
+        "## Same-sex trials",
+        "",
+        "VoicePrivacy scores per-sex lists (enrollment and trial speakers of one sex); the card's split pools "
+        "both sexes and cross-sex trials. The verdicts above read the pooled EER.",
+        "",
+        "| speech | attacker | scenario | pooled | " + " | ".join(_sexes(found)) + " |",
+        "|---|---|---|---|" + "---|" * len(_sexes(found)),
+    ]
     for where, by in found.items():
         for attacker, by_sc in by.items():
             for sc, by_sex in by_sc.items():
                 pooled = doc["cells"][where][attacker][sc]
-                lines.append(f"| {where} | {attacker} | {sc} | {_cell_text(pooled)} | "
-                             + " | ".join(_sex_text(by_sex.get(x)) for x in _sexes(found)) + " |")
+                lines.append(
+                    f"| {where} | {attacker} | {sc} | {_cell_text(pooled)} | "
+                    + " | ".join(_sex_text(by_sex.get(x)) for x in _sexes(found))
+                    + " |"
+                )
     return lines + [""]
 
 
 def _sexes(found: dict) -> list:
-    return sorted({x for by in found.values() for by_sc in by.values() for by_sex in by_sc.values() for x in by_sex})
+    return sorted(
+        {
+            x
+            for by in found.values()
+            for by_sc in by.values()
+            for by_sex in by_sc.values()
+            for x in by_sex
+        }
+    )
 
 
 def _sex_text(e) -> str:
     if not e:
         return "n/a"
     small = e.get("small_evaluation")  # says the speaker count itself
-    return _eer_ci({"eer": e["eer"], "ci95": e["ci95"], "small": small}) + ("" if small else f" ({e['n_speakers']} speakers)")
+    return _eer_ci({"eer": e["eer"], "ci95": e["ci95"], "small": small}) + (
+        "" if small else f" ({e['n_speakers']} speakers)"
+    )
 
 
 def _learning(doc: dict) -> list:
@@ -205,12 +285,18 @@ def _learning(doc: dict) -> list:
     if not isinstance(rows, list) or not rows:
         return []
     shares = sorted({k for r in rows for k in r["eer"]}, key=float)
-    lines = ["## Learning curves (EER by share of the training speakers)", "",
-             "| attacker | speech | scenario | " + " | ".join(f"{float(k):.0%}" for k in shares) + " |",
-             "|---|---|---|" + "---|" * len(shares)]
+    lines = [
+        "## Learning curves (EER by share of the training speakers)",
+        "",
+        "| attacker | speech | scenario | " + " | ".join(f"{float(k):.0%}" for k in shares) + " |",
+        "|---|---|---|" + "---|" * len(shares),
+    ]
     for r in rows:
-        lines.append(f"| {r['attacker']} | {r['where']} | {r['scenario']} | "
-                     + " | ".join(_pct(r["eer"].get(k)) for k in shares) + " |")
+        lines.append(
+            f"| {r['attacker']} | {r['where']} | {r['scenario']} | "
+            + " | ".join(_pct(r["eer"].get(k)) for k in shares)
+            + " |"
+        )
     return lines + [""]
 
 
@@ -220,14 +306,23 @@ def _value(r: dict, digits: int = 3) -> str:
     if "failed" in r:
         return "failed"
     v, ci = r.get("value"), r.get("ci95")
-    return "n/a" if v is None else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+    return (
+        "n/a"
+        if v is None
+        else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+    )
 
 
 def _utility(doc: dict) -> list:
     if not doc["utility"]:
         return []
     metrics = sorted({m for by in doc["utility"].values() for m in by})
-    lines = ["## Utility", "", "| anonymizer | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    lines = [
+        "## Utility",
+        "",
+        "| anonymizer | " + " | ".join(metrics) + " |",
+        "|---|" + "---|" * len(metrics),
+    ]
     reasons = {}
     for name, by in doc["utility"].items():
         parts = []
@@ -237,7 +332,11 @@ def _utility(doc: dict) -> list:
             if "not_applicable" in r or "failed" in r:
                 reasons[f"{m} ({name})"] = r.get("not_applicable") or r.get("failed")
         lines.append(f"| {name} | " + " | ".join(parts) + " |")
-    original = {n: by["wer"]["original"] for n, by in doc["utility"].items() if by.get("wer", {}).get("original")}
+    original = {
+        n: by["wer"]["original"]
+        for n, by in doc["utility"].items()
+        if by.get("wer", {}).get("original")
+    }
     if original:
         first = next(iter(original.values()))
         lines += ["", f"WER of the original speech with the same ASR: {_value(first)}."]
@@ -251,16 +350,20 @@ def _comparisons(doc: dict) -> list:
     for row in doc["comparisons"]:
         for e in row["eer"]:
             ci = e["ci95"]
-            lines.append(f"- {row['a']} vs {row['b']}, {e['attacker']}{_marks(doc, e['attacker'])} ({e['scenario']}): "
-                         f"EER {_pct(e['eer_a'])} vs "
-                         f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
-                         f"({PAIRING.get(e['paired'], e['paired'])}): {e['verdict']}")
+            lines.append(
+                f"- {row['a']} vs {row['b']}, {e['attacker']}{_marks(doc, e['attacker'])} ({e['scenario']}): "
+                f"EER {_pct(e['eer_a'])} vs "
+                f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
+                f"({PAIRING.get(e['paired'], e['paired'])}): {e['verdict']}"
+            )
         for metric, u in row["utility"].items():
             if "diff" in u:
                 ci = u.get("ci95")
-                lines.append(f"- {row['a']} vs {row['b']}, {metric}: difference {u['diff']:.3f}"
-                             + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)")
-                             + (f": {u['verdict']}" if u.get("verdict") else ""))
+                lines.append(
+                    f"- {row['a']} vs {row['b']}, {metric}: difference {u['diff']:.3f}"
+                    + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else " (no CI)")
+                    + (f": {u['verdict']}" if u.get("verdict") else "")
+                )
     return lines + [""]
 
 
@@ -272,23 +375,34 @@ def _speakers(doc: dict, pseudonyms: dict) -> list:
         per = doc["cells"][name][h["attacker"]][h["scenario"]].get("per_speaker") or {}
         worst = sorted((v["eer"], s) for s, v in per.items() if v.get("eer") is not None)[:3]
         if worst:
-            lines.append(f"- {name}: most identifiable speakers under {h['attacker']} ({h['scenario']}): "
-                         + ", ".join(f"{pseudonyms.get(s, s)} ({_pct(e)})" for e, s in worst))
+            lines.append(
+                f"- {name}: most identifiable speakers under {h['attacker']} ({h['scenario']}): "
+                + ", ".join(f"{pseudonyms.get(s, s)} ({_pct(e)})" for e, s in worst)
+            )
     return (["## Speakers", ""] + lines + [""]) if lines else []
 
 
 def _footer(doc: dict) -> list:
     run = doc["run"]
     left = run["n_left_out"]
-    lines = ["## Run", "", f"- Data: {run['dataset']}, {run['split']}, {run['n_enroll_speakers']} enrollment speakers, "
-             f"{run['n_evaluated_utterances']} evaluated utterances"
-             + (f"; {left} left out of every attacker alike (anonymizer failures: anonymized/<name>/eval/failures.jsonl)"
-                if left else ""),
-             "- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items())]
+    lines = [
+        "## Run",
+        "",
+        f"- Data: {run['dataset']}, {run['split']}, {run['n_enroll_speakers']} enrollment speakers, "
+        f"{run['n_evaluated_utterances']} evaluated utterances"
+        + (
+            f"; {left} left out of every attacker alike (anonymizer failures: anonymized/<name>/eval/failures.jsonl)"
+            if left
+            else ""
+        ),
+        "- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items()),
+    ]
     lines += _draws(doc)
     if run["deviations"]:
         first = sorted(run["deviations"], key=lambda k: (not k.startswith("scenarios"), k))
-        lines += ["- Departures from the papers:"] + [f"  - `{k}`: {run['deviations'][k]}" for k in first]
+        lines += ["- Departures from the papers:"] + [
+            f"  - `{k}`: {run['deviations'][k]}" for k in first
+        ]
     return lines + [""]
 
 
@@ -298,21 +412,43 @@ def _draws(doc: dict) -> list:
     for name, record in (doc.get("anonymizers") or {}).items():
         draws = record.get("draws") or {}
         if draws:
-            seed = f", seed {draws['attacker_seed']}" if draws.get("attacker_seed") is not None else ""
+            seed = (
+                f", seed {draws['attacker_seed']}" if draws.get("attacker_seed") is not None else ""
+            )
             parts.append(f"{name}: {draws['mode']}; the attacker used {draws['attacker']}{seed}")
     return ["- Draws: " + "; ".join(parts)] if parts else []
 
 
 def pseudonyms_of(doc: dict) -> dict:
-    speakers = sorted({s for by in doc["cells"].values() for by_sc in by.values() for c in by_sc.values()
-                       for s in (c.get("per_speaker") or {})})
+    speakers = sorted(
+        {
+            s
+            for by in doc["cells"].values()
+            for by_sc in by.values()
+            for c in by_sc.values()
+            for s in (c.get("per_speaker") or {})
+        }
+    )
     return {s: f"S{i + 1:02d}" for i, s in enumerate(speakers)}
 
 
 def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
     pseudonyms = pseudonyms_of(doc) if pseudonymise else {}
-    lines = [f"# Anonymizer card: {', '.join(doc['run']['anonymizers'])} on {doc['run']['dataset']}", ""]
-    for part in (_headline, _privacy_table, _content, _beyond, _strength, _same_sex, _learning, _utility, _comparisons):
+    lines = [
+        f"# Anonymizer card: {', '.join(doc['run']['anonymizers'])} on {doc['run']['dataset']}",
+        "",
+    ]
+    for part in (
+        _headline,
+        _privacy_table,
+        _content,
+        _beyond,
+        _strength,
+        _same_sex,
+        _learning,
+        _utility,
+        _comparisons,
+    ):
         lines += part(doc)
     lines += _speakers(doc, pseudonyms)
     lines += [f"![{name}]({path.name})" for name, path in figures.items() if path] + [""]
@@ -321,7 +457,12 @@ def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
 
 # --- figures -------------------------------------------------------------------------------------
 
-SCENARIO_COLOURS = {"original": "#bab0ac", "ignorant": "#4c78a8", "lazy-informed": "#f58518", "semi-informed": "#54a24b"}
+SCENARIO_COLOURS = {
+    "original": "#bab0ac",
+    "ignorant": "#4c78a8",
+    "lazy-informed": "#f58518",
+    "semi-informed": "#54a24b",
+}
 
 
 def _bars(doc: dict, name: str) -> list:
@@ -345,18 +486,29 @@ def _legend(ax) -> None:
 def plot_eers(path, doc: dict):
     plt = _pyplot()
     names = [n for n in doc["cells"] if n != ORIGINAL]
-    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(5 * len(names), 3.6), squeeze=False, sharey=True
+    )
     content = doc["content"]
     for ax, name in zip(axes[0], names):
         bars = _bars(doc, name)
         x = np.arange(len(bars))
-        ax.bar(x, [b[2] for b in bars], yerr=np.array([b[3] for b in bars]).T if bars else None, capsize=3,
-               color=[SCENARIO_COLOURS.get(b[1], "#72b7b2") for b in bars])
+        ax.bar(
+            x,
+            [b[2] for b in bars],
+            yerr=np.array([b[3] for b in bars]).T if bars else None,
+            capsize=3,
+            color=[SCENARIO_COLOURS.get(b[1], "#72b7b2") for b in bars],
+        )
         if (content.get("bound") or {}).get("eer") is not None:
-            ax.axhline(content["bound"]["eer"], ls="--", color="#e45756", lw=1, label="content bound")
+            ax.axhline(
+                content["bound"]["eer"], ls="--", color="#e45756", lw=1, label="content bound"
+            )
         left = ((content.get("left") or {}).get(name) or {}).get("lazy-informed")
         if left and left.get("eer") is not None:
-            ax.axhline(left["eer"], ls=":", color="black", lw=1, label="content it leaves (lazy-informed)")
+            ax.axhline(
+                left["eer"], ls=":", color="black", lw=1, label="content it leaves (lazy-informed)"
+            )
         ax.set_xticks(x, [f"{b[0]}\n{b[1]}" for b in bars], rotation=60, fontsize=6)
         ax.set_title(f"{name} (grey: original speech)", fontsize=9)
         ax.set_ylabel("EER")
@@ -381,7 +533,9 @@ def plot_det(path, doc: dict, root: Path):
                 if cell.get("status") != "ok":
                     continue
                 t = cell_trials(root / cell["folder"]).scored()
-                far, frr = (np.clip(x, 1e-4, 1 - 1e-4) for x in det_points(counts(t.score, t.label))[:2])
+                far, frr = (
+                    np.clip(x, 1e-4, 1 - 1e-4) for x in det_points(counts(t.score, t.label))[:2]
+                )
                 ax.plot(norm.ppf(far), norm.ppf(frr), label=f"{attacker} ({sc})", lw=1)
         ax.set_xticks(norm.ppf(ticks), [f"{t:.1%}" for t in ticks])
         ax.set_yticks(norm.ppf(ticks), [f"{t:.1%}" for t in ticks])
@@ -403,7 +557,11 @@ def plot_per_speaker(path, doc: dict, pseudonyms: dict):
     for ax, (name, h) in zip(axes[0], heads.items()):
         anon = doc["cells"][name][h["attacker"]][h["scenario"]].get("per_speaker") or {}
         orig = doc["cells"][ORIGINAL][h["attacker"]][ORIGINAL].get("per_speaker") or {}
-        both = [s for s in anon if s in orig and anon[s].get("eer") is not None and orig[s].get("eer") is not None]
+        both = [
+            s
+            for s in anon
+            if s in orig and anon[s].get("eer") is not None and orig[s].get("eer") is not None
+        ]
         x, y = [orig[s]["eer"] for s in both], [anon[s]["eer"] for s in both]
         ax.scatter(x, y, s=14)
         ax.plot([0, 0.6], [0, 0.6], ls=":", color="grey")
@@ -420,9 +578,11 @@ def write_card(out_dir, doc: dict, s) -> Path:
     figures = {}
     if s.plots:
         pseudonyms = pseudonyms_of(doc) if s.pseudonymise else {}
-        figures = {"EER per attacker and scenario": plot_eers(out_dir / "eer_by_attacker.png", doc),
-                   "DET curves": plot_det(out_dir / "det.png", doc, out_dir),
-                   "per-speaker EER": plot_per_speaker(out_dir / "per_speaker.png", doc, pseudonyms)}
+        figures = {
+            "EER per attacker and scenario": plot_eers(out_dir / "eer_by_attacker.png", doc),
+            "DET curves": plot_det(out_dir / "det.png", doc, out_dir),
+            "per-speaker EER": plot_per_speaker(out_dir / "per_speaker.png", doc, pseudonyms),
+        }
     path = out_dir / "card.md"
     write_text(path, render_card(doc, figures, s.pseudonymise))
     return path

@@ -16,7 +16,11 @@ from .reference import probe_level
 
 def sex_table(speakers: dict) -> dict:
     """speaker -> sex (as the speaker table writes it; speakers without one are left out)."""
-    return {spk: str(attrs["sex"]) for spk, attrs in (speakers or {}).items() if attrs.get("sex") not in (None, "")}
+    return {
+        spk: str(attrs["sex"])
+        for spk, attrs in (speakers or {}).items()
+        if attrs.get("sex") not in (None, "")
+    }
 
 
 def same_sex_eers(trials, sex_of: dict, settings) -> dict:
@@ -30,13 +34,27 @@ def same_sex_eers(trials, sex_of: dict, settings) -> dict:
         if not mask.any() or trials.label[mask].all() or not trials.label[mask].any():
             continue
         utt2spk = dict(zip(trials.test[mask].tolist(), trials.test_speaker[mask].tolist()))
-        ev = evaluate_trials(trials.enroll[mask], trials.test[mask], trials.score[mask], trials.label[mask],
-                             utt2spk=utt2spk, n_boot=boot.n_boot, seed=boot.seed, bootstrap_unit="speaker",
-                             per_speaker=False, min_verdict_speakers=settings.min_verdict_speakers)
+        ev = evaluate_trials(
+            trials.enroll[mask],
+            trials.test[mask],
+            trials.score[mask],
+            trials.label[mask],
+            utt2spk=utt2spk,
+            n_boot=boot.n_boot,
+            seed=boot.seed,
+            bootstrap_unit="speaker",
+            per_speaker=False,
+            min_verdict_speakers=settings.min_verdict_speakers,
+        )
         ov = ev["overall"]
-        out[sex] = {"eer": ov["eer"], "ci95": (ov.get("ci95") or {}).get("eer"), "n_speakers": len(set(utt2spk.values())),
-                    "n_target": ov["n_target"], "n_nontarget": ov["n_nontarget"],
-                    "small_evaluation": ov["small_evaluation"]}
+        out[sex] = {
+            "eer": ov["eer"],
+            "ci95": (ov.get("ci95") or {}).get("eer"),
+            "n_speakers": len(set(utt2spk.values())),
+            "n_target": ov["n_target"],
+            "n_nontarget": ov["n_nontarget"],
+            "small_evaluation": ov["small_evaluation"],
+        }
     return out
 
 

@@ -14,14 +14,24 @@ from ..manifest import Manifest, resolve_audio
 from .edacc import is_edacc_release, load_edacc_release
 from .kaldi import load_kaldi_dir, read_id_list, read_trials
 from .librispeech import is_librispeech_subset, load_librispeech
-from .sparc import load_sparc
 from .spane import EDACC_ID, load_spane_datafile
+from .sparc import load_sparc
 
 LAYOUTS = ("librispeech", "kaldi", "edacc", "spane", "manifest", "sparc")
 
-__all__ = ["LAYOUTS", "detect_layout", "load_corpus", "load_manifest", "load_kaldi_dir",
-           "load_librispeech", "load_edacc_release", "load_spane_datafile", "load_sparc",
-           "read_trials", "read_id_list"]
+__all__ = [
+    "LAYOUTS",
+    "detect_layout",
+    "load_corpus",
+    "load_manifest",
+    "load_kaldi_dir",
+    "load_librispeech",
+    "load_edacc_release",
+    "load_spane_datafile",
+    "load_sparc",
+    "read_trials",
+    "read_id_list",
+]
 
 
 def _first_record_keys(path: Path):
@@ -50,7 +60,9 @@ def detect_layout(path) -> str:
             return "kaldi"
         if is_edacc_release(path):
             return "edacc"
-        if is_librispeech_subset(path) or any(is_librispeech_subset(p) for p in path.iterdir() if p.is_dir()):
+        if is_librispeech_subset(path) or any(
+            is_librispeech_subset(p) for p in path.iterdir() if p.is_dir()
+        ):
             return "librispeech"
         if any(p.suffix == ".parquet" for p in path.iterdir()):
             return "sparc"
@@ -67,7 +79,7 @@ def detect_layout(path) -> str:
     raise DataError(
         f"{path}: unknown corpus layout",
         hint="expected a LibriSpeech tree, a Kaldi data dir, an EdAcc release, a SpAnE/EdAcc "
-             "datafile, a manifest.jsonl (or a folder holding one), or SPARC parquet/JSON lines",
+        "datafile, a manifest.jsonl (or a folder holding one), or SPARC parquet/JSON lines",
     )
 
 
@@ -99,8 +111,16 @@ def _input_had_read_passages(report_path: Path) -> bool:
         return False
 
 
-def load_corpus(path, *, layout: str | None = None, root=None, split: str = "test", columns=None,
-                skip_missing: bool = False, keep_unreadable: bool = False) -> Manifest:
+def load_corpus(
+    path,
+    *,
+    layout: str | None = None,
+    root=None,
+    split: str = "test",
+    columns=None,
+    skip_missing: bool = False,
+    keep_unreadable: bool = False,
+) -> Manifest:
     """Load any supported corpus. ``root`` fills SpAnE's ``{root}`` placeholder; ``split`` picks
     the EdAcc release split; ``columns`` maps SPARC export columns (dict or YAML path);
     ``keep_unreadable`` keeps audio files whose header cannot be read (unknown duration; the
@@ -108,14 +128,25 @@ def load_corpus(path, *, layout: str | None = None, root=None, split: str = "tes
     utterances (by their ids: every conversation opens with a read elicitation passage) and
     utterances flagged ``extra.scripted`` (the demo conversations) mark the manifest as holding
     read passages, whatever the layout."""
-    manifest = _load_layout(path, layout or detect_layout(path), root=root, split=split, columns=columns,
-                            skip_missing=skip_missing, keep_unreadable=keep_unreadable)
-    if not manifest.read_passages and any(EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest):
+    manifest = _load_layout(
+        path,
+        layout or detect_layout(path),
+        root=root,
+        split=split,
+        columns=columns,
+        skip_missing=skip_missing,
+        keep_unreadable=keep_unreadable,
+    )
+    if not manifest.read_passages and any(
+        EDACC_ID.match(u.id) or u.extra.get("scripted") for u in manifest
+    ):
         manifest = manifest.replace(read_passages=True)
     return manifest
 
 
-def _load_layout(path, layout: str, *, root, split, columns, skip_missing, keep_unreadable=False) -> Manifest:
+def _load_layout(
+    path, layout: str, *, root, split, columns, skip_missing, keep_unreadable=False
+) -> Manifest:
     if layout == "librispeech":  # the layouts whose durations come from the audio headers
         return load_librispeech(path, skip_missing=skip_missing, keep_unreadable=keep_unreadable)
     if layout == "kaldi":

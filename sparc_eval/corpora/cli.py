@@ -9,10 +9,19 @@ import warnings
 def register(subparsers) -> None:
     corpus = subparsers.add_parser("corpus", help="inspect a corpus on disk")
     actions = corpus.add_subparsers(dest="action", metavar="ACTION", required=True)
-    info = actions.add_parser("info", help="layout, utterances, speakers, episodes, hours, attributes, trials")
-    info.add_argument("path", help="LibriSpeech tree, Kaldi dir, EdAcc release or datafile, manifest, SPARC export")
-    info.add_argument("--json", action="store_true", help="print one JSON object instead of name: value lines")
-    info.add_argument("--layout", help="skip detection: librispeech, kaldi, edacc, spane, manifest, sparc")
+    info = actions.add_parser(
+        "info", help="layout, utterances, speakers, episodes, hours, attributes, trials"
+    )
+    info.add_argument(
+        "path",
+        help="LibriSpeech tree, Kaldi dir, EdAcc release or datafile, manifest, SPARC export",
+    )
+    info.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of name: value lines"
+    )
+    info.add_argument(
+        "--layout", help="skip detection: librispeech, kaldi, edacc, spane, manifest, sparc"
+    )
     info.add_argument("--root", help="replaces {root} in SpAnE datafile paths")
     info.add_argument("--split", default="test", help="EdAcc release split (default: test)")
     info.add_argument("--columns", help="YAML column mapping for SPARC exports")
@@ -26,7 +35,9 @@ def run_info(args) -> int:
     layout = args.layout or detect_layout(args.path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        manifest = load_corpus(args.path, layout=layout, root=args.root, split=args.split, columns=args.columns)
+        manifest = load_corpus(
+            args.path, layout=layout, root=args.root, split=args.split, columns=args.columns
+        )
     info = summarize(manifest, layout=layout, path=args.path)
     notes = [str(w.message) for w in caught]
     if args.json:

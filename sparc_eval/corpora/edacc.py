@@ -41,7 +41,8 @@ _HEADER_KEYWORDS = {
 def is_edacc_release(path) -> bool:
     path = Path(path)
     return (path / "linguistic_background.csv").is_file() and any(
-        (path / split / "segments").is_file() for split in ("dev", "test"))
+        (path / split / "segments").is_file() for split in ("dev", "test")
+    )
 
 
 def _find_columns(header: list, overrides: dict) -> dict:
@@ -51,7 +52,9 @@ def _find_columns(header: list, overrides: dict) -> dict:
         if attr in columns:
             continue
         for h, low in zip(header, lowered):
-            words = set(low.replace("?", " ").replace("(", " ").replace(")", " ").replace(",", " ").split())
+            words = set(
+                low.replace("?", " ").replace("(", " ").replace(")", " ").replace(",", " ").split()
+            )
             # 'age' must be a whole word (not 'language'); the rest may be substrings
             hit = any((k in words) if k == "age" else (k in low) for k in keywords)
             if hit and h not in columns.values():
@@ -60,7 +63,9 @@ def _find_columns(header: list, overrides: dict) -> dict:
     return columns
 
 
-def read_linguistic_background(path, *, columns: dict | None = None, reference_year: int = 2023) -> dict:
+def read_linguistic_background(
+    path, *, columns: dict | None = None, reference_year: int = 2023
+) -> dict:
     """speaker -> attributes from ``linguistic_background.csv``."""
     path = Path(path)
     try:
@@ -69,8 +74,11 @@ def read_linguistic_background(path, *, columns: dict | None = None, reference_y
             header = reader.fieldnames or []
             found = _find_columns(header, columns or {})
             if "speaker" not in found:
-                raise DataError(f"no participant id column among {header[:6]}...", path=path,
-                                hint="pass columns={'speaker': '<header>'}")
+                raise DataError(
+                    f"no participant id column among {header[:6]}...",
+                    path=path,
+                    hint="pass columns={'speaker': '<header>'}",
+                )
             speakers = {}
             for number, row in enumerate(reader, 2):
                 spk = clean_value(row.get(found["speaker"]))
@@ -86,7 +94,11 @@ def read_linguistic_background(path, *, columns: dict | None = None, reference_y
                     "sex": normalise_sex(row.get(found["sex"])) if "sex" in found else None,
                     "age": age,
                     "accent": clean_value(row.get(found["accent"])) if "accent" in found else None,
-                    "extra": {k: clean_value(row.get(found[k])) for k in ("ethnicity", "education") if k in found},
+                    "extra": {
+                        k: clean_value(row.get(found[k]))
+                        for k in ("ethnicity", "education")
+                        if k in found
+                    },
                 }
                 speakers[str(spk)] = attrs
     except (csv.Error, UnicodeDecodeError) as err:
@@ -94,25 +106,43 @@ def read_linguistic_background(path, *, columns: dict | None = None, reference_y
     return speakers
 
 
-def load_edacc_release(path, *, split: str = "test", columns: dict | None = None,
-                       skip_missing: bool = False, reference_year: int = 2023) -> Manifest:
+def load_edacc_release(
+    path,
+    *,
+    split: str = "test",
+    columns: dict | None = None,
+    skip_missing: bool = False,
+    reference_year: int = 2023,
+) -> Manifest:
     root = Path(path)
     split_dir = root / split
     if not (split_dir / "segments").is_file():
-        raise DataError(f"{split_dir}: no segments file", hint="split is 'dev' or 'test' of an edacc_v1.0 folder")
+        raise DataError(
+            f"{split_dir}: no segments file",
+            hint="split is 'dev' or 'test' of an edacc_v1.0 folder",
+        )
     if not (split_dir / "wav.scp").is_file():
         # The release keeps recordings in data/<recording>.wav.
-        recordings = sorted({fields[0] for fields in read_table(split_dir / "segments", rest=False).values()})
-        manifest = load_kaldi_dir(split_dir, skip_missing=skip_missing, wav_entries={
-            r: str((root / "data" / f"{r}.wav").resolve()) for r in recordings})
+        recordings = sorted(
+            {fields[0] for fields in read_table(split_dir / "segments", rest=False).values()}
+        )
+        manifest = load_kaldi_dir(
+            split_dir,
+            skip_missing=skip_missing,
+            wav_entries={r: str((root / "data" / f"{r}.wav").resolve()) for r in recordings},
+        )
     else:
         manifest = load_kaldi_dir(split_dir, skip_missing=skip_missing)
-    speakers = read_linguistic_background(root / "linguistic_background.csv", columns=columns,
-                                          reference_year=reference_year)
+    speakers = read_linguistic_background(
+        root / "linguistic_background.csv", columns=columns, reference_year=reference_year
+    )
     unknown = sorted({u.speaker for u in manifest} - set(speakers))
     if unknown:
-        raise DataError(f"{len(unknown)} speakers of {split} have no row in linguistic_background.csv, "
-                        f"e.g. {unknown[:3]}", path=root / "linguistic_background.csv")
+        raise DataError(
+            f"{len(unknown)} speakers of {split} have no row in linguistic_background.csv, "
+            f"e.g. {unknown[:3]}",
+            path=root / "linguistic_background.csv",
+        )
     utterances = [_with_background(utt, speakers[utt.speaker]) for utt in manifest]
     # every conversation opens with a read elicitation passage
     return manifest.replace(utterances, name=f"{root}:{split}", read_passages=True)
@@ -121,6 +151,11 @@ def load_edacc_release(path, *, split: str = "test", columns: dict | None = None
 def _with_background(utt, attrs: dict):
     """A copy of ``utt`` with its speaker's background row, and its conversation as episode."""
     match = EDACC_ID.match(utt.episode + "-0") if utt.episode else None
-    return replace(utt, episode=match.group("conv") if match else utt.episode,
-                   sex=attrs["sex"], age=attrs["age"], accent=attrs["accent"],
-                   extra={**utt.extra, **{k: v for k, v in attrs["extra"].items() if v is not None}})
+    return replace(
+        utt,
+        episode=match.group("conv") if match else utt.episode,
+        sex=attrs["sex"],
+        age=attrs["age"],
+        accent=attrs["accent"],
+        extra={**utt.extra, **{k: v for k, v in attrs["extra"].items() if v is not None}},
+    )

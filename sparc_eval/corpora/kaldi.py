@@ -32,10 +32,14 @@ def read_table(path, *, min_fields: int = 2, rest: bool = True) -> dict:
                 continue
             fields = line.split(maxsplit=1) if rest else line.split()
             if len(fields) < min_fields:
-                raise DataError(f"expected at least {min_fields} fields, got {line!r}", path=path, line=number)
+                raise DataError(
+                    f"expected at least {min_fields} fields, got {line!r}", path=path, line=number
+                )
             key = fields[0]
             if key in table:
-                raise DataError(f"duplicate id {key!r}", path=path, line=number, hint="each id may appear once")
+                raise DataError(
+                    f"duplicate id {key!r}", path=path, line=number, hint="each id may appear once"
+                )
             table[key] = (fields[1] if len(fields) > 1 else "") if rest else fields[1:]
     return table
 
@@ -50,15 +54,22 @@ def _float(value, path, key):
 def _wav_path(entry: str, data_dir: Path, path: Path, utt: str) -> str:
     if entry.rstrip().endswith("|"):
         raise DataError(
-            f"{utt!r}: piped wav.scp commands are not supported ({entry!r})", path=path,
+            f"{utt!r}: piped wav.scp commands are not supported ({entry!r})",
+            path=path,
             hint="write the audio to files and list their paths",
         )
     target = Path(entry.strip())
     return str(target if target.is_absolute() else (data_dir / target).resolve())
 
 
-def load_kaldi_dir(path, *, skip_missing: bool = False, require_text: bool = False,
-                   wav_entries: dict | None = None, keep_unreadable: bool = False) -> Manifest:
+def load_kaldi_dir(
+    path,
+    *,
+    skip_missing: bool = False,
+    require_text: bool = False,
+    wav_entries: dict | None = None,
+    keep_unreadable: bool = False,
+) -> Manifest:
     """A Manifest from a Kaldi data directory (``utt2spk`` required, the rest optional).
 
     ``wav_entries`` (recording or utterance id -> path) stands in for a ``wav.scp`` that the
@@ -66,34 +77,49 @@ def load_kaldi_dir(path, *, skip_missing: bool = False, require_text: bool = Fal
     """
     data_dir = Path(path)
     if not (data_dir / "utt2spk").is_file():
-        raise DataError(f"{data_dir} is not a Kaldi data dir: no utt2spk", hint="point at the folder holding utt2spk")
+        raise DataError(
+            f"{data_dir} is not a Kaldi data dir: no utt2spk",
+            hint="point at the folder holding utt2spk",
+        )
     utt2spk = {u: v for u, v in read_table(data_dir / "utt2spk", rest=False).items()}
     utt2spk = {u: v[0] for u, v in utt2spk.items()}
     text = read_table(data_dir / "text", min_fields=1) if (data_dir / "text").is_file() else {}
     wav = read_table(data_dir / "wav.scp") if (data_dir / "wav.scp").is_file() else {}
     if wav_entries is not None:
         wav = dict(wav_entries)
-    segments = read_table(data_dir / "segments", rest=False) if (data_dir / "segments").is_file() else {}
+    segments = (
+        read_table(data_dir / "segments", rest=False) if (data_dir / "segments").is_file() else {}
+    )
     spk2gender = read_table(data_dir / "spk2gender") if (data_dir / "spk2gender").is_file() else {}
     utt2dur = read_table(data_dir / "utt2dur") if (data_dir / "utt2dur").is_file() else {}
 
     for name, table in (("text", text), ("utt2dur", utt2dur), ("segments", segments)):
         unknown = [u for u in table if u not in utt2spk]
         if unknown:
-            raise DataError(f"{len(unknown)} ids not in utt2spk, e.g. {unknown[:3]}", path=data_dir / name)
+            raise DataError(
+                f"{len(unknown)} ids not in utt2spk, e.g. {unknown[:3]}", path=data_dir / name
+            )
 
     utterances = []
     for utt, spk in utt2spk.items():
         audio, episode, duration = None, None, None
         if utt in segments:
             reco, start, stop = segments[utt][:3]
-            start, stop = _float(start, data_dir / "segments", utt), _float(stop, data_dir / "segments", utt)
+            start, stop = (
+                _float(start, data_dir / "segments", utt),
+                _float(stop, data_dir / "segments", utt),
+            )
             episode = reco
             duration = stop - start
             if wav:
                 if reco not in wav:
-                    raise DataError(f"recording {reco!r} of {utt!r} is not in wav.scp", path=data_dir / "segments")
-                audio = AudioRef(_wav_path(wav[reco], data_dir, data_dir / "wav.scp", reco), start, stop)
+                    raise DataError(
+                        f"recording {reco!r} of {utt!r} is not in wav.scp",
+                        path=data_dir / "segments",
+                    )
+                audio = AudioRef(
+                    _wav_path(wav[reco], data_dir, data_dir / "wav.scp", reco), start, stop
+                )
         elif utt in wav:
             audio = AudioRef(_wav_path(wav[utt], data_dir, data_dir / "wav.scp", utt))
         elif wav:
@@ -104,10 +130,17 @@ def load_kaldi_dir(path, *, skip_missing: bool = False, require_text: bool = Fal
                 episode = match.group("chapter")
         if utt in utt2dur:
             duration = _float(utt2dur[utt].split()[0], data_dir / "utt2dur", utt)
-        utterances.append(Utterance(
-            id=utt, speaker=spk, text=text.get(utt, "").strip(), episode=episode,
-            audio=audio, duration=duration, sex=normalise_sex(spk2gender.get(spk)),
-        ))
+        utterances.append(
+            Utterance(
+                id=utt,
+                speaker=spk,
+                text=text.get(utt, "").strip(),
+                episode=episode,
+                audio=audio,
+                duration=duration,
+                sex=normalise_sex(spk2gender.get(spk)),
+            )
+        )
     utterances = resolve_audio(utterances, name=str(data_dir), skip_missing=skip_missing)
     if any(u.audio is not None and u.duration is None for u in utterances):
         from ..audio import fill_durations
@@ -130,19 +163,34 @@ def read_trials(path, *, known_utterances=None, known_speakers=None) -> list:
             if not fields:
                 continue
             if len(fields) != 3:
-                raise DataError(f"expected '<enroll> <test> target|nontarget', got {line.strip()!r}",
-                                path=path, line=number)
+                raise DataError(
+                    f"expected '<enroll> <test> target|nontarget', got {line.strip()!r}",
+                    path=path,
+                    line=number,
+                )
             enroll, test, label = fields
             if label not in TRIAL_LABELS:
-                raise DataError(f"unknown label {label!r}", path=path, line=number, hint="use target or nontarget")
+                raise DataError(
+                    f"unknown label {label!r}",
+                    path=path,
+                    line=number,
+                    hint="use target or nontarget",
+                )
             if (enroll, test) in seen:
-                raise DataError(f"duplicate trial {enroll} {test} (first on line {seen[enroll, test]})",
-                                path=path, line=number)
+                raise DataError(
+                    f"duplicate trial {enroll} {test} (first on line {seen[enroll, test]})",
+                    path=path,
+                    line=number,
+                )
             seen[enroll, test] = number
             if known_utterances is not None and test not in known_utterances:
-                raise DataError(f"test utterance {test!r} is not in the corpus", path=path, line=number)
+                raise DataError(
+                    f"test utterance {test!r} is not in the corpus", path=path, line=number
+                )
             if known_speakers is not None and enroll not in known_speakers:
-                raise DataError(f"enrollment speaker {enroll!r} is not in the corpus", path=path, line=number)
+                raise DataError(
+                    f"enrollment speaker {enroll!r} is not in the corpus", path=path, line=number
+                )
             trials.append((enroll, test, TRIAL_LABELS[label]))
     return trials
 

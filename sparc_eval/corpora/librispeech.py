@@ -23,7 +23,11 @@ def read_speakers_txt(path) -> dict:
                 continue
             fields = [f.strip() for f in line.split("|")]
             if len(fields) < 3:
-                raise DataError(f"expected 'ID | SEX | SUBSET | ...', got {line.strip()!r}", path=path, line=number)
+                raise DataError(
+                    f"expected 'ID | SEX | SUBSET | ...', got {line.strip()!r}",
+                    path=path,
+                    line=number,
+                )
             speakers[fields[0]] = {"sex": normalise_sex(fields[1]), "subset": fields[2]}
     return speakers
 
@@ -33,15 +37,21 @@ def is_librispeech_subset(path) -> bool:
     return path.is_dir() and any(path.glob("*/*/*.trans.txt"))
 
 
-def load_librispeech(path, *, skip_missing: bool = False, keep_unreadable: bool = False) -> Manifest:
+def load_librispeech(
+    path, *, skip_missing: bool = False, keep_unreadable: bool = False
+) -> Manifest:
     root = Path(path)
     if is_librispeech_subset(root):
         subsets = [root]
     else:
-        subsets = sorted(p for p in root.iterdir() if is_librispeech_subset(p)) if root.is_dir() else []
+        subsets = (
+            sorted(p for p in root.iterdir() if is_librispeech_subset(p)) if root.is_dir() else []
+        )
     if not subsets:
-        raise DataError(f"{root}: no <speaker>/<chapter>/*.trans.txt found",
-                        hint="point at a LibriSpeech subset folder such as LibriSpeech/test-clean")
+        raise DataError(
+            f"{root}: no <speaker>/<chapter>/*.trans.txt found",
+            hint="point at a LibriSpeech subset folder such as LibriSpeech/test-clean",
+        )
     utterances = []
     for subset in subsets:
         speakers_file = subset.parent / "SPEAKERS.TXT"
@@ -55,14 +65,22 @@ def load_librispeech(path, *, skip_missing: bool = False, keep_unreadable: bool 
                     fields = line.split(maxsplit=1)
                     utt = fields[0]
                     if not utt.startswith(f"{speaker}-{chapter}-"):
-                        raise DataError(f"utterance {utt!r} does not belong to {speaker}/{chapter}",
-                                        path=trans, line=number)
-                    utterances.append(Utterance(
-                        id=utt, speaker=speaker, text=fields[1].strip() if len(fields) > 1 else "",
-                        episode=chapter, series=subset.name,
-                        audio=AudioRef(str((trans.parent / f"{utt}.flac").resolve())),
-                        sex=speakers.get(speaker, {}).get("sex"),
-                    ))
+                        raise DataError(
+                            f"utterance {utt!r} does not belong to {speaker}/{chapter}",
+                            path=trans,
+                            line=number,
+                        )
+                    utterances.append(
+                        Utterance(
+                            id=utt,
+                            speaker=speaker,
+                            text=fields[1].strip() if len(fields) > 1 else "",
+                            episode=chapter,
+                            series=subset.name,
+                            audio=AudioRef(str((trans.parent / f"{utt}.flac").resolve())),
+                            sex=speakers.get(speaker, {}).get("sex"),
+                        )
+                    )
     name = str(root)
     utterances = resolve_audio(utterances, name=name, skip_missing=skip_missing)
     if any(u.audio is not None for u in utterances):

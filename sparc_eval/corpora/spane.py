@@ -14,8 +14,16 @@ import re
 from pathlib import Path
 
 from ..errors import DataError
-from ..manifest import (AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, read_json_lines,
-                        resolve_audio)
+from ..manifest import (
+    AudioRef,
+    Manifest,
+    Utterance,
+    clean_age,
+    clean_value,
+    normalise_sex,
+    read_json_lines,
+    resolve_audio,
+)
 from .kaldi import LIBRISPEECH_ID
 
 EDACC_ID = re.compile(r"^(?P<conv>EDACC-C\d+)(?:_P\d+)?-\d+$")
@@ -44,7 +52,9 @@ def is_spane_datafile(path) -> bool:
 def load_spane_datafile(path, *, root=None, skip_missing: bool = False) -> Manifest:
     path = Path(path)
     utterances = []
-    for number, record in read_json_lines(path, hint="the file may be truncated; restore it from the release"):
+    for number, record in read_json_lines(
+        path, hint="the file may be truncated; restore it from the release"
+    ):
         if not isinstance(record, dict):
             raise DataError("expected a JSON object", path=path, line=number)
         missing = {"path", "label"} - set(record)
@@ -57,14 +67,20 @@ def load_spane_datafile(path, *, root=None, skip_missing: bool = False) -> Manif
         speaker = str(record["label"])
         duration = clean_value(record.get("duration"))
         extra = {k: clean_value(v) for k, v in record.items() if k not in _CORE}
-        utterances.append(Utterance(
-            id=utt_id, speaker=speaker, text=(record.get("text") or "").strip(),
-            episode=episode_of(utt_id, speaker), audio=AudioRef(audio_path),
-            duration=None if duration is None else float(duration),
-            sex=normalise_sex(record.get("gender")), age=clean_age(record.get("age")),
-            accent=clean_value(record.get("accent")),
-            extra={k: v for k, v in extra.items() if v is not None},
-        ))
+        utterances.append(
+            Utterance(
+                id=utt_id,
+                speaker=speaker,
+                text=(record.get("text") or "").strip(),
+                episode=episode_of(utt_id, speaker),
+                audio=AudioRef(audio_path),
+                duration=None if duration is None else float(duration),
+                sex=normalise_sex(record.get("gender")),
+                age=clean_age(record.get("age")),
+                accent=clean_value(record.get("accent")),
+                extra={k: v for k, v in extra.items() if v is not None},
+            )
+        )
     utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
     # EdAcc conversations open with a read elicitation passage (sparc_eval.text.shared_text)
     edacc = any(EDACC_ID.match(u.id) for u in utterances)

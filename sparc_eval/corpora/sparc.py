@@ -21,8 +21,16 @@ from pathlib import Path
 import yaml
 
 from ..errors import DataError
-from ..manifest import (AudioRef, Manifest, Utterance, clean_age, clean_value, normalise_sex, read_json_lines,
-                        resolve_audio)
+from ..manifest import (
+    AudioRef,
+    Manifest,
+    Utterance,
+    clean_age,
+    clean_value,
+    normalise_sex,
+    read_json_lines,
+    resolve_audio,
+)
 
 DEFAULT_COLUMNS = {
     "id": ["id", "utterance_id", "segment_id", "utt_id"],
@@ -67,9 +75,15 @@ def read_column_mapping(mapping) -> dict:
 
 def _read_rows(path: Path):
     """(column names, iterator of row dicts) for parquet, or JSON lines files, or a folder of them."""
-    files = sorted(p for p in path.iterdir() if p.suffix in (".parquet", ".jsonl", ".json")) if path.is_dir() else [path]
+    files = (
+        sorted(p for p in path.iterdir() if p.suffix in (".parquet", ".jsonl", ".json"))
+        if path.is_dir()
+        else [path]
+    )
     if not files:
-        raise DataError(f"{path}: no .parquet or .jsonl files", hint="point at a SPARC export file or folder")
+        raise DataError(
+            f"{path}: no .parquet or .jsonl files", hint="point at a SPARC export file or folder"
+        )
     rows = []
     for file in files:
         if file.suffix == ".parquet":
@@ -81,8 +95,10 @@ def _read_rows(path: Path):
                 raise DataError(f"unreadable parquet ({err})", path=file) from None
             rows.extend((file, i + 1, row) for i, row in enumerate(table.to_pylist()))
         else:
-            rows.extend((file, number, record)
-                        for number, record in read_json_lines(file, hint="the export may be truncated"))
+            rows.extend(
+                (file, number, record)
+                for number, record in read_json_lines(file, hint="the export may be truncated")
+            )
     return rows
 
 
@@ -100,11 +116,14 @@ def load_sparc(path, *, columns=None, skip_missing: bool = False) -> Manifest:
     chosen = {field: pick(field) for field in mapping if field != "extra_columns"}
     missing = [f for f in REQUIRED if chosen.get(f) is None]
     if missing:
-        raise DataError(f"{path}: no column for {missing} among {sorted(present)}",
-                        hint="give a column mapping, e.g. columns={'speaker': 'host_name'}")
+        raise DataError(
+            f"{path}: no column for {missing} among {sorted(present)}",
+            hint="give a column mapping, e.g. columns={'speaker': 'host_name'}",
+        )
     extra_columns = [c for c in mapping.get("extra_columns", []) if c in present]
     utterances = []
     for file, number, row in rows:
+
         def get(field, row=row):
             return clean_value(row.get(chosen[field])) if chosen.get(field) else None
 
@@ -117,13 +136,25 @@ def load_sparc(path, *, columns=None, skip_missing: bool = False) -> Manifest:
             audio = audio.get("path")
         extra = {f: get(f) for f in _EXTRA_FIELDS if get(f) is not None}
         extra.update({c: clean_value(row.get(c)) for c in extra_columns})
-        utterances.append(Utterance(
-            id=str(utt_id), speaker=str(speaker), text=str(get("text") or ""), episode=str(episode),
-            series=None if get("series") is None else str(get("series")),
-            audio=None if not audio else AudioRef(str((path.parent / str(audio)).resolve())
-                                                  if not Path(str(audio)).is_absolute() else str(audio)),
-            sex=normalise_sex(get("sex")), age=clean_age(get("age")), accent=get("accent"),
-            extra={k: v for k, v in extra.items() if v is not None},
-        ))
+        utterances.append(
+            Utterance(
+                id=str(utt_id),
+                speaker=str(speaker),
+                text=str(get("text") or ""),
+                episode=str(episode),
+                series=None if get("series") is None else str(get("series")),
+                audio=None
+                if not audio
+                else AudioRef(
+                    str((path.parent / str(audio)).resolve())
+                    if not Path(str(audio)).is_absolute()
+                    else str(audio)
+                ),
+                sex=normalise_sex(get("sex")),
+                age=clean_age(get("age")),
+                accent=get("accent"),
+                extra={k: v for k, v in extra.items() if v is not None},
+            )
+        )
     utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
     return Manifest(utterances, name=str(path)).validate()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from ..attributes import age_group, accent_group
+from ..attributes import accent_group, age_group
 from ..manifest import RESOLUTION_RULE, Manifest
 from .kaldi import read_id_list, read_trials
 
@@ -20,8 +20,15 @@ def _conflicts(manifest: Manifest) -> dict:
     conflicts = manifest.attribute_conflicts()
     if not conflicts:
         return {}
-    rows = [{"speaker": c.speaker, "attribute": c.attribute, "values": [list(pair) for pair in c.counts],
-             "resolved": c.resolved} for c in conflicts]
+    rows = [
+        {
+            "speaker": c.speaker,
+            "attribute": c.attribute,
+            "values": [list(pair) for pair in c.counts],
+            "resolved": c.resolved,
+        }
+        for c in conflicts
+    ]
     return {"attribute_conflicts": rows, "attribute_rule": RESOLUTION_RULE}
 
 
@@ -60,9 +67,12 @@ def format_info(info: dict) -> str:
     for key, value in info.items():
         if key == "attribute_conflicts":  # a count, then one indented line per conflict
             lines.append(f"{key}: {len(value)}")
-            lines.extend(f"  speaker {c['speaker']} {c['attribute']}: "
-                         + " vs ".join(f"{v!r} ({n})" for v, n in c["values"]) + f", kept {c['resolved']!r}"
-                         for c in value)
+            lines.extend(
+                f"  speaker {c['speaker']} {c['attribute']}: "
+                + " vs ".join(f"{v!r} ({n})" for v, n in c["values"])
+                + f", kept {c['resolved']!r}"
+                for c in value
+            )
             continue
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())

@@ -17,13 +17,19 @@ def register(subparsers) -> None:
         "demo",
         help="build the built-in demo corpus (and run the demo job)",
         description="Build the built-in demo corpus (synthetic espeak-ng speakers, deterministic "
-                    "from the seed) under OUT/corpus_<mode>/ and print its summary; the last line "
-                    "is the manifest path.",
+        "from the seed) under OUT/corpus_<mode>/ and print its summary; the last line "
+        "is the manifest path.",
     )
-    parser.add_argument("--out", default="results/demo", help="output folder (default: results/demo)")
-    parser.add_argument("--mode", choices=MODES, default="reading",
-                        help="reading: each speaker reads their own book; conversation: pairs of "
-                             "speakers talk about a shared topic (default: reading)")
+    parser.add_argument(
+        "--out", default="results/demo", help="output folder (default: results/demo)"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="reading",
+        help="reading: each speaker reads their own book; conversation: pairs of "
+        "speakers talk about a shared topic (default: reading)",
+    )
     parser.add_argument("--speakers", type=int, default=48, help="number of speakers (default: 48)")
     parser.add_argument("--utts", type=int, default=20, help="utterances per speaker (default: 20)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -40,8 +46,14 @@ def run(args) -> int:
 
     corpus_dir = Path(args.out).resolve() / f"corpus_{args.mode}"
     started = time.perf_counter()
-    manifest = build_demo_corpus(corpus_dir, mode=args.mode, n_speakers=args.speakers,
-                                 utts_per_speaker=args.utts, seed=args.seed, progress=not args.quiet)
+    manifest = build_demo_corpus(
+        corpus_dir,
+        mode=args.mode,
+        n_speakers=args.speakers,
+        utts_per_speaker=args.utts,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
     elapsed = time.perf_counter() - started
     summary = summarise(manifest)
     hours = summary["hours"]

@@ -84,8 +84,13 @@ class Speaker:
     def synth(self):
         from ..espeak import EspeakSynth
 
-        return EspeakSynth(voice=self.voice, variant=self.variant, rate=self.rate, pitch=self.pitch,
-                           pitch_range=self.pitch_range)
+        return EspeakSynth(
+            voice=self.voice,
+            variant=self.variant,
+            rate=self.rate,
+            pitch=self.pitch,
+            pitch_range=self.pitch_range,
+        )
 
     @property
     def voice_name(self) -> str:
@@ -140,6 +145,7 @@ def design_speakers(n_speakers: int, seed: int) -> list:
 # ------------------------------------------------------------------------------------------------
 # what everyone says
 
+
 @dataclass
 class _Planned:
     utt: Utterance
@@ -147,8 +153,13 @@ class _Planned:
 
 
 def _base_extra(spk: Speaker, topic: str) -> dict:
-    return {"voice": spk.voice_name, "rate": spk.rate, "pitch": spk.pitch,
-            "pitch_range": spk.pitch_range, "topic": topic}
+    return {
+        "voice": spk.voice_name,
+        "rate": spk.rate,
+        "pitch": spk.pitch,
+        "pitch_range": spk.pitch_range,
+        "topic": topic,
+    }
 
 
 def _plan_reading(speakers: list, utts: int, seed: int) -> list:
@@ -167,9 +178,19 @@ def _plan_reading(speakers: list, utts: int, seed: int) -> list:
         for i in range(utts):
             chapter = int(np.searchsorted(bounds, i, side="right"))
             episode = f"{spk.id}-ch{chapter}"
-            planned.append(_Planned(_utterance(spk, f"{episode}-{i:04d}", episode, "reading",
-                                               grammar.reading_utterance(book, srng),
-                                               _base_extra(spk, topic)), spk))
+            planned.append(
+                _Planned(
+                    _utterance(
+                        spk,
+                        f"{episode}-{i:04d}",
+                        episode,
+                        "reading",
+                        grammar.reading_utterance(book, srng),
+                        _base_extra(spk, topic),
+                    ),
+                    spk,
+                )
+            )
     return planned
 
 
@@ -177,7 +198,7 @@ def _plan_conversation(speakers: list, utts: int, seed: int) -> list:
     rng = np.random.default_rng([seed, 3])
     topics = [TOPIC_NAMES[k] for k in rng.permutation(len(TOPIC_NAMES))]
     order = [speakers[k] for k in rng.permutation(len(speakers))]
-    groups = [order[i:i + 2] for i in range(0, len(order), 2)]
+    groups = [order[i : i + 2] for i in range(0, len(order), 2)]
     if len(groups) > 1 and len(groups[-1]) == 1:  # an odd speaker joins the last pair
         groups[-2].append(groups.pop()[0])
     width = max(2, len(str(len(groups) - 1)))
@@ -187,8 +208,12 @@ def _plan_conversation(speakers: list, utts: int, seed: int) -> list:
         episode = f"conv{g:0{width}d}"
         topic = topics[g % len(topics)]
         conversation = Conversation(topic)
-        styles = {s.id: Style.create(crng, american=s.voice in NORTH_AMERICAN_VOICES,
-                                     age_group=s.age_group) for s in members}
+        styles = {
+            s.id: Style.create(
+                crng, american=s.voice in NORTH_AMERICAN_VOICES, age_group=s.age_group
+            )
+            for s in members
+        }
         turn = 0
         for round_ in range(utts):
             for spk in members:
@@ -198,19 +223,37 @@ def _plan_conversation(speakers: list, utts: int, seed: int) -> list:
                 else:
                     text = conversation.turn(styles[spk.id], crng, first=(round_ == 1))
                     extra = _base_extra(spk, topic)
-                planned.append(_Planned(_utterance(spk, f"{episode}-{turn:04d}", episode, "conversation",
-                                                   text, extra), spk))
+                planned.append(
+                    _Planned(
+                        _utterance(
+                            spk, f"{episode}-{turn:04d}", episode, "conversation", text, extra
+                        ),
+                        spk,
+                    )
+                )
                 turn += 1
     return sorted(planned, key=lambda p: p.utt.id)
 
 
-def _utterance(spk: Speaker, utt_id: str, episode: str, mode: str, text: str, extra: dict) -> Utterance:
-    return Utterance(id=utt_id, speaker=spk.id, text=text, episode=episode, series=mode,
-                     sex=spk.sex, age=float(spk.age), accent=spk.accent, extra=extra)
+def _utterance(
+    spk: Speaker, utt_id: str, episode: str, mode: str, text: str, extra: dict
+) -> Utterance:
+    return Utterance(
+        id=utt_id,
+        speaker=spk.id,
+        text=text,
+        episode=episode,
+        series=mode,
+        sex=spk.sex,
+        age=float(spk.age),
+        accent=spk.accent,
+        extra=extra,
+    )
 
 
-def plan_demo_corpus(*, mode: str = "reading", n_speakers: int = 48, utts_per_speaker: int = 20,
-                     seed: int = 0) -> list:
+def plan_demo_corpus(
+    *, mode: str = "reading", n_speakers: int = 48, utts_per_speaker: int = 20, seed: int = 0
+) -> list:
     """The corpus without audio: ``(Utterance, Speaker)`` pairs in id order (cheap: no synthesis)."""
     _check_args(mode, n_speakers, utts_per_speaker, seed)
     speakers = design_speakers(n_speakers, seed)
@@ -220,8 +263,13 @@ def plan_demo_corpus(*, mode: str = "reading", n_speakers: int = 48, utts_per_sp
 
 def _check_args(mode, n_speakers, utts_per_speaker, seed):
     if mode not in MODES:
-        raise DataError(f"demo corpus: unknown mode {mode!r}", hint=f"use one of {', '.join(MODES)}")
-    for name, value, low in (("n_speakers", n_speakers, 1), ("utts_per_speaker", utts_per_speaker, 1)):
+        raise DataError(
+            f"demo corpus: unknown mode {mode!r}", hint=f"use one of {', '.join(MODES)}"
+        )
+    for name, value, low in (
+        ("n_speakers", n_speakers, 1),
+        ("utts_per_speaker", utts_per_speaker, 1),
+    ):
         if not isinstance(value, (int, np.integer)) or value < low:
             raise DataError(f"demo corpus: {name} must be an integer >= {low}, got {value!r}")
     if mode == "conversation" and n_speakers < 2:
@@ -233,6 +281,7 @@ def _check_args(mode, n_speakers, utts_per_speaker, seed):
 # ------------------------------------------------------------------------------------------------
 # audio
 
+
 def _wav_frames(path: Path) -> Optional[int]:
     """Frames of a complete 16 kHz mono PCM_16 wav, or None if it is missing or not complete."""
     import soundfile as sf
@@ -242,12 +291,21 @@ def _wav_frames(path: Path) -> Optional[int]:
             head = handle.read(12)
         size = path.stat().st_size
         # the RIFF header's size is written last: a cut-off file disagrees with it
-        if head[:4] != b"RIFF" or head[8:12] != b"WAVE" or int.from_bytes(head[4:8], "little") + 8 != size:
+        if (
+            head[:4] != b"RIFF"
+            or head[8:12] != b"WAVE"
+            or int.from_bytes(head[4:8], "little") + 8 != size
+        ):
             return None
         info = sf.info(str(path))
     except Exception:
         return None
-    if info.samplerate != SAMPLE_RATE or info.channels != 1 or info.frames <= 0 or info.subtype != "PCM_16":
+    if (
+        info.samplerate != SAMPLE_RATE
+        or info.channels != 1
+        or info.frames <= 0
+        or info.subtype != "PCM_16"
+    ):
         return None
     if size < 44 + 2 * info.frames:
         return None
@@ -298,13 +356,28 @@ def _remove_orphan_temp_files(wav_root: Path) -> None:
 def _settings(mode, n_speakers, utts_per_speaker, seed) -> dict:
     from ..espeak import engine_version
 
-    return {"corpus": "sparc-eval demo", "generator_version": GENERATOR_VERSION, "mode": mode,
-            "n_speakers": int(n_speakers), "utts_per_speaker": int(utts_per_speaker), "seed": int(seed),
-            "sample_rate": SAMPLE_RATE, "espeak_ng": engine_version()}
+    return {
+        "corpus": "sparc-eval demo",
+        "generator_version": GENERATOR_VERSION,
+        "mode": mode,
+        "n_speakers": int(n_speakers),
+        "utts_per_speaker": int(utts_per_speaker),
+        "seed": int(seed),
+        "sample_rate": SAMPLE_RATE,
+        "espeak_ng": engine_version(),
+    }
 
 
-def build_demo_corpus(out_dir, *, mode: str = "reading", n_speakers: int = 48, utts_per_speaker: int = 20,
-                      seed: int = 0, progress: bool = True, workers: Optional[int] = None) -> Manifest:
+def build_demo_corpus(
+    out_dir,
+    *,
+    mode: str = "reading",
+    n_speakers: int = 48,
+    utts_per_speaker: int = 20,
+    seed: int = 0,
+    progress: bool = True,
+    workers: Optional[int] = None,
+) -> Manifest:
     """Build (or reuse) the demo corpus under ``out_dir`` and return its manifest.
 
     A directory already stamped with the same settings is reused: only utterances whose wav is
@@ -321,7 +394,9 @@ def build_demo_corpus(out_dir, *, mode: str = "reading", n_speakers: int = 48, u
     _stamp_settings(out_dir, _settings(mode, n_speakers, utts_per_speaker, seed), progress)
 
     _remove_orphan_temp_files(wav_root)
-    plan = plan_demo_corpus(mode=mode, n_speakers=n_speakers, utts_per_speaker=utts_per_speaker, seed=seed)
+    plan = plan_demo_corpus(
+        mode=mode, n_speakers=n_speakers, utts_per_speaker=utts_per_speaker, seed=seed
+    )
     frames, todo = _existing_audio(plan, wav_root)
     if todo:
         workers = workers or max(1, min(4, os.cpu_count() or 1))
@@ -335,8 +410,11 @@ def build_demo_corpus(out_dir, *, mode: str = "reading", n_speakers: int = 48, u
     manifest = Manifest(utterances, name=str(manifest_path)).validate(require_text=True)
     manifest.write_jsonl(manifest_path)
     if progress:
-        print(f"demo corpus: {len(todo)} utterances synthesized, {len(plan) - len(todo)} reused, "
-              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(
+            f"demo corpus: {len(todo)} utterances synthesized, {len(plan) - len(todo)} reused, "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
     return manifest
 
 
@@ -353,12 +431,17 @@ def _stamp_settings(out_dir: Path, settings: dict, progress: bool) -> None:
             old = None
         if old != settings:
             if progress:
-                print(f"demo corpus: {out_dir} was built with other settings; rebuilding it", file=sys.stderr)
+                print(
+                    f"demo corpus: {out_dir} was built with other settings; rebuilding it",
+                    file=sys.stderr,
+                )
             shutil.rmtree(out_dir / "wav", ignore_errors=True)
             manifest_path.unlink(missing_ok=True)
     elif manifest_path.exists():
-        raise DataError(f"{out_dir} holds a manifest.jsonl but no demo corpus settings.json",
-                        hint="choose an empty or a demo corpus directory")
+        raise DataError(
+            f"{out_dir} holds a manifest.jsonl but no demo corpus settings.json",
+            hint="choose an empty or a demo corpus directory",
+        )
     if old != settings:
         write_json(settings_path, settings)
 
@@ -383,11 +466,20 @@ def _announce_synthesis(n_todo: int, n_planned: int, out_dir: Path, mode: str):
     """Print what is about to be synthesized; the progress bar to update (closed by the caller)."""
     from tqdm import tqdm
 
-    print(f"demo corpus: synthesizing {n_todo} of {n_planned} utterances into {out_dir}",
-          file=sys.stderr, flush=True)
+    print(
+        f"demo corpus: synthesizing {n_todo} of {n_planned} utterances into {out_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
     # a bar only on a terminal (disable=None): logs get the two summary lines
-    return tqdm(total=n_todo, desc=f"demo corpus ({mode})", unit="utt", file=sys.stderr,
-                leave=False, disable=None)
+    return tqdm(
+        total=n_todo,
+        desc=f"demo corpus ({mode})",
+        unit="utt",
+        file=sys.stderr,
+        leave=False,
+        disable=None,
+    )
 
 
 def _synthesize_all(todo, workers: int, bar) -> list:
@@ -414,6 +506,7 @@ def _synthesize_all(todo, workers: int, bar) -> list:
 # ------------------------------------------------------------------------------------------------
 # summary
 
+
 def summarise(manifest: Manifest) -> dict:
     """Counts for the CLI: utterances, speakers, episodes, hours, and per-speaker attribute counts."""
     table = manifest.speaker_attributes()
@@ -424,7 +517,10 @@ def summarise(manifest: Manifest) -> dict:
         "episodes": len(manifest.episodes()),
         "hours": None if hours is None else round(hours, 3),
         "sex": dict(sorted(Counter(row["sex"] for row in table.values()).items())),
-        "age": {g: n for g in AGE_GROUPS
-                if (n := sum(1 for row in table.values() if age_group(row["age"]) == g))},
+        "age": {
+            g: n
+            for g in AGE_GROUPS
+            if (n := sum(1 for row in table.values() if age_group(row["age"]) == g))
+        },
         "accent": dict(sorted(Counter(row["accent"] for row in table.values()).items())),
     }

@@ -30,6 +30,7 @@ TOPIC_NAMES = tuple(lx.TOPICS)
 # ------------------------------------------------------------------------------------------------
 # lexicon parsing and inflection
 
+
 def pluralise(noun: str) -> str:
     if re.search(r"(s|x|z|ch|sh)$", noun):
         return noun + "es"
@@ -97,7 +98,9 @@ class Lexicon:
         nouns = []
         for word in spec["nouns"].split():
             singular, _, plural = word.partition("/")
-            nouns.append((singular.replace("_", " "), (plural or pluralise(singular)).replace("_", " ")))
+            nouns.append(
+                (singular.replace("_", " "), (plural or pluralise(singular)).replace("_", " "))
+            )
         return cls(
             name=name,
             nouns=tuple(nouns),
@@ -109,12 +112,20 @@ class Lexicon:
 
     def subset(self, rng: np.random.Generator, share: float) -> "Lexicon":
         """A random share of each word list (at least 3 of each), in the original order."""
+
         def pick(items):
             k = min(len(items), max(3, int(round(share * len(items)))))
             keep = np.sort(rng.choice(len(items), size=k, replace=False))
             return tuple(items[i] for i in keep)
-        return Lexicon(self.name, pick(self.nouns), pick(self.adjectives), pick(self.people),
-                       pick(self.places), pick(self.actions))
+
+        return Lexicon(
+            self.name,
+            pick(self.nouns),
+            pick(self.adjectives),
+            pick(self.people),
+            pick(self.places),
+            pick(self.actions),
+        )
 
 
 LEXICONS = {name: Lexicon.from_spec(name, spec) for name, spec in lx.TOPICS.items()}
@@ -138,6 +149,7 @@ def tidy(sentence: str) -> str:
 # ------------------------------------------------------------------------------------------------
 # reading: books
 
+
 @dataclass
 class Book:
     """What one reading-mode speaker reads about: a topic (and a little of another), a cast of
@@ -150,8 +162,14 @@ class Book:
     towns: tuple
 
     @classmethod
-    def create(cls, topic: str, rng: np.random.Generator, *, second_topic: Optional[str] = None,
-               lead: Optional[str] = None) -> "Book":
+    def create(
+        cls,
+        topic: str,
+        rng: np.random.Generator,
+        *,
+        second_topic: Optional[str] = None,
+        lead: Optional[str] = None,
+    ) -> "Book":
         main = LEXICONS[topic].subset(rng, 0.5)
         second = LEXICONS[second_topic].subset(rng, 0.3) if second_topic else None
         lead = lead or _choice(rng, lx.GIVEN_NAMES)
@@ -271,7 +289,9 @@ READING_TEMPLATES = (
     lambda s: f"Where did you leave {s.np(named=False)}, {s.name()}?",
     lambda s: f"It was hard to {s.vp('base')} {s.place()}, but {s.subj()} did it anyway.",
     lambda s: f"Before {s.subj(named=False)} could {s.vp('base')}, {s.name()} {s.vp('past')}.",
-    lambda s: f"{s.the_person()} told {s.name()} to {s.vp('base')} before {s.np()} was {s.evaluation()}.",
+    lambda s: (
+        f"{s.the_person()} told {s.name()} to {s.vp('base')} before {s.np()} was {s.evaluation()}."
+    ),
     lambda s: f"How long would it take to {s.vp('base')} {s.place()}?",
     lambda s: f"The {s.person()} who {s.vp('past')} {s.place()} was an old friend of {s.name()}.",
     lambda s: f"{s.name()} wondered whether anyone in {s.town()} had ever seen {s.a_np()}.",
@@ -294,6 +314,7 @@ def reading_utterance(book: Book, rng: np.random.Generator) -> str:
 # ------------------------------------------------------------------------------------------------
 # conversation
 
+
 @dataclass
 class Style:
     """A speaker's conversational habits: preferred fillers, the people they mention, and
@@ -308,9 +329,13 @@ class Style:
     filler_rate: float
 
     @classmethod
-    def create(cls, rng: np.random.Generator, *, american: bool, age_group: Optional[str]) -> "Style":
+    def create(
+        cls, rng: np.random.Generator, *, american: bool, age_group: Optional[str]
+    ) -> "Style":
         people = lx.EVERYDAY_PEOPLE + lx.AGE_PEOPLE.get(age_group, ())
-        weights = np.array([1.0] * len(lx.EVERYDAY_PEOPLE) + [2.0] * (len(people) - len(lx.EVERYDAY_PEOPLE)))
+        weights = np.array(
+            [1.0] * len(lx.EVERYDAY_PEOPLE) + [2.0] * (len(people) - len(lx.EVERYDAY_PEOPLE))
+        )
         return cls(
             start_fillers=rng.dirichlet(np.full(len(lx.FILLERS_START), 0.6)),
             hedges=rng.dirichlet(np.full(len(lx.HEDGES), 0.6)),
@@ -411,8 +436,12 @@ class _Talk:
         return self.c(lx.EVERYDAY_THINGS)
 
 
-ECHOES = ("The {}? Yeah, I remember that.", "Oh, the {}! I'd forgotten about that.",
-          "Wait, which {}?", "Right, the {}, of course.")
+ECHOES = (
+    "The {}? Yeah, I remember that.",
+    "Oh, the {}! I'd forgotten about that.",
+    "Wait, which {}?",
+    "Right, the {}, of course.",
+)
 
 TOPIC_TALK = (
     lambda t: f"{t.f()}have you ever tried {t.vp('ing')}?",
@@ -434,9 +463,13 @@ EVERYDAY_TALK = (
     lambda t: f"{t.who()} always says that {t.thing()} is {t.opinion()}.",
     lambda t: f"I don't know, I think it depends on {t.thing()}{t.tag()}.",
     lambda t: f"Do you ever {t.evp('base')} {t.habit()}?",
-    lambda t: f"That's {t.opinion()}, because I {t.evp('past')} {t.when()} and I was so {t.feeling()}.",
+    lambda t: (
+        f"That's {t.opinion()}, because I {t.evp('past')} {t.when()} and I was so {t.feeling()}."
+    ),
     lambda t: f"{t.f()}I would rather {t.evp('base')} than {t.evp('base')}.",
-    lambda t: f"{t.f()}I was{t.p()} {t.h()}{t.feeling()} {t.when()}, so I just wanted to {t.evp('base')}.",
+    lambda t: (
+        f"{t.f()}I was{t.p()} {t.h()}{t.feeling()} {t.when()}, so I just wanted to {t.evp('base')}."
+    ),
     lambda t: f"{t.who()} and I {t.evp('past')} {t.when()}.",
     lambda t: f"{t.f()}I usually {t.evp('base')} {t.habit()}.",
     lambda t: f"{t.f()}{t.thing()} has been {t.opinion()} lately{t.tag()}.",

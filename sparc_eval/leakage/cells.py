@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..atomic import atomic_open, write_json
-from ..attack import load_attack, not_applicable as attack_not_applicable, run_attack
+from ..attack import load_attack, run_attack
+from ..attack import not_applicable as attack_not_applicable
 from ..data_plan import DataPlan, DataSettings, plan_data
 from ..digest import digest, file_digest, folder_digest, lines_digest
 from ..errors import DataError
@@ -36,17 +37,25 @@ from .evaluation_set import EvaluationSet, restrict_split
 @dataclass
 class AttackerSpec:
     name: str
-    kind: Optional[str] = None                # as the hparams named it (text, ecapa, ...), for the record
-    attacker: object = None                   # an attacker object
-    hparams: Optional[str] = None             # or an attacker recipe's hparams file
+    kind: Optional[str] = None  # as the hparams named it (text, ecapa, ...), for the record
+    attacker: object = None  # an attacker object
+    hparams: Optional[str] = None  # or an attacker recipe's hparams file
     overrides: dict = field(default_factory=dict)
-    model_folder: Optional[str] = None        # hparams attackers: where the trained model lives
+    model_folder: Optional[str] = None  # hparams attackers: where the trained model lives
 
     def describe(self) -> dict:
         if self.attacker is not None:
-            return {"kind": self.kind, "class": type(self.attacker).__name__, **self.attacker.describe()}
-        return {"kind": self.kind, "hparams": self.hparams, "overrides": self.overrides,
-                "model_folder": self.model_folder}
+            return {
+                "kind": self.kind,
+                "class": type(self.attacker).__name__,
+                **self.attacker.describe(),
+            }
+        return {
+            "kind": self.kind,
+            "hparams": self.hparams,
+            "overrides": self.overrides,
+            "model_folder": self.model_folder,
+        }
 
 
 @dataclass
@@ -54,7 +63,9 @@ class CorpusSpec:
     name: str
     data_folder: str
     train_folders: Optional[list] = None
-    data_keys: dict = field(default_factory=dict)  # split and anonymization keys of the attacker recipe
+    data_keys: dict = field(
+        default_factory=dict
+    )  # split and anonymization keys of the attacker recipe
 
     def data_overrides(self) -> dict:
         """The attacker recipe's data keys for this corpus. With ``train_folders`` the corpus is
@@ -77,16 +88,18 @@ class CorpusSpec:
 @dataclass
 class CellContext:
     """What every cell of one comparison shares."""
+
     settings: EvaluationSettings
-    common: dict                         # hparams keys set on every attacker recipe (cache, progress...)
+    common: dict  # hparams keys set on every attacker recipe (cache, progress...)
     cache_folder: str
     trials_per_speaker: Optional[int] = None
     plots: bool = True
     log: object = print
-    prefix: str = "leakage"              # how log lines name the run (the anonymizer card: card)
+    prefix: str = "leakage"  # how log lines name the run (the anonymizer card: card)
 
 
 # --- cache keys ----------------------------------------------------------------------------------
+
 
 def manifest_digest(manifest) -> str:
     """What a cell reads of its corpus: ids, speakers and words (new transcripts = a new cell)."""
@@ -105,7 +118,11 @@ def inputs_digest(settings: dict) -> dict:
             path = Path(str(item)) if isinstance(item, (str, Path)) else None
             if path is not None and path.is_file():
                 out[f"{key}[{i}]"] = file_digest(path)
-            elif path is not None and (path / ".done.jsonl").is_file() and (path / "manifest.jsonl").is_file():
+            elif (
+                path is not None
+                and (path / ".done.jsonl").is_file()
+                and (path / "manifest.jsonl").is_file()
+            ):
                 out[f"{key}[{i}]"] = file_digest(path / "manifest.jsonl")
             elif path is not None and path.is_dir():
                 out[f"{key}[{i}]"] = folder_digest(path)
@@ -118,13 +135,32 @@ def newest_checkpoint(save_folder) -> Optional[str]:
     return ckpts[-1] if ckpts else None
 
 
-def cell_key(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, view: Manifest,
-             ctx: CellContext) -> str:
-    save_folder = spec.overrides.get("save_folder") or (Path(spec.model_folder) / "save" if spec.model_folder else None)
-    return digest(["cell", spec.describe(), file_digest(spec.hparams) if spec.hparams else None,
-                   corpus.data_overrides(), inputs_digest(corpus.data_keys), manifest_digest(view),
-                   digest(evalset.manifest.speaker_attributes()), condition, ctx.trials_per_speaker,
-                   ctx.settings.digest_parts(), newest_checkpoint(save_folder)])
+def cell_key(
+    spec: AttackerSpec,
+    corpus: CorpusSpec,
+    evalset: EvaluationSet,
+    condition: str,
+    view: Manifest,
+    ctx: CellContext,
+) -> str:
+    save_folder = spec.overrides.get("save_folder") or (
+        Path(spec.model_folder) / "save" if spec.model_folder else None
+    )
+    return digest(
+        [
+            "cell",
+            spec.describe(),
+            file_digest(spec.hparams) if spec.hparams else None,
+            corpus.data_overrides(),
+            inputs_digest(corpus.data_keys),
+            manifest_digest(view),
+            digest(evalset.manifest.speaker_attributes()),
+            condition,
+            ctx.trials_per_speaker,
+            ctx.settings.digest_parts(),
+            newest_checkpoint(save_folder),
+        ]
+    )
 
 
 def _finished(cell_dir: Path, key: str):
@@ -140,15 +176,23 @@ def _finished(cell_dir: Path, key: str):
     return None
 
 
-def not_applicable(attacker: AttackerSpec, corpus: str, condition: str, why: str, *,
-                   status: str = "not_applicable") -> dict:
+def not_applicable(
+    attacker: AttackerSpec, corpus: str, condition: str, why: str, *, status: str = "not_applicable"
+) -> dict:
     """A cell that cannot run: ``not_applicable`` (the data do not allow it) or ``failed`` (an
     error to fix, e.g. a model folder holding another attacker)."""
-    return {"attacker": attacker.name, "kind": attacker.kind, "corpus": corpus, "condition": condition,
-            "status": status, "reason": why}
+    return {
+        "attacker": attacker.name,
+        "kind": attacker.kind,
+        "corpus": corpus,
+        "condition": condition,
+        "status": status,
+        "reason": why,
+    }
 
 
 # --- running a cell ------------------------------------------------------------------------------
+
 
 def _view(evalset: EvaluationSet, condition: str, text_manifest: Optional[Manifest]) -> Manifest:
     """What an attacker with its own trials reads: the evaluation set, or what its anonymized
@@ -159,14 +203,28 @@ def _view(evalset: EvaluationSet, condition: str, text_manifest: Optional[Manife
     return manifest
 
 
-def _plan(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, view: Manifest,
-          ctx: CellContext, cell_dir: Path) -> tuple:
+def _plan(
+    spec: AttackerSpec,
+    corpus: CorpusSpec,
+    evalset: EvaluationSet,
+    condition: str,
+    view: Manifest,
+    ctx: CellContext,
+    cell_dir: Path,
+) -> tuple:
     """(attacker, data plan, data settings) of a cell."""
     if spec.hparams:
         defined = defined_keys(spec.hparams)
-        common = {k: v for k, v in ctx.common.items() if k in defined}  # conveniences, where the file has them
-        overrides = {**spec.overrides, **corpus.data_overrides(), **common,
-                     "output_folder": spec.model_folder, "results_folder": str(cell_dir)}
+        common = {
+            k: v for k, v in ctx.common.items() if k in defined
+        }  # conveniences, where the file has them
+        overrides = {
+            **spec.overrides,
+            **corpus.data_overrides(),
+            **common,
+            "output_folder": spec.model_folder,
+            "results_folder": str(cell_dir),
+        }
         hp, plan, attacker = load_attack(spec.hparams, overrides)
         return attacker, plan, DataSettings.from_hparams(hp)
     attacker = spec.attacker
@@ -182,24 +240,49 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
     ``no_shared``), the same speakers and utterances for every attacker."""
     missing = evalset.speakers - set(plan.eval_original.speakers())
     if missing:
-        raise DataError(f"the attacker's evaluation speakers differ from the corpus's ({sorted(missing)[:3]} "
-                        f"are missing)", hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)")
+        raise DataError(
+            f"the attacker's evaluation speakers differ from the corpus's ({sorted(missing)[:3]} "
+            f"are missing)",
+            hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)",
+        )
     drop = evalset.left_out_ids | (evalset.shared_ids if condition == "no_shared" else frozenset())
-    plan.split = restrict_split(plan.split, plan.eval_original.utt2spk(), speakers=evalset.speakers, drop_ids=drop,
-                                trials_per_speaker=ctx.trials_per_speaker, seed=ctx.settings.bootstrap.seed)
+    plan.split = restrict_split(
+        plan.split,
+        plan.eval_original.utt2spk(),
+        speakers=evalset.speakers,
+        drop_ids=drop,
+        trials_per_speaker=ctx.trials_per_speaker,
+        seed=ctx.settings.bootstrap.seed,
+    )
 
 
 def cell_summary(evaluation, trials: Trials) -> dict:
     """What cell.json keeps of the cell's one evaluation."""
-    left_out = {k.split(".", 1)[1]: v for k, v in evaluation["not_applicable"].items()
-                if k.startswith("segments.") and v.endswith("skipped")}
-    return {"overall": evaluation["overall"], "per_speaker": evaluation["per_speaker"],
-            "segments": evaluation["segments"], "segments_left_out": left_out,
-            "n_trial_speakers": trials.scored().n_test_speakers(), "n_missing_scores": trials.n_unscored}
+    left_out = {
+        k.split(".", 1)[1]: v
+        for k, v in evaluation["not_applicable"].items()
+        if k.startswith("segments.") and v.endswith("skipped")
+    }
+    return {
+        "overall": evaluation["overall"],
+        "per_speaker": evaluation["per_speaker"],
+        "segments": evaluation["segments"],
+        "segments_left_out": left_out,
+        "n_trial_speakers": trials.scored().n_test_speakers(),
+        "n_missing_scores": trials.n_unscored,
+    }
 
 
-def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, condition: str, cell_dir: Path,
-             ctx: CellContext, *, text_manifest: Optional[Manifest] = None) -> dict:
+def run_cell(
+    spec: AttackerSpec,
+    corpus: CorpusSpec,
+    evalset: EvaluationSet,
+    condition: str,
+    cell_dir: Path,
+    ctx: CellContext,
+    *,
+    text_manifest: Optional[Manifest] = None,
+) -> dict:
     view = _view(evalset, condition, text_manifest if spec.attacker is not None else None)
     where = f"{evalset.name} / {spec.name} / {condition}"
     done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx))
@@ -212,25 +295,55 @@ def run_cell(spec: AttackerSpec, corpus: CorpusSpec, evalset: EvaluationSet, con
         return not_applicable(spec, evalset.name, condition, why)
     if plan.split is not None:
         _thin(plan, evalset, condition, ctx)
-    ctx.log(f"[{ctx.prefix}] {where}: running {attacker.name}" + (f" ({spec.model_folder})" if spec.model_folder else ""))
-    result = run_attack(attacker, plan, cell_dir, settings=ctx.settings, data=data, plots=ctx.plots,
-                        run_info={"hparams": spec.hparams, "overrides": spec.overrides or None,
-                                  "seed": ctx.settings.bootstrap.seed},
-                        speakers=evalset.manifest.speaker_attributes() if plan.split is None else None)
-    with atomic_open(cell_dir / "utt2spk", "w", encoding="utf-8") as handle:  # for the scores of a reused cell
+    ctx.log(
+        f"[{ctx.prefix}] {where}: running {attacker.name}"
+        + (f" ({spec.model_folder})" if spec.model_folder else "")
+    )
+    result = run_attack(
+        attacker,
+        plan,
+        cell_dir,
+        settings=ctx.settings,
+        data=data,
+        plots=ctx.plots,
+        run_info={
+            "hparams": spec.hparams,
+            "overrides": spec.overrides or None,
+            "seed": ctx.settings.bootstrap.seed,
+        },
+        speakers=evalset.manifest.speaker_attributes() if plan.split is None else None,
+    )
+    with atomic_open(
+        cell_dir / "utt2spk", "w", encoding="utf-8"
+    ) as handle:  # for the scores of a reused cell
         handle.writelines(f"{t} {s}\n" for t, s in sorted(result.trials.utt2spk().items()))
-    base = {"attacker": spec.name, "kind": spec.kind, "corpus": evalset.name, "condition": condition,
-            "results": "results.json", "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
-            "n_utterances": len(view) if plan.split is None else
-            len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()), **attacker.describe(),
-            "needs": asdict(attacker.needs), "deviations": result.run_info["deviations"]}
+    base = {
+        "attacker": spec.name,
+        "kind": spec.kind,
+        "corpus": evalset.name,
+        "condition": condition,
+        "results": "results.json",
+        "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
+        "n_utterances": len(view)
+        if plan.split is None
+        else len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
+        **attacker.describe(),
+        "needs": asdict(attacker.needs),
+        "deviations": result.run_info["deviations"],
+    }
     if spec.model_folder:
         base["model_folder"] = spec.model_folder
     if result.evaluation["overall"]["eer"] is None:
-        cell = {**base, "status": "not_applicable", "reason": "the trials have one class only: no EER"}
+        cell = {
+            **base,
+            "status": "not_applicable",
+            "reason": "the trials have one class only: no EER",
+        }
     else:
         cell = {**base, "status": "ok", **cell_summary(result.evaluation, result.trials)}
-    cell["key"] = cell_key(spec, corpus, evalset, condition, view, ctx)  # after training: its newest checkpoint
+    cell["key"] = cell_key(
+        spec, corpus, evalset, condition, view, ctx
+    )  # after training: its newest checkpoint
     write_json(cell_dir / "cell.json", cell)
     return cell
 

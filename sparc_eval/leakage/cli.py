@@ -15,17 +15,29 @@ def main(argv=None, *, prog: str = "compare_leakage") -> int:
     from .run import compare_leakage
     from .settings import LeakageSettings
 
-    return run_recipe(argv, lambda hparams, hparams_file, overrides, log: compare_leakage(
-        LeakageSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides, log=log), prog=prog)
+    return run_recipe(
+        argv,
+        lambda hparams, hparams_file, overrides, log: compare_leakage(
+            LeakageSettings.from_hparams(hparams),
+            hparams_file=hparams_file,
+            overrides=overrides,
+            log=log,
+        ),
+        prog=prog,
+    )
 
 
 def register(subparsers) -> None:
     register_recipe(
-        subparsers, "leakage", run, help="compare content leakage across corpora and attackers",
+        subparsers,
+        "leakage",
+        run,
+        help="compare content leakage across corpora and attackers",
         description="Every attacker (text scorers, ECAPA on phones / phone durations / mel) on every corpus, "
-                    "with and without shared text: EERs with CIs, per-speaker and segment EERs, distinctiveness "
-                    "and vocabulary statistics, bootstrap comparisons, report.md and figures.",
-        example="hparams/leakage.yaml")
+        "with and without shared text: EERs with CIs, per-speaker and segment EERs, distinctiveness "
+        "and vocabulary statistics, bootstrap comparisons, report.md and figures.",
+        example="hparams/leakage.yaml",
+    )
 
 
 def run(args) -> int:

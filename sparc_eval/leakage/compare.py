@@ -1,4 +1,4 @@
-""""A leaks more than B", with its uncertainty.
+""" "A leaks more than B", with its uncertainty.
 
 Two cells are compared by the difference of their EERs (b - a) and its bootstrap CI:
 
@@ -24,8 +24,15 @@ from ..metrics.small import MIN_SPEAKERS, few_speakers_reason
 from ..trials import Trials
 
 
-def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "speaker",
-                  min_speakers: int = MIN_SPEAKERS) -> dict:
+def compare_cells(
+    a: Trials,
+    b: Trials,
+    *,
+    n_boot: int,
+    seed: int,
+    unit: str = "speaker",
+    min_speakers: int = MIN_SPEAKERS,
+) -> dict:
     """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
     EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
     says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers."""
@@ -42,25 +49,58 @@ def compare_cells(a: Trials, b: Trials, *, n_boot: int, seed: int, unit: str = "
         paired = "trials"
         both = np.isfinite(a.score) & np.isfinite(b.score)
         a, b = a.select(both), b.select(both)
-        result = paired_bootstrap(a.score, b.score, a.label, n_boot=n_boot, seed=seed, unit=unit, groups=groups(a))
-    elif unit == "speaker" and set(a.scored().test_speaker.tolist()) == set(b.scored().test_speaker.tolist()):
+        result = paired_bootstrap(
+            a.score, b.score, a.label, n_boot=n_boot, seed=seed, unit=unit, groups=groups(a)
+        )
+    elif unit == "speaker" and set(a.scored().test_speaker.tolist()) == set(
+        b.scored().test_speaker.tolist()
+    ):
         paired = "speakers"
         a, b = a.scored(), b.scored()
-        result = speaker_paired_bootstrap(a.score, a.label, a.test_speaker, b.score, b.label, b.test_speaker,
-                                          n_boot=n_boot, seed=seed)
+        result = speaker_paired_bootstrap(
+            a.score,
+            a.label,
+            a.test_speaker,
+            b.score,
+            b.label,
+            b.test_speaker,
+            n_boot=n_boot,
+            seed=seed,
+        )
     else:
         paired = False
         a, b = a.scored(), b.scored()
-        result = unpaired_bootstrap(a.score, a.label, b.score, b.label, n_boot=n_boot, seed=seed, unit=unit,
-                                    groups_a=groups(a), groups_b=groups(b))
+        result = unpaired_bootstrap(
+            a.score,
+            a.label,
+            b.score,
+            b.label,
+            n_boot=n_boot,
+            seed=seed,
+            unit=unit,
+            groups_a=groups(a),
+            groups_b=groups(b),
+        )
     d = result.as_dict()
     n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
-    return {"paired": paired, "unit": unit, "n_boot": n_boot, "n_valid": d["n_valid"],
-            "eer_a": d["a"]["eer"], "eer_b": d["b"]["eer"], "eer_diff": d["diff"]["eer"],
-            "eer_diff_ci95": d["ci95"]["eer"], "eer_p_value": d["p_value"]["eer"],
-            "auc_diff": d["diff"]["auc"], "auc_diff_ci95": d["ci95"]["auc"],
-            "n_trials_a": len(a), "n_trials_b": len(b), "n_speakers_a": n_a, "n_speakers_b": n_b,
-            "small": few_speakers_reason(n_a, n_b, min_speakers)}
+    return {
+        "paired": paired,
+        "unit": unit,
+        "n_boot": n_boot,
+        "n_valid": d["n_valid"],
+        "eer_a": d["a"]["eer"],
+        "eer_b": d["b"]["eer"],
+        "eer_diff": d["diff"]["eer"],
+        "eer_diff_ci95": d["ci95"]["eer"],
+        "eer_p_value": d["p_value"]["eer"],
+        "auc_diff": d["diff"]["auc"],
+        "auc_diff_ci95": d["ci95"]["auc"],
+        "n_trials_a": len(a),
+        "n_trials_b": len(b),
+        "n_speakers_a": n_a,
+        "n_speakers_b": n_b,
+        "small": few_speakers_reason(n_a, n_b, min_speakers),
+    }
 
 
 def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
@@ -81,5 +121,9 @@ def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
 def verdict(comparison: dict, name_a: str, name_b: str, verb: str = "leaks more") -> str:
     """A sentence a reader can quote: which leaks more (corpora) or which identifies speakers
     better (attackers), or that the data cannot tell."""
-    return ci_verdict(comparison, below=f"{name_b} {verb} (lower EER)", above=f"{name_a} {verb} (lower EER)",
-                      within="no significant difference (the 95% CI contains 0)")
+    return ci_verdict(
+        comparison,
+        below=f"{name_b} {verb} (lower EER)",
+        above=f"{name_a} {verb} (lower EER)",
+        within="no significant difference (the 95% CI contains 0)",
+    )

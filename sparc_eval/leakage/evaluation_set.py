@@ -24,11 +24,13 @@ CONDITION_TITLES = {"all": "all text", "no_shared": "shared (scripted) text remo
 @dataclass
 class EvaluationSet:
     name: str
-    manifest: Manifest                       # evaluation speakers, after balancing
-    shared_ids: frozenset = frozenset()      # utterances detected as shared text
+    manifest: Manifest  # evaluation speakers, after balancing
+    shared_ids: frozenset = frozenset()  # utterances detected as shared text
     shared_stats: dict = field(default_factory=dict)
     n_speakers_before_balance: int = 0
-    left_out_ids: frozenset = frozenset()    # left out of every attacker alike (an anonymizer failed on them)
+    left_out_ids: frozenset = (
+        frozenset()
+    )  # left out of every attacker alike (an anonymizer failed on them)
 
     @property
     def speakers(self) -> set:
@@ -66,15 +68,24 @@ def balanced_count(value, sizes: dict, what: str) -> int | None:
     return n
 
 
-def restrict_split(split: Split, utt2spk: dict, *, speakers: set, drop_ids=frozenset(),
-                   trials_per_speaker: int | None = None, seed: int = 0) -> Split:
+def restrict_split(
+    split: Split,
+    utt2spk: dict,
+    *,
+    speakers: set,
+    drop_ids=frozenset(),
+    trials_per_speaker: int | None = None,
+    seed: int = 0,
+) -> Split:
     """The split limited to ``speakers``, without ``drop_ids``, and with at most
     ``trials_per_speaker`` trial utterances per speaker (drawn with ``seed``).
 
     Enrollment speakers left without enrollment utterances are listed in ``dropped``.
     """
     drop_ids = set(drop_ids)
-    dropped = {s: why for s, why in split.dropped.items() if s in speakers or s.startswith("utterance ")}
+    dropped = {
+        s: why for s, why in split.dropped.items() if s in speakers or s.startswith("utterance ")
+    }
     enroll = {}
     for spk, ids in split.enroll.items():
         if spk not in speakers:
@@ -99,8 +110,11 @@ def restrict_split(split: Split, utt2spk: dict, *, speakers: set, drop_ids=froze
     keep = {u for ids in by_speaker.values() for u in ids}
     trial_ids = [u for u in split.trial_ids if u in keep]
     if not enroll or not trial_ids:
-        raise DataError(f"no {'enrollment' if not enroll else 'trial'} utterances are left after restricting "
-                        f"the split to {len(speakers)} speakers", hint="check balance_speakers and the shared-text settings")
+        raise DataError(
+            f"no {'enrollment' if not enroll else 'trial'} utterances are left after restricting "
+            f"the split to {len(speakers)} speakers",
+            hint="check balance_speakers and the shared-text settings",
+        )
     pairs = None
     if split.pairs is not None:
         pairs = [p for p in split.pairs if p[0] in enroll and p[1] in keep]

@@ -46,25 +46,38 @@ def vocabulary_stats(manifest, *, sample_tokens: int = 500) -> dict:
         own_set = set(own)
         sample = toks[:sample_tokens]
         per_speaker[spk] = {
-            "n_tokens": len(toks), "n_types": len(type_sets[spk]),
+            "n_tokens": len(toks),
+            "n_types": len(type_sets[spk]),
             "unique_token_share": (sum(w in own_set for w in toks) / len(toks)) if toks else None,
             "unique_type_share": (len(own) / len(type_sets[spk])) if toks else None,
-            "ttr_sample": (len(set(sample)) / len(sample)) if len(sample) >= sample_tokens else None,
+            "ttr_sample": (len(set(sample)) / len(sample))
+            if len(sample) >= sample_tokens
+            else None,
         }
 
     def summary(key):
         values = np.array([v[key] for v in per_speaker.values() if v[key] is not None], dtype=float)
         if values.size == 0:
             return {"mean": None, "median": None, "n_speakers": 0}
-        return {"mean": float(values.mean()), "median": float(np.median(values)), "n_speakers": int(values.size)}
+        return {
+            "mean": float(values.mean()),
+            "median": float(np.median(values)),
+            "n_speakers": int(values.size),
+        }
 
     short = sum(v["ttr_sample"] is None for v in per_speaker.values())
     return {
-        "n_speakers": len(by_speaker), "n_utterances": len(manifest), "n_tokens": n_tokens,
-        "n_types": len(corpus_counts), "type_token_ratio": (len(corpus_counts) / n_tokens) if n_tokens else None,
+        "n_speakers": len(by_speaker),
+        "n_utterances": len(manifest),
+        "n_tokens": n_tokens,
+        "n_types": len(corpus_counts),
+        "type_token_ratio": (len(corpus_counts) / n_tokens) if n_tokens else None,
         "tokens_per_speaker": summary("n_tokens"),
-        "speaker_ttr": {**summary("ttr_sample"), "sample_tokens": sample_tokens,
-                        "n_speakers_too_short": short},
+        "speaker_ttr": {
+            **summary("ttr_sample"),
+            "sample_tokens": sample_tokens,
+            "n_speakers_too_short": short,
+        },
         "unique_token_share": summary("unique_token_share"),
         "unique_type_share": summary("unique_type_share"),
         "speakers": per_speaker,

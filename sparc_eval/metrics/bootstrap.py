@@ -85,16 +85,35 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError
-from .core import (Counts, MetricSettings, Rates, _tpr_at_fpr, check_trials, compact, compute_metrics, fpr_key,
-                   group_counts, metrics_from_counts, metrics_from_rates, point_metrics, sort_trials)
+from .core import (
+    Counts,
+    MetricSettings,
+    Rates,
+    _tpr_at_fpr,
+    check_trials,
+    compact,
+    compute_metrics,
+    fpr_key,
+    group_counts,
+    metrics_from_counts,
+    metrics_from_rates,
+    point_metrics,
+    sort_trials,
+)
 
 BOOTSTRAP_UNITS = ("trial", "speaker")
 BOOTSTRAP_METHODS = ("auto", "exact", "binned")
-DEFAULT_BINS = {"trial": 2048, "speaker": 4096}  # the speaker unit's AUC bound needs the finer table
+DEFAULT_BINS = {
+    "trial": 2048,
+    "speaker": 4096,
+}  # the speaker unit's AUC bound needs the finer table
 AUTO_EXACT_MAX_TRIALS = 20_000  # "auto" keeps the exact draws up to here (no slower there)
 BLOCK = 64  # binned resamples per generator (fixed, so the chunking never changes the numbers)
 FOCUS_Z = 4.0  # focus windows span this many bootstrap standard deviations around each threshold
-FOCUS_SHARE = {"trial": 0.75, "speaker": 0.3}  # of the bins, for the focus windows (the rest serve the AUC)
+FOCUS_SHARE = {
+    "trial": 0.75,
+    "speaker": 0.3,
+}  # of the bins, for the focus windows (the rest serve the AUC)
 AUC_FAILURE = 1e-6  # the trial unit's AUC bound holds for a resample with probability >= 1 - this
 EER_FLOAT_SLACK = 1e-6  # SpeechBrain's float32 tie-breaking may pick a near-minimal threshold
 DEFAULT_CHUNK_ELEMENTS = 1 << 18  # drawn values (or trial weights) held at once per chunk
@@ -130,30 +149,51 @@ class BootstrapResult:
         (see the module docstring); None for the exact method."""
         if self.bounds is None:
             return None
-        return _map_metrics(lambda sba: _endpoint_error(*sba, self.level), _zip_metrics(self.samples, *self.bounds))
+        return _map_metrics(
+            lambda sba: _endpoint_error(*sba, self.level), _zip_metrics(self.samples, *self.bounds)
+        )
 
     def info(self) -> dict:
         """What results.json records about the bootstrap."""
-        out = {"method": self.method, "resamples": self.n_boot, "valid_resamples": self.n_valid, "unit": self.unit,
-               "seed": self.seed}
+        out = {
+            "method": self.method,
+            "resamples": self.n_boot,
+            "valid_resamples": self.n_valid,
+            "unit": self.unit,
+            "seed": self.seed,
+        }
         if self.method == "binned":
             bound = self.ci_error_bound()
             bound["tpr_at_fpr"] = {fpr_key(k): v for k, v in bound["tpr_at_fpr"].items()}
-            out.update(bins=self.bins, exact_bins=self.exact_bins, ci_error_bound=bound,
-                       auc_bound_failure_probability=0.0 if self.exact_bins or self.unit != "trial"
-                       else min(1.0, AUC_FAILURE * self.n_boot))
+            out.update(
+                bins=self.bins,
+                exact_bins=self.exact_bins,
+                ci_error_bound=bound,
+                auc_bound_failure_probability=0.0
+                if self.exact_bins or self.unit != "trial"
+                else min(1.0, AUC_FAILURE * self.n_boot),
+            )
         return out
 
 
 def _map_metrics(fn, metrics: dict) -> dict:
-    return {name: ({k: fn(x) for k, x in v.items()} if isinstance(v, dict) else fn(v)) for name, v in metrics.items()}
+    return {
+        name: ({k: fn(x) for k, x in v.items()} if isinstance(v, dict) else fn(v))
+        for name, v in metrics.items()
+    }
 
 
 def _zip_metrics(*parts: dict) -> dict:
     """Dicts shaped like ``samples`` -> one dict of tuples."""
     first = parts[0]
-    return {name: ({k: tuple(p[name][k] for p in parts) for k in v} if isinstance(v, dict)
-                   else tuple(p[name] for p in parts)) for name, v in first.items()}
+    return {
+        name: (
+            {k: tuple(p[name][k] for p in parts) for k in v}
+            if isinstance(v, dict)
+            else tuple(p[name] for p in parts)
+        )
+        for name, v in first.items()
+    }
 
 
 def _endpoint_error(samples, below, above, level: float):
@@ -213,10 +253,14 @@ class Binning:
         below = np.cumsum(n) - n  # non-target weight below each distinct score ...
         below -= below[self.starts][self.of_group]  # ... within its bin
         pairs = self.table(t) * self.table(n)
-        return np.divide(self.table(t * (below + 0.5 * n)), pairs, out=np.full(self.n_bins, 0.5), where=pairs > 0)
+        return np.divide(
+            self.table(t * (below + 0.5 * n)), pairs, out=np.full(self.n_bins, 0.5), where=pairs > 0
+        )
 
 
-def score_bins(t, n, max_bins: int = DEFAULT_BINS["trial"], focus=None, focus_share: float = 0.3) -> Binning:
+def score_bins(
+    t, n, max_bins: int = DEFAULT_BINS["trial"], focus=None, focus_share: float = 0.3
+) -> Binning:
     """At most ``max_bins`` bins over the distinct scores with per-score counts ``t``, ``n`` (both
     classes present): each distinct score its own bin when there are few enough, else the rule of
     the module docstring. ``focus`` (bool per distinct score, :func:`focus_windows`) marks where
@@ -239,7 +283,9 @@ def score_bins(t, n, max_bins: int = DEFAULT_BINS["trial"], focus=None, focus_sh
         count = int(starts.sum())
         if count <= max_bins:
             break
-        k_fine, k_coarse = (k * 0.98 * max_bins / count for k in (k_fine, k_coarse))  # count ~ linear in k
+        k_fine, k_coarse = (
+            k * 0.98 * max_bins / count for k in (k_fine, k_coarse)
+        )  # count ~ linear in k
     of_group = np.cumsum(starts) - 1
     return Binning(of_group, np.bincount(of_group) > 1)
 
@@ -268,8 +314,10 @@ def focus_windows(t, n, settings: MetricSettings = MetricSettings(), spread=None
     r = Rates(np.asarray(t, dtype=np.float64), np.asarray(n, dtype=np.float64))
     T, N = float(r.T[0]), float(r.N[0])
     if spread is None:
+
         def spread(g):
             return np.sqrt(r.frr[g] * (1 - r.frr[g]) / T), np.sqrt(r.far[g] * (1 - r.far[g]) / N)
+
     floor = 1 / T + 1 / N  # one trial of each class
     d = r.far - r.frr
     sd_t, sd_n = spread(int(np.argmin(np.abs(d))))
@@ -283,7 +331,9 @@ def focus_windows(t, n, settings: MetricSettings = MetricSettings(), spread=None
     for mask in near:
         idx = np.flatnonzero(mask)
         if idx.size:
-            focus[max(idx[0] - 1, 0):idx[-1] + 2] = True  # the window's hull, one score beyond each end
+            focus[max(idx[0] - 1, 0) : idx[-1] + 2] = (
+                True  # the window's hull, one score beyond each end
+            )
     return focus
 
 
@@ -303,6 +353,7 @@ def _speaker_spread(plan: "_Plan", st):
             x = below - below.sum() / c.sum() * c
             out.append(np.sqrt((x * x).sum()) / c.sum())
         return out[0], out[1]  # FRR's, then (1 - FAR's) = FAR's
+
     return spread
 
 
@@ -316,12 +367,14 @@ class _Tree:
         w = np.asarray(weights, dtype=np.float64)
         size = 1 << int(np.ceil(np.log2(max(w.size, 2))))
         level = np.zeros(size)
-        level[:w.size] = w
+        level[: w.size] = w
         self.size = w.size
         self.p_left = []
         while level.size > 1:
             parent = level.reshape(-1, 2).sum(axis=1)
-            self.p_left.append(np.divide(level[0::2], parent, out=np.zeros(parent.size), where=parent > 0))
+            self.p_left.append(
+                np.divide(level[0::2], parent, out=np.zeros(parent.size), where=parent > 0)
+            )
             level = parent
         self.p_left.reverse()  # root first
 
@@ -331,7 +384,7 @@ class _Tree:
         for p in self.p_left:
             left = rng.binomial(c, p)
             c = np.stack([left, c - left], axis=-1).reshape(rows, -1)
-        return c[:, :self.size]
+        return c[:, : self.size]
 
 
 # ----------------------------------------------------------------------------- binned metrics and bounds
@@ -352,10 +405,18 @@ def binned_metrics(t, n, mixed, settings: MetricSettings = MetricSettings(), ord
         zero = np.zeros(r.t.shape[:-1])
         eer_below, eer_above = _eer_bound(r, tau, nu, settings, any_mixed=bool(mixed.any()))
         auc = _auc_bound(r, tau, nu, mixed, values, order)
-        below = {"eer": eer_below, "auc": auc, "tpr_at_fpr": {x: zero for x in settings.fpr_targets},
-                 "min_dcf": _min_dcf_bound(r, mixed, values["min_dcf"], settings)}
-        above = {"eer": eer_above, "auc": auc,
-                 "tpr_at_fpr": {x: _take(tau, _tpr_at_fpr(r, x)[1]) for x in settings.fpr_targets}, "min_dcf": zero}
+        below = {
+            "eer": eer_below,
+            "auc": auc,
+            "tpr_at_fpr": {x: zero for x in settings.fpr_targets},
+            "min_dcf": _min_dcf_bound(r, mixed, values["min_dcf"], settings),
+        }
+        above = {
+            "eer": eer_above,
+            "auc": auc,
+            "tpr_at_fpr": {x: _take(tau, _tpr_at_fpr(r, x)[1]) for x in settings.fpr_targets},
+            "min_dcf": zero,
+        }
     return values, below, above
 
 
@@ -367,7 +428,9 @@ def _auc_bound(r: Rates, tau, nu, mixed, values: dict, order):
     if order is None:
         return 0.5 * np.einsum("...k,...k->...", tau, nu)
     pairs = r.t * r.n
-    values["auc"] = values["auc"] + np.einsum("...k,k->...", pairs, order - 0.5) / (r.T * r.N)[..., 0]
+    values["auc"] = (
+        values["auc"] + np.einsum("...k,k->...", pairs, order - 0.5) / (r.T * r.N)[..., 0]
+    )
     spread = np.einsum("...k,...k->...", np.where(mixed, pairs, 0.0), r.t + r.n)
     return np.sqrt(0.5 * np.log(2 / AUC_FAILURE) * spread) / (r.T * r.N)[..., 0]
 
@@ -416,8 +479,10 @@ class _Plan:
             self.draws_per_resample = self.n
         else:
             if groups is None:
-                raise DataError("a speaker-level bootstrap needs each trial's speaker",
-                                hint="pass groups= (or --utt2spk on the command line)")
+                raise DataError(
+                    "a speaker-level bootstrap needs each trial's speaker",
+                    hint="pass groups= (or --utt2spk on the command line)",
+                )
             g = np.asarray(groups)
             if g.shape != labels.shape:
                 raise DataError(f"groups have shape {g.shape} but there are {labels.size} trials")
@@ -439,7 +504,7 @@ class _Plan:
                     out[row] = rng.integers(0, self.n, size=self.n, dtype=np.int32)
                 else:
                     k = stratum.size
-                    out[row, lo:lo + k] = stratum[rng.integers(0, k, size=k, dtype=np.int32)]
+                    out[row, lo : lo + k] = stratum[rng.integers(0, k, size=k, dtype=np.int32)]
                     lo += k
         return out
 
@@ -469,7 +534,9 @@ def _chunk_counts(plan: _Plan, codes_list, weights, m_list, ids):
             w *= weights
         for codes, m in zip(codes_list, m_list):
             binned = codes[None, :] + (np.arange(b) * 2 * m)[:, None]
-            table = np.bincount(binned.ravel(), weights=w.ravel(), minlength=b * 2 * m).reshape(b, m, 2)
+            table = np.bincount(binned.ravel(), weights=w.ravel(), minlength=b * 2 * m).reshape(
+                b, m, 2
+            )
             out.append((table[..., 1], table[..., 0]))
     return out
 
@@ -498,11 +565,23 @@ def _chunks(n_boot: int, per_resample: int, chunk_elements: int):
         yield lo, min(n_boot, lo + size)
 
 
-def bootstrap_metrics(scores, labels, *, n_boot: int = 1000, seed: int = 0, unit: str = "trial",
-              groups=None, stratify: bool = True, weights=None, level: float = 0.95,
-              settings: MetricSettings = MetricSettings(),
-              chunk_elements: int = DEFAULT_CHUNK_ELEMENTS, method: str = "auto",
-              bins: Optional[int] = None, sorted_trials=None) -> BootstrapResult:
+def bootstrap_metrics(
+    scores,
+    labels,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    unit: str = "trial",
+    groups=None,
+    stratify: bool = True,
+    weights=None,
+    level: float = 0.95,
+    settings: MetricSettings = MetricSettings(),
+    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    method: str = "auto",
+    bins: Optional[int] = None,
+    sorted_trials=None,
+) -> BootstrapResult:
     """Bootstrap replicates of every metric (see the module docstring for the units, the
     ``method`` and the ``bins``).
 
@@ -522,7 +601,7 @@ def bootstrap_metrics(scores, labels, *, n_boot: int = 1000, seed: int = 0, unit
     m = st.n_groups
     samples = _empty_samples(settings, n_boot)
     for lo, hi in _chunks(n_boot, plan.draws_per_resample, chunk_elements):
-        (t, n), = _chunk_counts(plan, [st.code], w, [m], range(lo, hi))
+        ((t, n),) = _chunk_counts(plan, [st.code], w, [m], range(lo, hi))
         _store(samples, lo, hi, metrics_from_counts(t, n, settings))
     n_valid = int(np.isfinite(samples["auc"]).sum())
     return BootstrapResult(samples, n_boot, n_valid, unit, seed, level)
@@ -542,32 +621,52 @@ def _use_binned(method: str, plan: "_Plan", weights, bins: int) -> bool:
     return why is None and (method == "binned" or plan.n > AUTO_EXACT_MAX_TRIALS)
 
 
-def _binned_bootstrap(st, plan: "_Plan", n_boot: int, level: float, settings: MetricSettings,
-                      bins: int) -> BootstrapResult:
+def _binned_bootstrap(
+    st, plan: "_Plan", n_boot: int, level: float, settings: MetricSettings, bins: int
+) -> BootstrapResult:
     t, n = group_counts(st)
-    binning = score_bins(t, n, bins, focus_windows(t, n, settings, _speaker_spread(plan, st)), FOCUS_SHARE[plan.unit])
+    binning = score_bins(
+        t, n, bins, focus_windows(t, n, settings, _speaker_spread(plan, st)), FOCUS_SHARE[plan.unit]
+    )
     order = binning.order(t, n) if plan.unit == "trial" else None
     draw = _binned_draws(st, plan, binning, binning.table(t), binning.table(n))
     samples, below, above = (_empty_samples(settings, n_boot) for _ in range(3))
     for lo in range(0, n_boot, BLOCK):
         hi = min(n_boot, lo + BLOCK)
-        for out, part in zip((samples, below, above), binned_metrics(*draw(lo, hi), binning.mixed, settings, order)):
+        for out, part in zip(
+            (samples, below, above), binned_metrics(*draw(lo, hi), binning.mixed, settings, order)
+        ):
             _store(out, lo, hi, part)
     n_valid = int(np.isfinite(samples["auc"]).sum())
-    return BootstrapResult(samples, n_boot, n_valid, plan.unit, plan.seed, level, "binned", binning.n_bins,
-                           binning.exact, (below, above))
+    return BootstrapResult(
+        samples,
+        n_boot,
+        n_valid,
+        plan.unit,
+        plan.seed,
+        level,
+        "binned",
+        binning.n_bins,
+        binning.exact,
+        (below, above),
+    )
 
 
 def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
     """``draw(lo, hi)`` -> binned count tables ``(t, n)`` of resamples lo..hi-1 (one block)."""
     if plan.unit == "speaker":
         bins = binning.of_group[st.code >> 1]  # original trial order
-        table = speaker_table(plan.group_index, bins * 2 + (st.code & 1), plan.n_groups, 2 * binning.n_bins)
+        table = speaker_table(
+            plan.group_index, bins * 2 + (st.code & 1), plan.n_groups, 2 * binning.n_bins
+        )
 
-        def draw(lo, hi):  # (table^T @ multiplicities^T)^T: sparse times dense, sums of whole counts (exact)
+        def draw(
+            lo, hi
+        ):  # (table^T @ multiplicities^T)^T: sparse times dense, sums of whole counts (exact)
             mult = plan.speaker_multiplicities(range(lo, hi)).astype(np.float64)
             both = np.asarray(table.T @ mult.T).T.reshape(hi - lo, -1, 2)
             return both[..., 1], both[..., 0]
+
         return draw
     rng = lambda lo: np.random.default_rng([plan.seed, lo // BLOCK, 1])
     if plan.strata == [None]:  # unstratified: all trials over the (bin, label) cells
@@ -576,12 +675,14 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
         def draw(lo, hi):
             both = tree.draw(rng(lo), plan.n, hi - lo).reshape(hi - lo, -1, 2)
             return both[..., 1], both[..., 0]
+
         return draw
     t_tree, n_tree = _Tree(tb), _Tree(nb)
 
     def draw(lo, hi):
         g = rng(lo)
         return t_tree.draw(g, round(tb.sum()), hi - lo), n_tree.draw(g, round(nb.sum()), hi - lo)
+
     return draw
 
 
@@ -590,7 +691,9 @@ def speaker_table(group_index, cell, n_groups: int, n_cells: int):
     from scipy import sparse
 
     ones = np.ones(len(cell), dtype=np.float64)
-    return sparse.csr_matrix((ones, (group_index, cell)), shape=(n_groups, n_cells))  # duplicates summed
+    return sparse.csr_matrix(
+        (ones, (group_index, cell)), shape=(n_groups, n_cells)
+    )  # duplicates summed
 
 
 @dataclass
@@ -608,14 +711,34 @@ class PairedResult:
     seed: int
 
     def as_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "diff": self.diff, "ci95": self.ci95, "p_value": self.p_value,
-                "n_boot": self.n_boot, "n_valid": self.n_valid, "unit": self.unit, "seed": self.seed}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "diff": self.diff,
+            "ci95": self.ci95,
+            "p_value": self.p_value,
+            "n_boot": self.n_boot,
+            "n_valid": self.n_valid,
+            "unit": self.unit,
+            "seed": self.seed,
+        }
 
 
-def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: int = 0,
-                     unit: str = "trial", groups=None, stratify: bool = True, weights=None,
-                     level: float = 0.95, settings: MetricSettings = MetricSettings(),
-                     chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> PairedResult:
+def paired_bootstrap(
+    scores_a,
+    scores_b,
+    labels,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    unit: str = "trial",
+    groups=None,
+    stratify: bool = True,
+    weights=None,
+    level: float = 0.95,
+    settings: MetricSettings = MetricSettings(),
+    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+) -> PairedResult:
     """Compare system b with system a on the same trials (same order, same labels).
 
     Every resample applies the same multiplicities to both systems; the difference b - a of
@@ -626,7 +749,9 @@ def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: in
     sa, y, w = check_trials(scores_a, labels, weights)
     sb, yb, _ = check_trials(scores_b, labels, weights)
     if sa.shape != sb.shape:
-        raise DataError(f"the two systems have {sa.size} and {sb.size} trials; they must share trials")
+        raise DataError(
+            f"the two systems have {sa.size} and {sb.size} trials; they must share trials"
+        )
     st_a, st_b = sort_trials(sa, y), sort_trials(sb, y)
     plan = _Plan(y, unit, stratify, groups, seed)
 
@@ -634,8 +759,9 @@ def paired_bootstrap(scores_a, scores_b, labels, *, n_boot: int = 1000, seed: in
     sam_a = _empty_samples(settings, n_boot)
     sam_b = _empty_samples(settings, n_boot)
     for lo, hi in _chunks(n_boot, 2 * plan.draws_per_resample, chunk_elements):
-        (ta, na), (tb, nb) = _chunk_counts(plan, [st_a.code, st_b.code], w,
-                                           [st_a.n_groups, st_b.n_groups], range(lo, hi))
+        (ta, na), (tb, nb) = _chunk_counts(
+            plan, [st_a.code, st_b.code], w, [st_a.n_groups, st_b.n_groups], range(lo, hi)
+        )
         _store(sam_a, lo, hi, metrics_from_counts(ta, na, settings))
         _store(sam_b, lo, hi, metrics_from_counts(tb, nb, settings))
 
@@ -650,9 +776,20 @@ def _point(st, weights, settings: MetricSettings) -> dict:
     return {"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf}
 
 
-def speaker_paired_bootstrap(scores_a, labels_a, groups_a, scores_b, labels_b, groups_b, *, n_boot: int = 1000,
-                             seed: int = 0, level: float = 0.95, settings: MetricSettings = MetricSettings(),
-                             chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> PairedResult:
+def speaker_paired_bootstrap(
+    scores_a,
+    labels_a,
+    groups_a,
+    scores_b,
+    labels_b,
+    groups_b,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    settings: MetricSettings = MetricSettings(),
+    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+) -> PairedResult:
     """Compare two systems scored on different trials of the same test speakers (a text and an
     ECAPA attacker on one corpus; one attacker with and without some utterances). Every resample
     draws test speakers with replacement, the same draw for both systems, and weights each
@@ -664,7 +801,7 @@ def speaker_paired_bootstrap(scores_a, labels_a, groups_a, scores_b, labels_b, g
     if ga.shape != sa.shape or gb.shape != sb.shape:
         raise DataError("every trial of both systems needs its test speaker (groups)")
     plan = _Plan(np.concatenate([ya, yb]), "speaker", True, np.concatenate([ga, gb]), seed)
-    index = (plan.group_index[:sa.size], plan.group_index[sa.size:])
+    index = (plan.group_index[: sa.size], plan.group_index[sa.size :])
     sorted_ = (sort_trials(sa, ya), sort_trials(sb, yb))
     points = [_point(st, None, settings) for st in sorted_]
     samples = [_empty_samples(settings, n_boot), _empty_samples(settings, n_boot)]
@@ -674,34 +811,69 @@ def speaker_paired_bootstrap(scores_a, labels_a, groups_a, scores_b, labels_b, g
         for st, idx, sam in zip(sorted_, index, samples):
             m = st.n_groups
             binned = st.code[None, :] + rows * 2 * m
-            table = np.bincount(binned.ravel(), weights=mult[:, idx].ravel(),
-                                minlength=(hi - lo) * 2 * m).reshape(hi - lo, m, 2)
+            table = np.bincount(
+                binned.ravel(), weights=mult[:, idx].ravel(), minlength=(hi - lo) * 2 * m
+            ).reshape(hi - lo, m, 2)
             _store(sam, lo, hi, metrics_from_counts(table[..., 1], table[..., 0], settings))
     diff, ci, pv = _differences(points[0], points[1], samples[0], samples[1], settings, level)
     valid = np.isfinite(samples[0]["auc"]) & np.isfinite(samples[1]["auc"])
-    return PairedResult(points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), "speaker", int(seed))
+    return PairedResult(
+        points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), "speaker", int(seed)
+    )
 
 
-def unpaired_bootstrap(scores_a, labels_a, scores_b, labels_b, *, n_boot: int = 1000, seed: int = 0,
-                       unit: str = "trial", groups_a=None, groups_b=None, stratify: bool = True,
-                       level: float = 0.95, settings: MetricSettings = MetricSettings()) -> PairedResult:
+def unpaired_bootstrap(
+    scores_a,
+    labels_a,
+    scores_b,
+    labels_b,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    unit: str = "trial",
+    groups_a=None,
+    groups_b=None,
+    stratify: bool = True,
+    level: float = 0.95,
+    settings: MetricSettings = MetricSettings(),
+) -> PairedResult:
     """Compare system b with system a when they were evaluated on different trials (two corpora,
     or attackers whose trial lists differ): each system is resampled on its own, with independent
     draws, and the difference b - a is taken per resample. Same report as :func:`paired_bootstrap`;
     the interval is wider, as it must be, since nothing cancels between the two."""
     boots, points = [], []
     for k, (s, y, g) in enumerate(((scores_a, labels_a, groups_a), (scores_b, labels_b, groups_b))):
-        boots.append(bootstrap_metrics(s, y, n_boot=n_boot, seed=int(seed) + k, unit=unit, groups=g,
-                                       stratify=stratify, level=level, settings=settings))
+        boots.append(
+            bootstrap_metrics(
+                s,
+                y,
+                n_boot=n_boot,
+                seed=int(seed) + k,
+                unit=unit,
+                groups=g,
+                stratify=stratify,
+                level=level,
+                settings=settings,
+            )
+        )
         pm = compute_metrics(s, y, settings=settings)
-        points.append({"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf})
-    diff, ci, pv = _differences(points[0], points[1], boots[0].samples, boots[1].samples, settings, level)
+        points.append(
+            {"eer": pm.eer, "auc": pm.auc, "tpr_at_fpr": dict(pm.tpr_at_fpr), "min_dcf": pm.min_dcf}
+        )
+    diff, ci, pv = _differences(
+        points[0], points[1], boots[0].samples, boots[1].samples, settings, level
+    )
     valid = np.isfinite(boots[0].samples["auc"]) & np.isfinite(boots[1].samples["auc"])
-    return PairedResult(points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed))
+    return PairedResult(
+        points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed)
+    )
 
 
-def _differences(pa: dict, pb: dict, sam_a: dict, sam_b: dict, settings: MetricSettings, level: float):
+def _differences(
+    pa: dict, pb: dict, sam_a: dict, sam_b: dict, settings: MetricSettings, level: float
+):
     """Point difference b - a of every metric, its percentile CI and the bootstrap p-value."""
+
     def stats(a_val, b_val, a_s, b_s):
         d = b_s - a_s
         d = d[np.isfinite(d)]
@@ -716,5 +888,6 @@ def _differences(pa: dict, pb: dict, sam_a: dict, sam_b: dict, settings: MetricS
     diff["tpr_at_fpr"], ci["tpr_at_fpr"], pv["tpr_at_fpr"] = {}, {}, {}
     for x in settings.fpr_targets:
         diff["tpr_at_fpr"][x], ci["tpr_at_fpr"][x], pv["tpr_at_fpr"][x] = stats(
-            pa["tpr_at_fpr"][x], pb["tpr_at_fpr"][x], sam_a["tpr_at_fpr"][x], sam_b["tpr_at_fpr"][x])
+            pa["tpr_at_fpr"][x], pb["tpr_at_fpr"][x], sam_a["tpr_at_fpr"][x], sam_b["tpr_at_fpr"][x]
+        )
     return diff, ci, pv

@@ -89,16 +89,28 @@ def per_speaker_eer(st: SortedTrials, test_speakers, *, weights=None, method: st
     w_sorted = None if weights is None else np.asarray(weights, dtype=np.float64)[st.order]
     out, reasons = {}, {}
     for i, name in enumerate(names):  # over speakers, not trials
-        c = subset_counts(st, by_spk[bounds[i]:bounds[i + 1]], w_sorted)
+        c = subset_counts(st, by_spk[bounds[i] : bounds[i + 1]], w_sorted)
         value, why = subset_eer(c, method)
-        out[str(name)] = {"eer": value, "n_target": _count(c.t.sum()), "n_nontarget": _count(c.n.sum())}
+        out[str(name)] = {
+            "eer": value,
+            "n_target": _count(c.t.sum()),
+            "n_nontarget": _count(c.n.sum()),
+        }
         if why:
             reasons[str(name)] = why
     return out, reasons
 
 
-def segment_eers(st: SortedTrials, enroll_speakers, test_speakers, table: dict, *, weights=None,
-                 method: str = "speechbrain", min_speakers: int = MIN_SEGMENT_SPEAKERS):
+def segment_eers(
+    st: SortedTrials,
+    enroll_speakers,
+    test_speakers,
+    table: dict,
+    *,
+    weights=None,
+    method: str = "speechbrain",
+    min_speakers: int = MIN_SEGMENT_SPEAKERS,
+):
     """Intra- and inter-segment EERs for every (attribute, value) with enough test speakers.
 
     ``table``: speaker -> {attribute: segment value} (``sparc_eval.attributes.segment_table``);
@@ -124,7 +136,11 @@ def segment_eers(st: SortedTrials, enroll_speakers, test_speakers, table: dict, 
             if len(members) < min_speakers:
                 skipped[(attr, value)] = len(members)
                 continue
-            in_seg = {s for s, row in table.items() if row.get(attr) is not None and str(row[attr]) == value}
+            in_seg = {
+                s
+                for s, row in table.items()
+                if row.get(attr) is not None and str(row[attr]) == value
+            }
             seg = np.array(sorted(in_seg), dtype=str)
             test_in = np.isin(test, seg)[st.order]
             enroll_in = np.isin(enroll, seg)[st.order]

@@ -19,41 +19,91 @@ def register(subparsers) -> None:
     from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, DEFAULT_BINS
 
     p = subparsers.add_parser(
-        "metrics", help="verification metrics and plots from a score file",
+        "metrics",
+        help="verification metrics and plots from a score file",
         description="EER, AUC, TPR@FPR, minDCF with bootstrap CIs, per-speaker and segment EERs, "
-                    "from a score file '<enroll-id> <test-id> <score> <target|nontarget>'.")
-    p.add_argument("--scores", required=True, help="score file: <enroll-id> <test-id> <score> <target|nontarget>")
-    p.add_argument("--utt2spk", help="Kaldi utt2spk mapping test ids to speakers (enables per-speaker EER)")
-    p.add_argument("--speakers", help="speaker attributes, JSON lines or CSV with a 'speaker' column "
-                                      "(enables segment EERs; needs --utt2spk)")
+        "from a score file '<enroll-id> <test-id> <score> <target|nontarget>'.",
+    )
+    p.add_argument(
+        "--scores",
+        required=True,
+        help="score file: <enroll-id> <test-id> <score> <target|nontarget>",
+    )
+    p.add_argument(
+        "--utt2spk", help="Kaldi utt2spk mapping test ids to speakers (enables per-speaker EER)"
+    )
+    p.add_argument(
+        "--speakers",
+        help="speaker attributes, JSON lines or CSV with a 'speaker' column "
+        "(enables segment EERs; needs --utt2spk)",
+    )
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)")
+    p.add_argument(
+        "--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)"
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap-unit", choices=("trial", "speaker"), default=None,
-                   help="resample test speakers (the default with --utt2spk: trials that share a speaker are "
-                        "not independent) or trials (stratified by label; the default without --utt2spk)")
-    p.add_argument("--bootstrap-method", choices=BOOTSTRAP_METHODS, default="auto",
-                   help="draw each resample's count table over score bins (binned: O(bins) per resample, CI "
-                        "error bounded and recorded in results.json), from the trials themselves (exact: O(trials)), "
-                        f"or binned above {AUTO_EXACT_MAX_TRIALS:,} trials (auto, default)")
-    p.add_argument("--bootstrap-bins", type=int, default=None, metavar="B",
-                   help=f"most score bins of the binned bootstrap (default {DEFAULT_BINS['trial']} resampling "
-                        f"trials, {DEFAULT_BINS['speaker']} resampling speakers; exact when there are at most B "
-                        "distinct scores)")
-    p.add_argument("--eer", choices=("speechbrain", "rocch"), default="speechbrain",
-                   help="EER definition: SpeechBrain/VoicePrivacy (default) or the convex-hull interpolated EER")
-    p.add_argument("--fpr", type=float, nargs="+", default=[0.01, 0.001], metavar="RATE",
-                   help="FPR targets for TPR@FPR (default 0.01 0.001)")
-    p.add_argument("--p-target", type=float, default=0.01, help="minDCF target prior (default 0.01)")
+    p.add_argument(
+        "--bootstrap-unit",
+        choices=("trial", "speaker"),
+        default=None,
+        help="resample test speakers (the default with --utt2spk: trials that share a speaker are "
+        "not independent) or trials (stratified by label; the default without --utt2spk)",
+    )
+    p.add_argument(
+        "--bootstrap-method",
+        choices=BOOTSTRAP_METHODS,
+        default="auto",
+        help="draw each resample's count table over score bins (binned: O(bins) per resample, CI "
+        "error bounded and recorded in results.json), from the trials themselves (exact: O(trials)), "
+        f"or binned above {AUTO_EXACT_MAX_TRIALS:,} trials (auto, default)",
+    )
+    p.add_argument(
+        "--bootstrap-bins",
+        type=int,
+        default=None,
+        metavar="B",
+        help=f"most score bins of the binned bootstrap (default {DEFAULT_BINS['trial']} resampling "
+        f"trials, {DEFAULT_BINS['speaker']} resampling speakers; exact when there are at most B "
+        "distinct scores)",
+    )
+    p.add_argument(
+        "--eer",
+        choices=("speechbrain", "rocch"),
+        default="speechbrain",
+        help="EER definition: SpeechBrain/VoicePrivacy (default) or the convex-hull interpolated EER",
+    )
+    p.add_argument(
+        "--fpr",
+        type=float,
+        nargs="+",
+        default=[0.01, 0.001],
+        metavar="RATE",
+        help="FPR targets for TPR@FPR (default 0.01 0.001)",
+    )
+    p.add_argument(
+        "--p-target", type=float, default=0.01, help="minDCF target prior (default 0.01)"
+    )
     p.add_argument("--c-miss", type=float, default=1.0, help="minDCF miss cost (default 1)")
     p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
-    p.add_argument("--min-segment-speakers", type=int, default=3,
-                   help="report a segment only with at least this many trial speakers (default 3)")
-    p.add_argument("--min-verdict-speakers", type=int, default=MIN_SPEAKERS,
-                   help="fewer test speakers than this (or a degenerate EER interval): the report says the "
-                        f"evaluation is small and prints a resampling-free bound (default {MIN_SPEAKERS})")
-    p.add_argument("--accent-grouping", choices=("coarse", "fine"), default="coarse",
-                   help="accent segments: coarse groups (default) or each self-reported accent, normalised")
+    p.add_argument(
+        "--min-segment-speakers",
+        type=int,
+        default=3,
+        help="report a segment only with at least this many trial speakers (default 3)",
+    )
+    p.add_argument(
+        "--min-verdict-speakers",
+        type=int,
+        default=MIN_SPEAKERS,
+        help="fewer test speakers than this (or a degenerate EER interval): the report says the "
+        f"evaluation is small and prints a resampling-free bound (default {MIN_SPEAKERS})",
+    )
+    p.add_argument(
+        "--accent-grouping",
+        choices=("coarse", "fine"),
+        default="coarse",
+        help="accent segments: coarse groups (default) or each self-reported accent, normalised",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     for key in ("dataset", "features", "anonymizer", "scenario"):
         p.add_argument(f"--{key}", help=f"recorded as run.{key} in results.json")
@@ -74,8 +124,13 @@ def run(args) -> int:
     speakers = read_speakers(args.speakers) if args.speakers else None
     t_read = time.perf_counter() - t0
     try:
-        settings = MetricSettings(eer_method=args.eer, fpr_targets=tuple(args.fpr), p_target=args.p_target,
-                                  c_miss=args.c_miss, c_fa=args.c_fa)
+        settings = MetricSettings(
+            eer_method=args.eer,
+            fpr_targets=tuple(args.fpr),
+            p_target=args.p_target,
+            c_miss=args.c_miss,
+            c_fa=args.c_fa,
+        )
     except ValueError as err:
         raise DataError(f"bad metric option: {err}") from None
     if args.n_boot < 0:
@@ -85,38 +140,77 @@ def run(args) -> int:
     if args.bootstrap_unit is None:
         args.bootstrap_unit = "speaker" if utt2spk is not None else "trial"
         if args.n_boot:
-            print(f"sparc-eval metrics: CIs resample {'test speakers' if utt2spk is not None else 'trials'}"
-                  + ("" if utt2spk is not None else " (no --utt2spk: trials sharing a speaker are treated as "
-                     "independent, so the CIs are too narrow)"), file=sys.stderr)
-    results = evaluate_trials(trials.enroll, trials.test, trials.scores, trials.labels, utt2spk=utt2spk,
-                              speakers=speakers, n_boot=args.n_boot, seed=args.seed,
-                              bootstrap_unit=args.bootstrap_unit, settings=settings,
-                              min_segment_speakers=args.min_segment_speakers, accent_grouping=args.accent_grouping,
-                              bootstrap_method=args.bootstrap_method, bootstrap_bins=args.bootstrap_bins,
-                              min_verdict_speakers=args.min_verdict_speakers)
-    timings = {"read": round(t_read, 4), **{k: round(v, 4) for k, v in (results.timings_s or {}).items()}}
+            print(
+                f"sparc-eval metrics: CIs resample {'test speakers' if utt2spk is not None else 'trials'}"
+                + (
+                    ""
+                    if utt2spk is not None
+                    else " (no --utt2spk: trials sharing a speaker are treated as "
+                    "independent, so the CIs are too narrow)"
+                ),
+                file=sys.stderr,
+            )
+    results = evaluate_trials(
+        trials.enroll,
+        trials.test,
+        trials.scores,
+        trials.labels,
+        utt2spk=utt2spk,
+        speakers=speakers,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        bootstrap_unit=args.bootstrap_unit,
+        settings=settings,
+        min_segment_speakers=args.min_segment_speakers,
+        accent_grouping=args.accent_grouping,
+        bootstrap_method=args.bootstrap_method,
+        bootstrap_bins=args.bootstrap_bins,
+        min_verdict_speakers=args.min_verdict_speakers,
+    )
+    timings = {
+        "read": round(t_read, 4),
+        **{k: round(v, 4) for k, v in (results.timings_s or {}).items()},
+    }
     run_info = {
-        "dataset": args.dataset, "features": args.features, "anonymizer": args.anonymizer,
+        "dataset": args.dataset,
+        "features": args.features,
+        "anonymizer": args.anonymizer,
         "scenario": args.scenario,
-        "hparams": {"scores": str(args.scores), "utt2spk": args.utt2spk, "speakers": args.speakers,
-                    "n_boot": args.n_boot, "bootstrap_unit": args.bootstrap_unit,
-                    "bootstrap_method": args.bootstrap_method, "bootstrap_bins": args.bootstrap_bins,
-                    "eer_method": args.eer,
-                    "fpr_targets": list(args.fpr), "p_target": args.p_target, "c_miss": args.c_miss,
-                    "c_fa": args.c_fa, "min_segment_speakers": args.min_segment_speakers,
-                    "min_verdict_speakers": args.min_verdict_speakers,
-                    "accent_grouping": args.accent_grouping},
-        "seed": args.seed, "timings_s": timings, "bootstrap_unit": args.bootstrap_unit,
+        "hparams": {
+            "scores": str(args.scores),
+            "utt2spk": args.utt2spk,
+            "speakers": args.speakers,
+            "n_boot": args.n_boot,
+            "bootstrap_unit": args.bootstrap_unit,
+            "bootstrap_method": args.bootstrap_method,
+            "bootstrap_bins": args.bootstrap_bins,
+            "eer_method": args.eer,
+            "fpr_targets": list(args.fpr),
+            "p_target": args.p_target,
+            "c_miss": args.c_miss,
+            "c_fa": args.c_fa,
+            "min_segment_speakers": args.min_segment_speakers,
+            "min_verdict_speakers": args.min_verdict_speakers,
+            "accent_grouping": args.accent_grouping,
+        },
+        "seed": args.seed,
+        "timings_s": timings,
+        "bootstrap_unit": args.bootstrap_unit,
         "deviations": bootstrap_deviation(args.bootstrap_unit) if args.n_boot else {},
         "environment": environment(),
     }
     written = write_report(args.out, results, run_info, plots=not args.no_plots)
     if results["overall"].get("eer") is None:
-        print(f"sparc-eval metrics: warning: {results['not_applicable'].get('overall')}", file=sys.stderr)
+        print(
+            f"sparc-eval metrics: warning: {results['not_applicable'].get('overall')}",
+            file=sys.stderr,
+        )
     ov = results["overall"]
     if ov.get("eer") is not None:
-        print(f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
-              f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)")
+        print(
+            f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
+            f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)"
+        )
         if ov.get("small_evaluation"):
             print(f"sparc-eval metrics: {small_note(ov['small_evaluation'])}", file=sys.stderr)
     print(written["results.json"])

@@ -101,13 +101,17 @@ def check_trials(scores, labels, weights=None, *, allow_one_class: bool = False)
         raise DataError(f"labels have shape {y.shape} but scores have {s.shape}")
     if y.dtype != bool:
         if not np.issubdtype(y.dtype, np.number):
-            raise DataError(f"labels must be booleans or 0/1, got dtype {y.dtype}",
-                            hint="True/1 = target, False/0 = nontarget")
+            raise DataError(
+                f"labels must be booleans or 0/1, got dtype {y.dtype}",
+                hint="True/1 = target, False/0 = nontarget",
+            )
         ok = (y == 0) | (y == 1)
         if not ok.all():
             first = int(np.flatnonzero(~ok)[0])
-            raise DataError(f"label {first} (0-based) is {y[first]!r}, not 0 or 1",
-                            hint="True/1 = target, False/0 = nontarget")
+            raise DataError(
+                f"label {first} (0-based) is {y[first]!r}, not 0 or 1",
+                hint="True/1 = target, False/0 = nontarget",
+            )
         y = y == 1
     w = None
     if weights is not None:
@@ -117,7 +121,9 @@ def check_trials(scores, labels, weights=None, *, allow_one_class: bool = False)
         bad = ~np.isfinite(w) | (w < 0)
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
-            raise DataError(f"weight {first} (0-based) is {w[first]!r}; weights must be finite and >= 0")
+            raise DataError(
+                f"weight {first} (0-based) is {w[first]!r}; weights must be finite and >= 0"
+            )
     if not allow_one_class:
         tw = float(w[y].sum()) if w is not None else float(y.sum())
         nw = float(w[~y].sum()) if w is not None else float((~y).sum())
@@ -594,10 +600,15 @@ def auc(scores, labels, weights=None) -> float:
     return float(auc_from_counts(c.t, c.n))
 
 
-def tpr_at_fpr(scores, labels, fpr_targets: Sequence[float] = DEFAULT_FPR_TARGETS, weights=None) -> dict:
+def tpr_at_fpr(
+    scores, labels, fpr_targets: Sequence[float] = DEFAULT_FPR_TARGETS, weights=None
+) -> dict:
     """``{fpr_target: tpr}``: the largest TPR at an FPR not above each target (no interpolation)."""
     c = counts(scores, labels, weights)
-    return {float(x): float(tpr_at_fpr_from_counts(c.t, c.n, float(x))[0]) for x in np.atleast_1d(fpr_targets)}
+    return {
+        float(x): float(tpr_at_fpr_from_counts(c.t, c.n, float(x))[0])
+        for x in np.atleast_1d(fpr_targets)
+    }
 
 
 def min_dcf(scores, labels, weights=None, *, p_target=DEFAULT_P_TARGET, c_miss=1.0, c_fa=1.0):
@@ -676,7 +687,9 @@ def point_metrics(c: Counts, settings: MetricSettings = MetricSettings()) -> Poi
     )
 
 
-def compute_metrics(scores, labels, weights=None, *, settings: MetricSettings = MetricSettings()) -> PointMetrics:
+def compute_metrics(
+    scores, labels, weights=None, *, settings: MetricSettings = MetricSettings()
+) -> PointMetrics:
     """Check, sort once, and compute every point metric (DataError on bad or one-class input)."""
     return point_metrics(counts(scores, labels, weights), settings)
 

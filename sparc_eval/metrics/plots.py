@@ -99,7 +99,9 @@ def plot_per_speaker(path, per_speaker: dict, *, overall_eer=None) -> Path:
     ax.bar(range(len(rows)), [100 * e for e, _ in rows], color="C0")
     ax.set_xticks(range(len(rows)), [k for _, k in rows], rotation=90, fontsize=7)
     if overall_eer is not None:
-        ax.axhline(100 * overall_eer, ls="--", c="C3", lw=1, label=f"overall {100 * overall_eer:.2f}%")
+        ax.axhline(
+            100 * overall_eer, ls="--", c="C3", lw=1, label=f"overall {100 * overall_eer:.2f}%"
+        )
         ax.legend(fontsize=8)
     ax.set_ylabel("EER (%)")
     ax.set_xlabel("test speaker")
@@ -118,16 +120,30 @@ def plot_segments(path, segments: dict) -> Path:
     """Grouped bars, intra vs inter EER per segment value, one panel per attribute."""
     plt = _pyplot()
     attrs = [a for a, v in segments.items() if v]
-    fig, axes = plt.subplots(len(attrs), 1, figsize=(max(5, 0.9 * max(len(segments[a]) for a in attrs) + 2),
-                                                     3.2 * len(attrs)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(attrs),
+        1,
+        figsize=(max(5, 0.9 * max(len(segments[a]) for a in attrs) + 2), 3.2 * len(attrs)),
+        squeeze=False,
+    )
     for ax, attr in zip(axes[:, 0], attrs):
         values = list(segments[attr])
         x = np.arange(len(values))
         intra = [segments[attr][v]["intra_eer"] for v in values]
         inter = [segments[attr][v]["inter_eer"] for v in values]
         width = 0.38
-        ax.bar(x - width / 2, [np.nan if e is None else 100 * e for e in intra], width, label="intra-EER")
-        ax.bar(x + width / 2, [np.nan if e is None else 100 * e for e in inter], width, label="inter-EER")
+        ax.bar(
+            x - width / 2,
+            [np.nan if e is None else 100 * e for e in intra],
+            width,
+            label="intra-EER",
+        )
+        ax.bar(
+            x + width / 2,
+            [np.nan if e is None else 100 * e for e in inter],
+            width,
+            label="inter-EER",
+        )
         names = [f"{v}\n({segments[attr][v]['n_speakers']} spk)" for v in values]
         ax.set_xticks(x, names, fontsize=8, rotation=30 if len(values) > 6 else 0)
         ax.set_xlim(-0.8, len(values) - 0.2)
@@ -150,13 +166,24 @@ def write_plots(out_dir, results: dict, curves=None):
     eer = overall.get("eer")
     if curves is not None and eer is not None:
         fpr, tpr = np.asarray(curves["fpr"]), np.asarray(curves["tpr"])
-        paths.append(plot_roc(out_dir / "roc.png", fpr, tpr, eer=curves.get("eer", eer),
-                              tpr_at_fpr=overall.get("tpr_at_fpr")))
+        paths.append(
+            plot_roc(
+                out_dir / "roc.png",
+                fpr,
+                tpr,
+                eer=curves.get("eer", eer),
+                tpr_at_fpr=overall.get("tpr_at_fpr"),
+            )
+        )
         far = np.asarray(curves.get("det_far", fpr))
         frr = np.asarray(curves.get("det_frr", 1 - tpr))
         paths.append(plot_det(out_dir / "det.png", far, frr, eer=curves.get("eer", eer)))
     else:
-        why = "no ROC points were passed" if eer is not None else "the overall metrics could not be computed"
+        why = (
+            "no ROC points were passed"
+            if eer is not None
+            else "the overall metrics could not be computed"
+        )
         na["plots.roc"] = na["plots.det"] = why
     per = results.get("per_speaker")
     if per and any(v["eer"] is not None for v in per.values()):

@@ -28,8 +28,19 @@ from ..errors import DataError
 from ..provenance import report_lines, versions
 from .bootstrap import bootstrap_metrics
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
-from .core import (Counts, MetricSettings, SortedTrials, check_trials, compact, fpr_key, group_counts,
-                   point_metrics, roc_points, sort_trials, thin_curve)
+from .core import (
+    Counts,
+    MetricSettings,
+    SortedTrials,
+    check_trials,
+    compact,
+    fpr_key,
+    group_counts,
+    point_metrics,
+    roc_points,
+    sort_trials,
+    thin_curve,
+)
 from .scores import LABEL_WORDS, map_ids
 from .small import MIN_SPEAKERS, small_evaluation, small_note
 
@@ -54,7 +65,9 @@ def labels_to_bool(labels) -> np.ndarray:
         bad = ~np.isin(words, list(LABEL_WORDS))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"label {i} (0-based) is {words[i]!r}", hint="labels are 'target' or 'nontarget'")
+            raise DataError(
+                f"label {i} (0-based) is {words[i]!r}", hint="labels are 'target' or 'nontarget'"
+            )
         return words == "target"
     return y
 
@@ -66,15 +79,33 @@ def _none_if_nan(x):
     return None if not np.isfinite(x) else x
 
 
-def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[dict] = None,
-                    speakers: Optional[dict] = None, weights=None, n_boot: int = 1000, seed: int = 0,
-                    bootstrap_unit: str = "trial", stratify: bool = True, level: float = 0.95,
-                    settings: Optional[MetricSettings] = None, eer_method: str = "speechbrain",
-                    fpr_targets=(0.01, 0.001), p_target: float = 0.01, c_miss: float = 1.0,
-                    c_fa: float = 1.0, min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
-                    accent_grouping: str = "coarse", bootstrap_method: str = "auto",
-                    bootstrap_bins: Optional[int] = None, per_speaker: bool = True,
-                    min_verdict_speakers: int = MIN_SPEAKERS) -> Evaluation:
+def evaluate_trials(
+    enroll_ids,
+    test_ids,
+    scores,
+    labels,
+    *,
+    utt2spk: Optional[dict] = None,
+    speakers: Optional[dict] = None,
+    weights=None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    bootstrap_unit: str = "trial",
+    stratify: bool = True,
+    level: float = 0.95,
+    settings: Optional[MetricSettings] = None,
+    eer_method: str = "speechbrain",
+    fpr_targets=(0.01, 0.001),
+    p_target: float = 0.01,
+    c_miss: float = 1.0,
+    c_fa: float = 1.0,
+    min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
+    accent_grouping: str = "coarse",
+    bootstrap_method: str = "auto",
+    bootstrap_bins: Optional[int] = None,
+    per_speaker: bool = True,
+    min_verdict_speakers: int = MIN_SPEAKERS,
+) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
     - ``enroll_ids``, ``test_ids``: per trial; enrollment ids are speaker ids (speaker-level
@@ -102,31 +133,54 @@ def evaluate_trials(enroll_ids, test_ids, scores, labels, *, utt2spk: Optional[d
     ``not_applicable``.
     """
     if settings is None:
-        settings = MetricSettings(eer_method=eer_method, fpr_targets=tuple(fpr_targets), p_target=p_target,
-                                  c_miss=c_miss, c_fa=c_fa)
+        settings = MetricSettings(
+            eer_method=eer_method,
+            fpr_targets=tuple(fpr_targets),
+            p_target=p_target,
+            c_miss=c_miss,
+            c_fa=c_fa,
+        )
     timings = {}
     t0 = time.perf_counter()
     tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk)
     na = {}
     out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
-    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit, "seed": seed,
-               "level": level, "accent_grouping": accent_grouping}
+    details = {
+        "settings": settings,
+        "n_boot": n_boot,
+        "bootstrap_unit": bootstrap_unit,
+        "seed": seed,
+        "level": level,
+        "accent_grouping": accent_grouping,
+    }
     if _one_class(tr.c):
         out["overall"] = _one_class_overall(tr.c, settings, na)
     else:
-        boot = {"n_boot": n_boot, "seed": seed, "unit": bootstrap_unit, "stratify": stratify, "level": level,
-                "method": bootstrap_method, "bins": bootstrap_bins}
-        out["overall"], out.curves = _two_class_overall(tr, settings, boot, na, details, timings, t0)
+        boot = {
+            "n_boot": n_boot,
+            "seed": seed,
+            "unit": bootstrap_unit,
+            "stratify": stratify,
+            "level": level,
+            "method": bootstrap_method,
+            "bins": bootstrap_bins,
+        }
+        out["overall"], out.curves = _two_class_overall(
+            tr, settings, boot, na, details, timings, t0
+        )
     n_speakers = None if tr.test_spk is None else int(np.unique(tr.test_spk).size)
-    out["overall"]["small_evaluation"] = small_evaluation(out["overall"], n_speakers, min_verdict_speakers)
+    out["overall"]["small_evaluation"] = small_evaluation(
+        out["overall"], n_speakers, min_verdict_speakers
+    )
 
     t2 = time.perf_counter()
     out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
     timings["per_speaker"] = time.perf_counter() - t2
 
     t3 = time.perf_counter()
-    out["segments"] = _segments(tr, speakers, accent_grouping, min_segment_speakers, settings.eer_method,
-                                na, details)
+    out["segments"] = _segments(
+        tr, speakers, accent_grouping, min_segment_speakers, settings.eer_method, na, details
+    )
     timings["segments"] = time.perf_counter() - t3
     out.details = details
     out.timings_s = timings
@@ -146,14 +200,18 @@ class _Trials(NamedTuple):
     enroll_spk: Optional[np.ndarray]
 
 
-def _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk: Optional[dict]) -> _Trials:
+def _checked_trials(
+    enroll_ids, test_ids, scores, labels, weights, utt2spk: Optional[dict]
+) -> _Trials:
     """Checks the trials (DataError on bad labels, shapes or ids missing from ``utt2spk``),
     sorts them by score and maps the ids to speakers."""
     s, y, w = check_trials(scores, labels_to_bool(labels), weights, allow_one_class=True)
     enroll_ids = np.asarray(enroll_ids)  # made str only where mapped (map_ids): 0.3 s per 10^6 ids
     test_ids = np.asarray(test_ids)
     if enroll_ids.shape != s.shape or test_ids.shape != s.shape:
-        raise DataError(f"{s.size} scores but {enroll_ids.size} enrollment ids and {test_ids.size} test ids")
+        raise DataError(
+            f"{s.size} scores but {enroll_ids.size} enrollment ids and {test_ids.size} test ids"
+        )
     st = sort_trials(s, y)
     t, n = group_counts(st, w)
     c = compact(Counts(st.unique, t, n))
@@ -173,31 +231,52 @@ def _one_class_overall(c: Counts, settings: MetricSettings, na: dict) -> dict:
     n_t, n_n = c.t.sum(), c.n.sum()
     which = "target" if n_t <= 0 else "non-target"
     na["overall"] = f"only one class: no {which} trials, so no metric can be computed"
-    return {"eer": None, "eer_threshold": None, "auc": None,
-            "tpr_at_fpr": {fpr_key(x): None for x in settings.fpr_targets}, "min_dcf": None,
-            "n_target": _count(n_t), "n_nontarget": _count(n_n), "ci95": None}
+    return {
+        "eer": None,
+        "eer_threshold": None,
+        "auc": None,
+        "tpr_at_fpr": {fpr_key(x): None for x in settings.fpr_targets},
+        "min_dcf": None,
+        "n_target": _count(n_t),
+        "n_nontarget": _count(n_n),
+        "ci95": None,
+    }
 
 
-def _two_class_overall(tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict,
-                       timings: dict, t0: float):
+def _two_class_overall(
+    tr: _Trials,
+    settings: MetricSettings,
+    boot: dict,
+    na: dict,
+    details: dict,
+    timings: dict,
+    t0: float,
+):
     """``(overall, curves)``: point metrics with bootstrap CIs, and the thinned ROC/DET curves;
     thresholds and bootstrap settings go into ``details``, the times since ``t0`` into ``timings``."""
     pm = point_metrics(tr.c, settings)
     overall = pm.as_dict()
     if pm.eer_threshold is None:
-        na["overall.eer_threshold"] = ("the convex-hull (interpolated) EER lies between two operating "
-                                       "points; it has no single threshold")
+        na["overall.eer_threshold"] = (
+            "the convex-hull (interpolated) EER lies between two operating "
+            "points; it has no single threshold"
+        )
     timings["metrics"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     overall["ci95"] = _bootstrap_ci(tr, settings, boot, na, details)
     timings["bootstrap"] = time.perf_counter() - t1
-    details.update(eer_speechbrain=pm.eer_speechbrain, eer_rocch=pm.eer_rocch,
-                   min_dcf_threshold=pm.min_dcf_threshold,
-                   tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()})
+    details.update(
+        eer_speechbrain=pm.eer_speechbrain,
+        eer_rocch=pm.eer_rocch,
+        min_dcf_threshold=pm.min_dcf_threshold,
+        tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()},
+    )
     return overall, _curves(tr.c, pm.eer)
 
 
-def _bootstrap_ci(tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict) -> Optional[dict]:
+def _bootstrap_ci(
+    tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict
+) -> Optional[dict]:
     """``overall["ci95"]`` from ``boot`` (:func:`bootstrap_metrics` keywords), None when
     ``n_boot`` is 0; what ran goes into ``details``, dropped resamples into ``na``."""
     n_boot, unit = boot["n_boot"], boot["unit"]
@@ -207,16 +286,24 @@ def _bootstrap_ci(tr: _Trials, settings: MetricSettings, boot: dict, na: dict, d
     groups = tr.test_spk if unit == "speaker" else None
     if unit == "speaker" and groups is None:
         raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
-    res = bootstrap_metrics(tr.s, tr.y, groups=groups, weights=tr.w, settings=settings, sorted_trials=tr.st,
-                            **boot)
+    res = bootstrap_metrics(
+        tr.s, tr.y, groups=groups, weights=tr.w, settings=settings, sorted_trials=tr.st, **boot
+    )
     ci = res.ci()
     ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
     details["n_valid_resamples"] = res.n_valid
     details["bootstrap"] = res.info()
     if res.n_valid < n_boot:
-        na["overall.ci95.dropped"] = (f"{n_boot - res.n_valid} of {n_boot} resamples had one class "
-                                      "and were left out of the intervals")
-    return {"eer": ci["eer"], "auc": ci["auc"], "tpr_at_fpr": ci["tpr_at_fpr"], "min_dcf": ci["min_dcf"]}
+        na["overall.ci95.dropped"] = (
+            f"{n_boot - res.n_valid} of {n_boot} resamples had one class "
+            "and were left out of the intervals"
+        )
+    return {
+        "eer": ci["eer"],
+        "auc": ci["auc"],
+        "tpr_at_fpr": ci["tpr_at_fpr"],
+        "min_dcf": ci["min_dcf"],
+    }
 
 
 def _curves(c: Counts, eer) -> dict:
@@ -238,8 +325,15 @@ def _per_speaker(tr: _Trials, method: str, na: dict) -> Optional[dict]:
     return per
 
 
-def _segments(tr: _Trials, speakers: Optional[dict], accent_grouping: str, min_speakers: int, method: str,
-              na: dict, details: dict) -> dict:
+def _segments(
+    tr: _Trials,
+    speakers: Optional[dict],
+    accent_grouping: str,
+    min_speakers: int,
+    method: str,
+    na: dict,
+    details: dict,
+) -> dict:
     """``segments`` (empty without speaker attributes or utt2spk, the reason in ``na``); skipped
     segments and missing EERs go into ``na``, the skipped counts into ``details``."""
     if speakers is None:
@@ -249,11 +343,19 @@ def _segments(tr: _Trials, speakers: Optional[dict], accent_grouping: str, min_s
         na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
         return {}
     table = _segment_table(speakers, tr.test_spk, tr.enroll_spk, accent_grouping, na)
-    segs, skipped, reasons = segment_eers(tr.st, tr.enroll_spk, tr.test_spk, table, weights=tr.w,
-                                          method=method, min_speakers=min_speakers)
+    segs, skipped, reasons = segment_eers(
+        tr.st,
+        tr.enroll_spk,
+        tr.test_spk,
+        table,
+        weights=tr.w,
+        method=method,
+        min_speakers=min_speakers,
+    )
     for (attr, value), k in skipped.items():
-        na[f"segments.{attr}.{value}"] = (f"{k} trial speaker{'s' if k != 1 else ''} "
-                                          f"(fewer than {min_speakers}): skipped")
+        na[f"segments.{attr}.{value}"] = (
+            f"{k} trial speaker{'s' if k != 1 else ''} (fewer than {min_speakers}): skipped"
+        )
     for (attr, value, key), why in reasons.items():
         na[f"segments.{attr}.{value}.{key}"] = why
     if not segs and not skipped:
@@ -272,7 +374,9 @@ def _segment_table(speakers: dict, test_spk, enroll_spk, accent_grouping: str, n
     listed = {k: v for k, v in speakers.items() if str(k) in trial_speakers and "accent" in v}
     for label, why in accent_groups(listed, accent_grouping)[1].items():
         n = why["n_speakers"]
-        na[f"segments.accent_left_out.{label}"] = f"{n} speaker{'s' if n != 1 else ''} in no segment: {why['reason']}"
+        na[f"segments.accent_left_out.{label}"] = (
+            f"{n} speaker{'s' if n != 1 else ''} in no segment: {why['reason']}"
+        )
     _check_listed(np.unique(np.concatenate([test_spk, enroll_spk])), table)
     return table
 
@@ -280,9 +384,13 @@ def _segment_table(speakers: dict, test_spk, enroll_spk, accent_grouping: str, n
 def _check_listed(speaker_ids, table: dict) -> None:
     missing = [s for s in speaker_ids.tolist() if s not in table]
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise DataError(f"{len(missing)} trial speaker(s) missing from the speaker attributes: {shown}",
-                        hint="list every test and enrollment speaker in the speaker file")
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise DataError(
+            f"{len(missing)} trial speaker(s) missing from the speaker attributes: {shown}",
+            hint="list every test and enrollment speaker in the speaker file",
+        )
 
 
 def _count(x):
@@ -326,8 +434,13 @@ def _json_safe(obj):
     if isinstance(obj, np.ndarray):
         return _json_safe(obj.tolist())
     if isinstance(obj, MetricSettings):
-        return {"eer_method": obj.eer_method, "fpr_targets": list(obj.fpr_targets), "p_target": obj.p_target,
-                "c_miss": obj.c_miss, "c_fa": obj.c_fa}
+        return {
+            "eer_method": obj.eer_method,
+            "fpr_targets": list(obj.fpr_targets),
+            "p_target": obj.p_target,
+            "c_miss": obj.c_miss,
+            "c_fa": obj.c_fa,
+        }
     if obj is None or isinstance(obj, str):
         return obj
     return str(obj)
@@ -378,9 +491,15 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
 
 def _overall_lines(ov: dict, details: dict) -> list:
     """The overall table: EER, its threshold, AUC, TPR at each FPR, minDCF, with 95% CIs."""
-    lines = ["", "## Overall", "",
-             f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.", "",
-             "| metric | value | 95% CI |", "|---|---|---|"]
+    lines = [
+        "",
+        "## Overall",
+        "",
+        f"{ov.get('n_target', 0)} target and {ov.get('n_nontarget', 0)} non-target trials.",
+        "",
+        "| metric | value | 95% CI |",
+        "|---|---|---|",
+    ]
     ci = ov.get("ci95") or {}
     small = ov.get("small_evaluation")
     degenerate = " (small evaluation: see below)" if small else ""
@@ -388,13 +507,18 @@ def _overall_lines(ov: dict, details: dict) -> list:
     lines.append(f"| EER threshold | {_f(ov.get('eer_threshold'), 6)} | |")
     lines.append(f"| AUC | {_f(ov.get('auc'))} | {_ci(ci.get('auc'), pct=False)} |")
     for k, v in (ov.get("tpr_at_fpr") or {}).items():
-        lines.append(f"| TPR at FPR {float(k):g} | {_pct(v)} | {_ci((ci.get('tpr_at_fpr') or {}).get(k))} |")
+        lines.append(
+            f"| TPR at FPR {float(k):g} | {_pct(v)} | {_ci((ci.get('tpr_at_fpr') or {}).get(k))} |"
+        )
     lines.append(f"| minDCF | {_f(ov.get('min_dcf'))} | {_ci(ci.get('min_dcf'), pct=False)} |")
     if small:
         lines += ["", f"**Small evaluation.** {small_note(small)}."]
     if details.get("eer_speechbrain") is not None:
-        lines += ["", f"EER, SpeechBrain definition: {_pct(details['eer_speechbrain'])}; "
-                      f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}."]
+        lines += [
+            "",
+            f"EER, SpeechBrain definition: {_pct(details['eer_speechbrain'])}; "
+            f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}.",
+        ]
     return lines
 
 
@@ -402,9 +526,15 @@ def _per_speaker_lines(per: Optional[dict]) -> list:
     """Per-speaker EER, best first; speakers without an EER last."""
     if not per:
         return []
-    lines = ["", "## Per-speaker EER", "",
-             "EER over the trials whose test utterance belongs to the speaker.", "",
-             "| speaker | EER | target | non-target |", "|---|---|---|---|"]
+    lines = [
+        "",
+        "## Per-speaker EER",
+        "",
+        "EER over the trials whose test utterance belongs to the speaker.",
+        "",
+        "| speaker | EER | target | non-target |",
+        "|---|---|---|---|",
+    ]
     order = sorted(per, key=lambda s: (per[s]["eer"] is None, per[s]["eer"] or 0.0, s))
     for spk in order:
         row = per[spk]
@@ -416,40 +546,64 @@ def _segment_lines(segs: dict, skipped: dict) -> list:
     """Intra- and inter-EER per attribute value, and the segments too small to report."""
     lines = []
     if segs:
-        lines += ["", "## Population segments", "",
-                  "Intra-EER: the segment's speakers as trial and enrollment speakers. Inter-EER: the "
-                  "segment's speakers as trial speakers against every enrollment speaker.", "",
-                  "| attribute | value | speakers | intra-EER | inter-EER |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Population segments",
+            "",
+            "Intra-EER: the segment's speakers as trial and enrollment speakers. Inter-EER: the "
+            "segment's speakers as trial speakers against every enrollment speaker.",
+            "",
+            "| attribute | value | speakers | intra-EER | inter-EER |",
+            "|---|---|---|---|---|",
+        ]
         for attr, values in segs.items():
             for value, row in values.items():
-                lines.append(f"| {attr} | {value} | {row['n_speakers']} | {_pct(row['intra_eer'])} | "
-                             f"{_pct(row['inter_eer'])} |")
+                lines.append(
+                    f"| {attr} | {value} | {row['n_speakers']} | {_pct(row['intra_eer'])} | "
+                    f"{_pct(row['inter_eer'])} |"
+                )
     if skipped:
-        lines += ["", "Skipped segments (fewer than 3 speakers): "
-                  + ", ".join(f"{k} ({v})" for k, v in skipped.items()) + "."]
+        lines += [
+            "",
+            "Skipped segments (fewer than 3 speakers): "
+            + ", ".join(f"{k} ({v})" for k, v in skipped.items())
+            + ".",
+        ]
     return lines
 
 
 def _definition_lines(details: dict) -> list:
     """How each metric and CI is defined, with the settings of this run."""
     settings = details.get("settings")
-    lines = ["", "## Definitions", "",
-             "- EER (default, SpeechBrain / VoicePrivacy): thresholds at the distinct scores and the midpoints "
-             "between them; FRR = share of target scores <= t, FAR = share of non-target scores > t; "
-             "EER = (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR|. The convex-hull EER is the "
-             "interpolated alternative.",
-             "- TPR@FPR: the largest TPR among thresholds whose FPR does not exceed the target (no interpolation).",
-             "- AUC: P(target score > non-target score) + P(tie) / 2."]
+    lines = [
+        "",
+        "## Definitions",
+        "",
+        "- EER (default, SpeechBrain / VoicePrivacy): thresholds at the distinct scores and the midpoints "
+        "between them; FRR = share of target scores <= t, FAR = share of non-target scores > t; "
+        "EER = (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR|. The convex-hull EER is the "
+        "interpolated alternative.",
+        "- TPR@FPR: the largest TPR among thresholds whose FPR does not exceed the target (no interpolation).",
+        "- AUC: P(target score > non-target score) + P(tie) / 2.",
+    ]
     if isinstance(settings, MetricSettings):
-        lines.append(f"- minDCF: normalised, p_target {settings.p_target}, C_miss {settings.c_miss}, "
-                     f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}.")
+        lines.append(
+            f"- minDCF: normalised, p_target {settings.p_target}, C_miss {settings.c_miss}, "
+            f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}."
+        )
     if details.get("n_boot"):
         unit = details.get("bootstrap_unit", "trial")
-        lines.append(f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
-                     f"{'test speakers' if unit == 'speaker' else 'trials'} (seed {details.get('seed')})"
-                     + ("." if unit == "speaker" else "; trials that share a test speaker are not independent, "
-                        "so these CIs are too narrow (give --utt2spk to resample speakers).")
-                     + _binned_note(details.get("bootstrap")))
+        lines.append(
+            f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
+            f"{'test speakers' if unit == 'speaker' else 'trials'} (seed {details.get('seed')})"
+            + (
+                "."
+                if unit == "speaker"
+                else "; trials that share a test speaker are not independent, "
+                "so these CIs are too narrow (give --utt2spk to resample speakers)."
+            )
+            + _binned_note(details.get("bootstrap"))
+        )
     return lines
 
 
@@ -459,12 +613,19 @@ def _binned_note(info: Optional[dict]) -> str:
     if info.get("exact_bins"):
         return f" Drawn as count tables over the {info['bins']} distinct scores (exact)."
     eer = (info.get("ci_error_bound") or {}).get("eer")
-    return (f" Drawn as count tables over {info['bins']} score bins: each CI endpoint lies within the bounds in "
-            f"results.json (run.bootstrap.ci_error_bound; EER {_pct(eer)}) of the exact bootstrap's.")
+    return (
+        f" Drawn as count tables over {info['bins']} score bins: each CI endpoint lies within the bounds in "
+        f"results.json (run.bootstrap.ci_error_bound; EER {_pct(eer)}) of the exact bootstrap's."
+    )
 
 
-def write_report(out_dir, results: dict, run_info: Optional[dict] = None, plots: bool = True,
-                 curves: Optional[dict] = None) -> dict:
+def write_report(
+    out_dir,
+    results: dict,
+    run_info: Optional[dict] = None,
+    plots: bool = True,
+    curves: Optional[dict] = None,
+) -> dict:
     """Write ``results.json``, ``report.md`` and (with ``plots``) roc.png, det.png,
     per_speaker_eer.png and segments.png into ``out_dir``, each atomically.
 
@@ -487,7 +648,9 @@ def write_report(out_dir, results: dict, run_info: Optional[dict] = None, plots:
         timings = dict(run_info.get("timings_s") or {})
         timings["plots"] = round(time.perf_counter() - t0, 4)
         run_info["timings_s"] = timings
-    if details.get("bootstrap") is not None:  # which bootstrap made the CIs (exact, or binned with B bins)
+    if (
+        details.get("bootstrap") is not None
+    ):  # which bootstrap made the CIs (exact, or binned with B bins)
         run_info = {"bootstrap": details["bootstrap"], **(run_info or {})}
     doc = build_results(results, run_info)
     doc["not_applicable"].update(na_extra)

@@ -89,7 +89,10 @@ def parse_scores(lines, path="<memory>") -> ScoreTrials:
         if len(fields[i]) != 4:
             raise DataError(
                 f"expected 4 fields (<enroll-id> <test-id> <score> <target|nontarget>), got {len(fields[i])}: "
-                f"{lines[i].strip()[:80]!r}", path=path, line=i + 1)
+                f"{lines[i].strip()[:80]!r}",
+                path=path,
+                line=i + 1,
+            )
     if not numbers:
         raise DataError("no trials in the score file", path=path)
     rows = [fields[i] for i in numbers]
@@ -104,22 +107,30 @@ def parse_scores(lines, path="<memory>") -> ScoreTrials:
             try:
                 float(r[2])
             except ValueError:
-                raise DataError(f"score {r[2]!r} is not a number", path=path, line=int(ln)) from None
+                raise DataError(
+                    f"score {r[2]!r} is not a number", path=path, line=int(ln)
+                ) from None
         raise
     bad = ~np.isfinite(scores)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DataError(
             f"score {rows[i][2]!r} is not finite ({int(bad.sum())} non-finite scores in the file)",
-            path=path, line=int(line_no[i]),
-            hint="NaN and +/-inf scores are rejected; fix the scorer or map them to finite values")
+            path=path,
+            line=int(line_no[i]),
+            hint="NaN and +/-inf scores are rejected; fix the scorer or map them to finite values",
+        )
     word_arr = np.array(words)
     labels = word_arr == "target"
     unknown = ~labels & (word_arr != "nontarget")
     if unknown.any():
         i = int(np.flatnonzero(unknown)[0])
-        raise DataError(f"unknown label {words[i]!r}", path=path, line=int(line_no[i]),
-                        hint="labels are 'target' or 'nontarget'")
+        raise DataError(
+            f"unknown label {words[i]!r}",
+            path=path,
+            line=int(line_no[i]),
+            hint="labels are 'target' or 'nontarget'",
+        )
     _check_duplicates(enroll, test, line_no, path)
     return ScoreTrials(enroll, test, scores, labels, line_no, str(path))
 
@@ -133,7 +144,10 @@ def _check_duplicates(enroll, test, line_no, path):
         if pair in seen:
             raise DataError(
                 f"duplicate trial {pair[0]} {pair[1]}: also on line {seen[pair]}",
-                path=path, line=ln, hint="each (enroll-id, test-id) pair may appear once; remove the repeats")
+                path=path,
+                line=ln,
+                hint="each (enroll-id, test-id) pair may appear once; remove the repeats",
+            )
         seen[pair] = ln
 
 
@@ -155,12 +169,20 @@ def _fast_scores(data: bytes, path):
     names = ["enroll", "test", "score", "label"]
     try:
         table = pcsv.read_csv(
-            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names),
-            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
-                                            ignore_empty_lines=False),  # a blank line fails here
+            pa.BufferReader(data),
+            read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(
+                delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=False
+            ),  # a blank line fails here
             convert_options=pcsv.ConvertOptions(
-                column_types=dict(zip(names, [pa.string(), pa.string(), pa.float64(), pa.string()])),
-                null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False))
+                column_types=dict(
+                    zip(names, [pa.string(), pa.string(), pa.float64(), pa.string()])
+                ),
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     n = table.num_rows
@@ -169,12 +191,26 @@ def _fast_scores(data: bytes, path):
     scores = table["score"].to_numpy()
     labels = pc.equal(table["label"], "target").to_numpy(zero_copy_only=False)
     known = pc.sum(pc.equal(table["label"], "nontarget")).as_py() or 0
-    enroll, test = (pc.dictionary_encode(table[name].combine_chunks()) for name in ("enroll", "test"))
-    pairs = np.sort(enroll.indices.to_numpy().astype(np.int64) * len(test.dictionary) + test.indices.to_numpy())
-    if not np.isfinite(scores).all() or int(labels.sum()) + known != n or (pairs[1:] == pairs[:-1]).any():
+    enroll, test = (
+        pc.dictionary_encode(table[name].combine_chunks()) for name in ("enroll", "test")
+    )
+    pairs = np.sort(
+        enroll.indices.to_numpy().astype(np.int64) * len(test.dictionary) + test.indices.to_numpy()
+    )
+    if (
+        not np.isfinite(scores).all()
+        or int(labels.sum()) + known != n
+        or (pairs[1:] == pairs[:-1]).any()
+    ):
         return None
-    return ScoreTrials(_object_ids(enroll), _object_ids(test), scores, labels, np.arange(1, n + 1, dtype=np.int64),
-                       str(path))
+    return ScoreTrials(
+        _object_ids(enroll),
+        _object_ids(test),
+        scores,
+        labels,
+        np.arange(1, n + 1, dtype=np.int64),
+        str(path),
+    )
 
 
 def _object_ids(codes) -> np.ndarray:
@@ -211,7 +247,8 @@ def write_scores(path, enroll_ids, test_ids, scores, labels) -> None:
         labels = words == "target"
     text = "".join(
         f"{e} {t} {format_score(s)} {'target' if y else 'nontarget'}\n"
-        for e, t, s, y in zip(enroll_ids, test_ids, scores.tolist(), labels.tolist()))
+        for e, t, s, y in zip(enroll_ids, test_ids, scores.tolist(), labels.tolist())
+    )
     write_text(path, text)
 
 
@@ -223,7 +260,9 @@ def read_utt2spk(path) -> dict:
         if not f:
             continue
         if len(f) != 2:
-            raise DataError(f"expected '<utt-id> <speaker>', got {len(f)} fields", path=path, line=i)
+            raise DataError(
+                f"expected '<utt-id> <speaker>', got {len(f)} fields", path=path, line=i
+            )
         if f[0] in out:
             raise DataError(f"utterance {f[0]} is listed twice", path=path, line=i)
         out[f[0]] = f[1]
@@ -280,8 +319,12 @@ def read_speakers(path) -> dict:
             dialect = csv.excel
         reader = csv.DictReader(io.StringIO(text), dialect=dialect)
         if not reader.fieldnames or "speaker" not in [h.strip() for h in reader.fieldnames]:
-            raise DataError(f"no 'speaker' column in the CSV header {reader.fieldnames}", path=path, line=1,
-                            hint="a speaker file is JSON lines or CSV with a 'speaker' column")
+            raise DataError(
+                f"no 'speaker' column in the CSV header {reader.fieldnames}",
+                path=path,
+                line=1,
+                hint="a speaker file is JSON lines or CSV with a 'speaker' column",
+            )
         for i, rec in enumerate(reader, 2):
             rows.append((i, rec))
     out = {}
@@ -303,13 +346,20 @@ def map_ids(ids, mapping: dict, *, what: str, path=None, keep_unmapped: bool = F
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    codes = pc.dictionary_encode(pa.array(np.asarray(ids).astype(str)))  # hashed: 4x a sort of 10^6 ids
+    codes = pc.dictionary_encode(
+        pa.array(np.asarray(ids).astype(str))
+    )  # hashed: 4x a sort of 10^6 ids
     uniq = codes.dictionary.to_pylist()
     missing = sorted(u for u in uniq if u not in mapping)
     if missing and not keep_unmapped:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise DataError(f"{len(missing)} {what} not found: {shown}", path=path,
-                        hint=f"every {what.rstrip('s')} must be listed")
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise DataError(
+            f"{len(missing)} {what} not found: {shown}",
+            path=path,
+            hint=f"every {what.rstrip('s')} must be listed",
+        )
     mapped = np.array([str(mapping.get(u, u)) for u in uniq])
     return mapped[codes.indices.to_numpy(zero_copy_only=False)]
 
@@ -326,7 +376,9 @@ def align_trials(a: ScoreTrials, b: ScoreTrials):
     found = key_b[order_b][pos] == key_a
     if not found.all():
         i = int(np.flatnonzero(~found)[0])
-        raise DataError(f"trial {a.enroll[i]} {a.test[i]} is not in {b.path}", path=a.path, line=int(a.lines[i]))
+        raise DataError(
+            f"trial {a.enroll[i]} {a.test[i]} is not in {b.path}", path=a.path, line=int(a.lines[i])
+        )
     if key_a.size != key_b.size:
         extra = np.setdiff1d(key_b, key_a)[0].replace("\t", " ")
         raise DataError(f"trial {extra} is only in this file, not in {a.path}", path=b.path)
@@ -334,6 +386,10 @@ def align_trials(a: ScoreTrials, b: ScoreTrials):
     differ = a.labels != b.labels[idx]
     if differ.any():
         i = int(np.flatnonzero(differ)[0])
-        raise DataError(f"trial {a.enroll[i]} {a.test[i]} has different labels in the two files "
-                        f"(line {int(b.lines[idx[i]])} of {b.path})", path=a.path, line=int(a.lines[i]))
+        raise DataError(
+            f"trial {a.enroll[i]} {a.test[i]} has different labels in the two files "
+            f"(line {int(b.lines[idx[i]])} of {b.path})",
+            path=a.path,
+            line=int(a.lines[i]),
+        )
     return a.scores, b.scores[idx], a.labels

@@ -22,19 +22,32 @@ from ..errors import DataError
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "g2p", help="text -> stress-free CMU phones (offline g2p_en)",
+        "g2p",
+        help="text -> stress-free CMU phones (offline g2p_en)",
         description="Print the stress-free CMU (ARPAbet) phones of English text: phones separated by "
-                    "spaces, words by ' | '. Offline g2p_en: CMU dictionary, its homograph table with a "
-                    "POS tagger, its neural model for unknown words.")
+        "spaces, words by ' | '. Offline g2p_en: CMU dictionary, its homograph table with a "
+        "POS tagger, its neural model for unknown words.",
+    )
     parser.add_argument("text", nargs="*", help="text to convert (one output line per argument)")
-    parser.add_argument("--file", type=str, default=None,
-                        help="read sentences from FILE, one per line ('-' for stdin)")
+    parser.add_argument(
+        "--file",
+        type=str,
+        default=None,
+        help="read sentences from FILE, one per line ('-' for stdin)",
+    )
     parser.add_argument("--json", action="store_true", help="print words as JSON lists of phones")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="word cache folder (default: $SPARC_EVAL_CACHE or ~/.cache/sparc_eval)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="word cache folder (default: $SPARC_EVAL_CACHE or ~/.cache/sparc_eval)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="keep no word cache on disk")
-    parser.add_argument("--strict-g2p-en", action="store_true",
-                        help="exactly g2p_en's phones (no hyphen splitting or Unicode clean-up)")
+    parser.add_argument(
+        "--strict-g2p-en",
+        action="store_true",
+        help="exactly g2p_en's phones (no hyphen splitting or Unicode clean-up)",
+    )
     parser.set_defaults(func=run)
 
 

@@ -20,8 +20,10 @@ def speaker_distinctiveness(manifest, features) -> dict:
         by_speaker.setdefault(utt.speaker, []).append(features.phones(utt))
     speakers, freqs = relative_frequencies(by_speaker)
     scores = distinctiveness(freqs)
-    return {s: {"distinctiveness": float(d), "n_phones": int(sum(len(p) for p in by_speaker[s]))}
-            for s, d in zip(speakers, scores)}
+    return {
+        s: {"distinctiveness": float(d), "n_phones": int(sum(len(p) for p in by_speaker[s]))}
+        for s, d in zip(speakers, scores)
+    }
 
 
 def per_speaker_eers(results_path) -> dict:
@@ -32,8 +34,11 @@ def per_speaker_eers(results_path) -> dict:
     except (OSError, json.JSONDecodeError) as err:
         raise DataError(f"cannot read per-speaker EERs ({err})", path=path) from None
     if not per:
-        raise DataError("results.json has no per_speaker block", path=path,
-                        hint="evaluate with --utt2spk so per-speaker EERs exist")
+        raise DataError(
+            "results.json has no per_speaker block",
+            path=path,
+            hint="evaluate with --utt2spk so per-speaker EERs exist",
+        )
     return {s: v.get("eer") for s, v in per.items()}
 
 
@@ -43,5 +48,7 @@ def analyse(manifest, features, *, eers: dict | None = None) -> dict:
     ranked = sorted(table, key=lambda s: -table[s]["distinctiveness"])
     out = {"speakers": table, "ranked": ranked}
     if eers is not None:
-        out["correlation_with_eer"] = correlate({s: v["distinctiveness"] for s, v in table.items()}, eers)
+        out["correlation_with_eer"] = correlate(
+            {s: v["distinctiveness"] for s, v in table.items()}, eers
+        )
     return out

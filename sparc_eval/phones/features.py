@@ -28,14 +28,25 @@ SOURCES = ("transcript", "audio")
 class PhoneFeatures:
     """utterance -> (T, 39|40) one-hot matrix (paper equation 1), with an on-disk cache."""
 
-    def __init__(self, *, source: str = "transcript", durations: bool = False, silence="auto",
-                 text: str = "spoken", recognizer: str = "pocketsphinx", recognizer_options: dict | None = None,
-                 cache_dir=None, use_cache: bool = True):
+    def __init__(
+        self,
+        *,
+        source: str = "transcript",
+        durations: bool = False,
+        silence="auto",
+        text: str = "spoken",
+        recognizer: str = "pocketsphinx",
+        recognizer_options: dict | None = None,
+        cache_dir=None,
+        use_cache: bool = True,
+    ):
         if source not in SOURCES:
             raise DataError(f"phone source {source!r} is not one of {SOURCES}")
         if source == "transcript" and durations:
-            raise DataError("phone durations need audio: transcripts have no timings",
-                            hint="set source: audio (a phone recognizer) or durations: False")
+            raise DataError(
+                "phone durations need audio: transcripts have no timings",
+                hint="set source: audio (a phone recognizer) or durations: False",
+            )
         if text not in TEXT_CHOICES:
             raise DataError(f"phone text {text!r} is not one of {', '.join(TEXT_CHOICES)}")
         # auto: a recognizer's silence is a phone (40 columns, as in the paper); transcripts have none
@@ -43,13 +54,20 @@ class PhoneFeatures:
         self.source, self.durations, self.silence, self.text = source, durations, silence, text
         self.recognizer_name, self.recognizer_options = recognizer, dict(recognizer_options or {})
         self._g2p = self._recognizer = None
-        self.cache = ArrayCache(cache_dir or default_cache_dir(), "phones", self.settings()) if use_cache else None
+        self.cache = (
+            ArrayCache(cache_dir or default_cache_dir(), "phones", self.settings())
+            if use_cache
+            else None
+        )
 
     def settings(self) -> dict:
         settings = {"source": self.source, "version": 1}
         if self.source == "audio":  # an aligner's transcript is in each utterance's key
-            settings.update(recognizer=self.recognizer_name, options=self.recognizer_options,
-                            backend=self._recognizer_settings())
+            settings.update(
+                recognizer=self.recognizer_name,
+                options=self.recognizer_options,
+                backend=self._recognizer_settings(),
+            )
         else:  # the G2P's versions and tagger, so an upgrade invalidates cached phones
             g2p = self._load_g2p()
             settings.update(text=self.text, g2p=g2p.settings(), tagger=g2p.tagger_id())
@@ -85,45 +103,66 @@ class PhoneFeatures:
             text = self._text_of(utt)
         else:
             if utt.audio is None:
-                raise DataError(f"utterance {utt.id!r} has no audio; source: audio needs it",
-                                hint="use source: transcript for text-only corpora")
+                raise DataError(
+                    f"utterance {utt.id!r} has no audio; source: audio needs it",
+                    hint="use source: transcript for text-only corpora",
+                )
             # an aligner's output depends on the transcript as well as the audio
-            text = self._text_of(utt) if getattr(self._load_recognizer(), "needs_text", False) else None
+            text = (
+                self._text_of(utt)
+                if getattr(self._load_recognizer(), "needs_text", False)
+                else None
+            )
         key = content_key(utt, source=self.source, text=text)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached
         if self.source == "transcript":
             phones = [p for word in self._load_g2p().words(text) for p in word]
-            array = np.array([[PHONE_INDEX[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+            array = np.array(
+                [[PHONE_INDEX[p], 0.0, 0.0] for p in phones], dtype=np.float64
+            ).reshape(-1, 3)
         else:
             from .recognizer import recognize_utterance
 
             segments = recognize_utterance(self._load_recognizer(), utt, text)
-            array = np.array([[PHONE_INDEX[p], s, e] for p, s, e in segments], dtype=np.float64).reshape(-1, 3)
+            array = np.array(
+                [[PHONE_INDEX[p], s, e] for p, s, e in segments], dtype=np.float64
+            ).reshape(-1, 3)
         if self.cache is not None:
             self.cache.put(key, array)
         return array
 
     def phones(self, utt, *, keep_silence: bool = False) -> list:
-        return [PHONES[int(i)] for i, _, _ in self.segments(utt)
-                if keep_silence or PHONES[int(i)] != "SIL"]
+        return [
+            PHONES[int(i)]
+            for i, _, _ in self.segments(utt)
+            if keep_silence or PHONES[int(i)] != "SIL"
+        ]
 
     def __call__(self, utt) -> np.ndarray:
         seq = self.segments(utt)
-        items = [(PHONES[int(i)], s, e) for i, s, e in seq] if self.durations else \
-            [PHONES[int(i)] for i, _, _ in seq]
+        items = (
+            [(PHONES[int(i)], s, e) for i, s, e in seq]
+            if self.durations
+            else [PHONES[int(i)] for i, _, _ in seq]
+        )
         return one_hot(items, durations=self.durations, silence=self.silence, utt_id=utt.id)
 
     def corpus(self, manifest, *, progress: bool = True) -> dict:
         """utterance id -> feature matrix for every utterance; empty ones are reported once."""
         features, empty = {}, []
-        for utt in tqdm(list(manifest), desc=f"phones ({self.source})", disable=not progress, leave=False):
+        for utt in tqdm(
+            list(manifest), desc=f"phones ({self.source})", disable=not progress, leave=False
+        ):
             matrix = self(utt)
             if matrix.shape[0] == 0:
                 empty.append(utt.id)
             features[utt.id] = matrix
         if empty:
-            warnings.warn(f"{len(empty)} utterances have no phones (e.g. {empty[:3]}); they are dropped "
-                          f"from training and scored as empty input", stacklevel=2)
+            warnings.warn(
+                f"{len(empty)} utterances have no phones (e.g. {empty[:3]}); they are dropped "
+                f"from training and scored as empty input",
+                stacklevel=2,
+            )
         return features

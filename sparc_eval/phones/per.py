@@ -44,8 +44,8 @@ def edit_distance(ref: Sequence, hyp: Sequence) -> int:
     idx = np.arange(m + 1)
     prev = idx.copy()
     for i in range(1, n + 1):
-        sub = prev[:-1] + (h != r[i - 1])          # diagonal: match or substitution
-        dele = prev[1:] + 1                          # deletion of ref[i-1]
+        sub = prev[:-1] + (h != r[i - 1])  # diagonal: match or substitution
+        dele = prev[1:] + 1  # deletion of ref[i-1]
         t = np.empty(m + 1, dtype=prev.dtype)
         t[0] = i
         t[1:] = np.minimum(sub, dele)

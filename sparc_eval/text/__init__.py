@@ -12,11 +12,33 @@ Scorers live in ``attackers.text`` (this package never imports them; the recipe 
 
 from .settings import TextRunSettings
 from .shared_text import SharedTextConfig, SharedTextResult, detect_shared_text
-from .trials import (TRIAL_CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialBuilder, TrialConfig, TrialSet, build_trials,
-                     cut_probes, read_trials_jsonl)
+from .trials import (
+    TRIAL_CONDITIONS,
+    TRIAL_TYPES,
+    TYPE_CONDITIONS,
+    TrialBuilder,
+    TrialConfig,
+    TrialSet,
+    build_trials,
+    cut_probes,
+    read_trials_jsonl,
+)
 
 CONDITIONS = TRIAL_CONDITIONS  # the old name, kept for code that imports it from here
 
-__all__ = ["SharedTextConfig", "SharedTextResult", "detect_shared_text", "TRIAL_CONDITIONS", "CONDITIONS",
-           "TRIAL_TYPES", "TYPE_CONDITIONS", "TrialBuilder", "TrialConfig", "TrialSet", "TextRunSettings",
-           "build_trials", "cut_probes", "read_trials_jsonl"]
+__all__ = [
+    "SharedTextConfig",
+    "SharedTextResult",
+    "detect_shared_text",
+    "TRIAL_CONDITIONS",
+    "CONDITIONS",
+    "TRIAL_TYPES",
+    "TYPE_CONDITIONS",
+    "TrialBuilder",
+    "TrialConfig",
+    "TrialSet",
+    "TextRunSettings",
+    "build_trials",
+    "cut_probes",
+    "read_trials_jsonl",
+]

@@ -25,14 +25,21 @@ def evaluate(hparams: dict, log):
 
 
 def main(argv=None, *, prog: str = "evaluate_text") -> int:
-    return run_recipe(argv, lambda hparams, _file, _overrides, log: evaluate(hparams, log), prog=prog)
+    return run_recipe(
+        argv, lambda hparams, _file, _overrides, log: evaluate(hparams, log), prog=prog
+    )
 
 
 def register(subparsers) -> None:
     register_recipe(
-        subparsers, "text", run, help="SPARC transcript-only speaker/attribute verification",
+        subparsers,
+        "text",
+        run,
+        help="SPARC transcript-only speaker/attribute verification",
         description="Trials, scores and metrics per task, (P, L) setting and condition from an hparams file "
-                    "(hparams/text/*.yaml) with --key=value overrides.", example="hparams/text/tfidf.yaml")
+        "(hparams/text/*.yaml) with --key=value overrides.",
+        example="hparams/text/tfidf.yaml",
+    )
 
 
 def run(args) -> int:

@@ -24,8 +24,10 @@ METRICS = ("eer", "auc", "min_dcf")
 
 def _delta(block: dict, base: dict) -> dict:
     out = {m: None if block[m] is None or base[m] is None else block[m] - base[m] for m in METRICS}
-    out["tpr_at_fpr"] = {k: None if v is None or base["tpr_at_fpr"].get(k) is None else v - base["tpr_at_fpr"][k]
-                         for k, v in block["tpr_at_fpr"].items()}
+    out["tpr_at_fpr"] = {
+        k: None if v is None or base["tpr_at_fpr"].get(k) is None else v - base["tpr_at_fpr"][k]
+        for k, v in block["tpr_at_fpr"].items()
+    }
     return out
 
 
@@ -40,10 +42,17 @@ def ablation_deltas(results_by_scorer: dict, base_key: str) -> dict:
             if not base:
                 continue
             out[name][task] = {
-                key: {c: (_delta(block["conditions"][c], base["conditions"][c])
-                          if block["conditions"].get(c) and base["conditions"].get(c) else None)
-                      for c in TRIAL_CONDITIONS}
-                for key, block in by_setting.items() if key != base_key and block}
+                key: {
+                    c: (
+                        _delta(block["conditions"][c], base["conditions"][c])
+                        if block["conditions"].get(c) and base["conditions"].get(c)
+                        else None
+                    )
+                    for c in TRIAL_CONDITIONS
+                }
+                for key, block in by_setting.items()
+                if key != base_key and block
+            }
     return out
 
 
@@ -53,12 +62,16 @@ def probe_speakers(trials, idx) -> np.ndarray:
 
     out = [trials.records[i]["probe"].get("speaker") for i in idx]
     if any(s is None for s in out):
-        raise DataError("a speaker-level bootstrap needs each trial's probe speaker",
-                        hint="these trials carry none: set bootstrap_unit: trial")
+        raise DataError(
+            "a speaker-level bootstrap needs each trial's probe speaker",
+            hint="these trials carry none: set bootstrap_unit: trial",
+        )
     return np.asarray(out, dtype=str)
 
 
-def scorer_comparisons(trials, scores: dict, *, where: dict, n_boot: int, seed: int, unit: str) -> list:
+def scorer_comparisons(
+    trials, scores: dict, *, where: dict, n_boot: int, seed: int, unit: str
+) -> list:
     """Paired bootstrap of every pair of scorers on the trials both scored, per condition
     (``where``: task and setting, copied into each row); conditions without both classes are skipped."""
     from ..metrics import paired_bootstrap
@@ -73,10 +86,26 @@ def scorer_comparisons(trials, scores: dict, *, where: dict, n_boot: int, seed: 
             if y.size == 0 or y.all() or not y.any():
                 continue
             groups = probe_speakers(trials, idx) if unit == "speaker" else None
-            res = paired_bootstrap(scores[a][idx], scores[b][idx], y, n_boot=n_boot, seed=seed, unit=unit,
-                                   groups=groups)
+            res = paired_bootstrap(
+                scores[a][idx],
+                scores[b][idx],
+                y,
+                n_boot=n_boot,
+                seed=seed,
+                unit=unit,
+                groups=groups,
+            )
             n_speakers = None if groups is None else len(set(groups.tolist()))
-            rows.append({**where, "condition": cond, "scorer_a": a, "scorer_b": b, "n_trials": int(idx.size),
-                         **res.as_dict(), "n_speakers": n_speakers,
-                         "small": few_speakers_reason(n_speakers, n_speakers)})
+            rows.append(
+                {
+                    **where,
+                    "condition": cond,
+                    "scorer_a": a,
+                    "scorer_b": b,
+                    "n_trials": int(idx.size),
+                    **res.as_dict(),
+                    "n_speakers": n_speakers,
+                    "small": few_speakers_reason(n_speakers, n_speakers),
+                }
+            )
     return rows

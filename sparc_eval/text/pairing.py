@@ -114,9 +114,13 @@ def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
             name = str(spk)
         if not name:
             continue
-        tokens = sorted({t.lower() for t in re.split(r"[\s.\-_]+", str(name)) if len(t) >= 3 and t.isalpha()})
+        tokens = sorted(
+            {t.lower() for t in re.split(r"[\s.\-_]+", str(name)) if len(t) >= 3 and t.isalpha()}
+        )
         if tokens:
-            out[spk] = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in tokens) + r")\b", re.IGNORECASE)
+            out[spk] = re.compile(
+                r"\b(?:" + "|".join(re.escape(t) for t in tokens) + r")\b", re.IGNORECASE
+            )
     return out
 
 
@@ -159,8 +163,10 @@ class TrialPairing:
         self.L_max = int(L_max or config.L)
         self.apps = appearances(manifest)
         if not self.apps:
-            raise DataError(f"{getattr(manifest, 'name', 'manifest')}: no utterance with text",
-                            hint="SPARC trials need transcripts")
+            raise DataError(
+                f"{getattr(manifest, 'name', 'manifest')}: no utterance with text",
+                hint="SPARC trials need transcripts",
+            )
         self.attributes = manifest.speaker_attributes()
         ep_names = self._index_appearances()
         self._cut_probes()
@@ -171,8 +177,11 @@ class TrialPairing:
             mode = "on" if has_topic_metadata(manifest) else "off"
         self.topic_on = mode in ("on", True)
         self.topic = TopicIndex(manifest, ep_names) if self.topic_on else None
-        self.names = name_patterns(sorted({a.speaker for a in self.apps}), self.attributes, config) \
-            if config.name_screen != "off" else {}
+        self.names = (
+            name_patterns(sorted({a.speaker for a in self.apps}), self.attributes, config)
+            if config.name_screen != "off"
+            else {}
+        )
         self._task = None
         self._norm_cache = {}
         self._stats = {}
@@ -198,14 +207,18 @@ class TrialPairing:
         self.probes, self.n_cut, self.n_skipped, self.short_for_P = [], 0, 0, 0
         self.n_capped = 0
         for a in self.apps:
-            ps, c, s = cut_probes(a, int(config.P), int(config.tolerance), bool(config.strict), int(config.max_probes))
+            ps, c, s = cut_probes(
+                a, int(config.P), int(config.tolerance), bool(config.strict), int(config.max_probes)
+            )
             self.probes.extend(ps)
             self.n_cut += c
             self.n_skipped += s
             if not ps:
                 self.short_for_P += 1
             elif len(ps) == config.max_probes:
-                more, _, _ = cut_probes(a, int(config.P), int(config.tolerance), bool(config.strict), 10 ** 9)
+                more, _, _ = cut_probes(
+                    a, int(config.P), int(config.tolerance), bool(config.strict), 10**9
+                )
                 self.n_capped += len(more) - len(ps)
 
     # -- enrollment utterance indices of an appearance for a plan
@@ -237,11 +250,15 @@ class TrialPairing:
         idx = self.enroll_indices(plan, self.L_max)
         enroll_app = self.apps[plan.partner]
         if self.config.overlap_screen:
-            probe_norm = {norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words}
+            probe_norm = {
+                norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words
+            }
             if probe_norm & self._norm_set(plan.partner, idx):
                 counts["excluded_overlap"] += 1
                 return False
-        if self.names and (self.config.name_screen == "all" or (self._task == "speaker" and plan.label)):
+        if self.names and (
+            self.config.name_screen == "all" or (self._task == "speaker" and plan.label)
+        ):
             probe_spk = self.apps[probe.app].speaker
             pat = self.names.get(probe_spk)
             if pat is not None and any(pat.search(enroll_app.texts[i]) for i in idx):
@@ -290,8 +307,15 @@ class TrialPairing:
         """Up to k screened partners from candidates (random order)."""
         if k <= 0 or len(candidates) == 0:
             return []
-        return self._screened(rng.permutation(np.asarray(candidates)).tolist(), probe, k, position, label_of,
-                              counts, type_of)
+        return self._screened(
+            rng.permutation(np.asarray(candidates)).tolist(),
+            probe,
+            k,
+            position,
+            label_of,
+            counts,
+            type_of,
+        )
 
     def cross_take(self, rng, probe, universe, accept, k, label_of, counts, type_of):
         """Up to k screened head partners from other episodes: the members of ``universe`` (ascending
@@ -314,7 +338,19 @@ class TrialPairing:
                     break
         return out
 
-    def matched(self, rng, probe, pos_cands, neg_cands, strata_pos, strata_neg, k, counts, label_pos, label_neg):
+    def matched(
+        self,
+        rng,
+        probe,
+        pos_cands,
+        neg_cands,
+        strata_pos,
+        strata_neg,
+        k,
+        counts,
+        label_pos,
+        label_neg,
+    ):
         """Topic-controlled cross-episode pairs: up to k positives, each with a same-stratum negative."""
         plans, used = [], np.zeros(len(neg_cands), dtype=bool)
         for i in rng.permutation(len(pos_cands)):
@@ -360,7 +396,9 @@ class TrialPairing:
             n_short += len(idx) < L
             record = self._record(task, n, plan, L, idx)
             probe_side.append(side(("p", plan.probe.id), plan.probe.texts))
-            enroll_side.append(side(("e", record["enroll"]["id"]), [self.apps[plan.partner].texts[i] for i in idx]))
+            enroll_side.append(
+                side(("e", record["enroll"]["id"]), [self.apps[plan.partner].texts[i] for i in idx])
+            )
             labels.append(plan.label)
             records.append(record)
         meta = {"task": task, "P": int(self.config.P), "L": L, "enrollments_short_of_L": n_short}
@@ -371,18 +409,36 @@ class TrialPairing:
         probe, partner = plan.probe, self.apps[plan.partner]
         papp = self.apps[probe.app]
         P = int(self.config.P)
-        where = "head" if plan.position == "head" else (
-            f"tail-without-p{probe.k}" if plan.partner == probe.app else "tail")
+        where = (
+            "head"
+            if plan.position == "head"
+            else (f"tail-without-p{probe.k}" if plan.partner == probe.app else "tail")
+        )
         enroll_id = f"{clean_id(partner.speaker)}/{clean_id(partner.episode)}/{where}-L{L}"
         return {
-            "id": f"{task}/P{P}_L{L}/{n:06d}", "task": task, "P": P, "L": L, "type": plan.type,
-            "label": int(plan.label), "conditions": list(TYPE_CONDITIONS[plan.type]),
+            "id": f"{task}/P{P}_L{L}/{n:06d}",
+            "task": task,
+            "P": P,
+            "L": L,
+            "type": plan.type,
+            "label": int(plan.label),
+            "conditions": list(TYPE_CONDITIONS[plan.type]),
             "same_episode": plan.position == "tail",
-            "probe": {"id": probe.id, "speaker": papp.speaker, "episode": papp.episode,
-                      "utt_ids": papp.ids[probe.start:probe.stop], "n_words": probe.n_words,
-                      "cut_words": probe.cut_words},
-            "enroll": {"id": enroll_id, "speaker": partner.speaker, "episode": partner.episode,
-                       "utt_ids": [partner.ids[i] for i in idx], "position": plan.position},
+            "probe": {
+                "id": probe.id,
+                "speaker": papp.speaker,
+                "episode": papp.episode,
+                "utt_ids": papp.ids[probe.start : probe.stop],
+                "n_words": probe.n_words,
+                "cut_words": probe.cut_words,
+            },
+            "enroll": {
+                "id": enroll_id,
+                "speaker": partner.speaker,
+                "episode": partner.episode,
+                "utt_ids": [partner.ids[i] for i in idx],
+                "position": plan.position,
+            },
         }
 
     def stats(self, task: str) -> dict:

@@ -37,7 +37,9 @@ class Probe:
     cut_words: Optional[int]  # words kept of the last utterance when it was cut
 
 
-def cut_probes(app: Appearance, P: int, tolerance: int = 5, strict: bool = False, max_probes: int = 10):
+def cut_probes(
+    app: Appearance, P: int, tolerance: int = 5, strict: bool = False, max_probes: int = 10
+):
     """Non-overlapping probes from the start of an appearance; returns (probes, n_cut, n_skipped)."""
     lo, hi = P - tolerance, P + tolerance
     probes, n_cut, n_skipped = [], 0, 0
@@ -51,7 +53,7 @@ def cut_probes(app: Appearance, P: int, tolerance: int = 5, strict: bool = False
                 j += 1
                 continue
             if count + w <= hi:
-                made = (j + 1, list(app.texts[i:j + 1]), count + w, None)
+                made = (j + 1, list(app.texts[i : j + 1]), count + w, None)
             elif strict:
                 n_skipped += 1
                 made = "skip"
@@ -68,8 +70,18 @@ def cut_probes(app: Appearance, P: int, tolerance: int = 5, strict: bool = False
             continue
         stop, texts, n_words, cut = made
         k = len(probes)
-        probes.append(Probe(f"{clean_id(app.speaker)}/{clean_id(app.episode)}/p{k}", app.index, k, i, stop,
-                            tuple(texts), n_words, cut))
+        probes.append(
+            Probe(
+                f"{clean_id(app.speaker)}/{clean_id(app.episode)}/p{k}",
+                app.index,
+                k,
+                i,
+                stop,
+                tuple(texts),
+                n_words,
+                cut,
+            )
+        )
         i = stop
     return probes, n_cut, n_skipped
 
@@ -85,8 +97,10 @@ def appearances(manifest) -> list:
         if not u.text or not u.text.strip():
             continue
         if u.episode is None:
-            raise DataError(f"utterance {u.id!r} has no episode",
-                            hint="SPARC trials need an episode (conversation, chapter, podcast) for every utterance")
+            raise DataError(
+                f"utterance {u.id!r} has no episode",
+                hint="SPARC trials need an episode (conversation, chapter, podcast) for every utterance",
+            )
         key = (u.speaker, u.episode)
         app = groups.get(key)
         if app is None:

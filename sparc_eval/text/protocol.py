@@ -26,20 +26,33 @@ PROTOCOLS = {
     "naturalvoices": {
         "section": "A.1.1",
         "trials": {
-            "tolerance": 5, "max_probes": 1, "partners": {EP: 1, HP: 1, EN: 1, HN: 1},
-            "attribute_partners": {"same_episode": 1, "cross_episode": 1}, "match_negatives": (),
-            "negatives_cross_series": False, "positives_cross_series": False, "overlap_screen": False,
-            "name_screen": "off", "topic_control": "off",
+            "tolerance": 5,
+            "max_probes": 1,
+            "partners": {EP: 1, HP: 1, EN: 1, HN: 1},
+            "attribute_partners": {"same_episode": 1, "cross_episode": 1},
+            "match_negatives": (),
+            "negatives_cross_series": False,
+            "positives_cross_series": False,
+            "overlap_screen": False,
+            "name_screen": "off",
+            "topic_control": "off",
         },
     },
     "sporc": {
         "section": "A.1.2",
         "trials": {
-            "tolerance": 5, "max_probes": 1, "partners": {EP: 0, HP: 1, EN: 1, HN: 0},
+            "tolerance": 5,
+            "max_probes": 1,
+            "partners": {EP: 0, HP: 1, EN: 1, HN: 0},
             "attribute_partners": {"same_episode": 0, "cross_episode": 2},
-            "match_negatives": ("sex", "age", "accent"), "negatives_cross_series": True,
-            "positives_cross_series": False, "overlap_screen": True, "overlap_min_words": 1,
-            "name_screen": "speaker_positives", "topic_control": "on", "topic_max_similarity": 0.10,
+            "match_negatives": ("sex", "age", "accent"),
+            "negatives_cross_series": True,
+            "positives_cross_series": False,
+            "overlap_screen": True,
+            "overlap_min_words": 1,
+            "name_screen": "speaker_positives",
+            "topic_control": "on",
+            "topic_max_similarity": 0.10,
         },
     },
 }
@@ -47,13 +60,13 @@ PROTOCOLS = {
 # why a setting departs, where there is more to say than the two values
 REASONS = {
     "max_probes": "several non-overlapping probes per (speaker, episode), so that a small corpus (EdAcc: 30 "
-                  "conversations) yields thousands of trials; the paper forms one probe per (speaker or attribute, "
-                  "podcast) pair",
+    "conversations) yields thousands of trials; the paper forms one probe per (speaker or attribute, "
+    "podcast) pair",
     "partners": "several sampled partners per probe and trial type, for the same reason",
     "attribute_partners": "several sampled partners per probe, for the same reason",
     "overlap_min_words": "identical utterances shorter than this are not screened: at any length the screen drops "
-                         "trials for shared back-channels (EdAcc P200 L20: 1,366 of 1,724 trials left, every "
-                         "exclusion for a 1-2-word turn such as \"yeah\", \"mm hmm\" or \"okay\")",
+    "trials for shared back-channels (EdAcc P200 L20: 1,366 of 1,724 trials left, every "
+    'exclusion for a 1-2-word turn such as "yeah", "mm hmm" or "okay")',
     "overlap_screen": "the paper screens exact utterance overlap only in SPoRC (A.1.2)",
     "name_screen": "the paper screens names only in SPoRC's positive speaker trials",
     "positives_cross_series": "appendix A.4's cross-series control, not the main protocol of Table 6",
@@ -89,6 +102,8 @@ def trial_deviations(config, protocol: str, *, topic_on: bool) -> dict:
             value, paper_value = tuple(value), tuple(paper)
         if value != paper_value:
             why = REASONS.get(key)
-            out[key] = (f"{_shown(value)} here, {_shown(paper_value)} in the paper's {protocol} protocol "
-                        f"({ref['section']})" + (f": {why}" if why else ""))
+            out[key] = (
+                f"{_shown(value)} here, {_shown(paper_value)} in the paper's {protocol} protocol "
+                f"({ref['section']})" + (f": {why}" if why else "")
+            )
     return out

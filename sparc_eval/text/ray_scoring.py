@@ -36,7 +36,14 @@ import numpy as np
 from ..errors import DataError
 from .trial_set import TrialSet
 
-__all__ = ["DEFAULT_RAY_BATCH", "RUNNERS", "ScoringRunner", "report_delta", "trial_batch", "trial_batches"]
+__all__ = [
+    "DEFAULT_RAY_BATCH",
+    "RUNNERS",
+    "ScoringRunner",
+    "report_delta",
+    "trial_batch",
+    "trial_batches",
+]
 
 RUNNERS = ("local", "ray")
 DEFAULT_RAY_BATCH = 500  # trials per batch under Ray when batch_size is None
@@ -65,7 +72,7 @@ def report_delta(before: dict, after: dict) -> dict:
             out[key] = value - (old or 0)
         elif isinstance(value, list) and value != old:
             old = old if isinstance(old, list) else []
-            out[key] = value[len(old):] if value[:len(old)] == old else list(value)
+            out[key] = value[len(old) :] if value[: len(old)] == old else list(value)
     return out
 
 
@@ -87,11 +94,13 @@ class ScoringRunner:
     """How a fitted scorer scores a trial set: ``runner`` local or ray (see the module docstring)."""
 
     runner: str = "local"
-    address: Optional[str] = None      # a Ray cluster (ray.init(address=...)); None: a local instance
-    num_workers: Optional[int] = 2     # Ray actors; None: the cluster's CPUs / num_cpus
-    batch_size: Optional[int] = None   # trials per batch; None: all at once locally, DEFAULT_RAY_BATCH with Ray
-    max_retries: int = 3               # times a batch is sent again after its actor died
-    num_cpus: float = 1.0              # CPUs each actor reserves
+    address: Optional[str] = None  # a Ray cluster (ray.init(address=...)); None: a local instance
+    num_workers: Optional[int] = 2  # Ray actors; None: the cluster's CPUs / num_cpus
+    batch_size: Optional[int] = (
+        None  # trials per batch; None: all at once locally, DEFAULT_RAY_BATCH with Ray
+    )
+    max_retries: int = 3  # times a batch is sent again after its actor died
+    num_cpus: float = 1.0  # CPUs each actor reserves
 
     def __post_init__(self):
         if self.runner not in RUNNERS:
@@ -111,8 +120,12 @@ class ScoringRunner:
         if self.runner == "local":
             if self.batch_size is None:
                 return np.asarray(scorer.score(ts), dtype=float)
-            return np.concatenate([np.asarray(scorer.score(b), dtype=float)
-                                   for b in trial_batches(ts, self.batch_size)])
+            return np.concatenate(
+                [
+                    np.asarray(scorer.score(b), dtype=float)
+                    for b in trial_batches(ts, self.batch_size)
+                ]
+            )
         batches = trial_batches(ts, self.batch_size or DEFAULT_RAY_BATCH)
         results = _RayPool(self, scorer, len(batches)).run(batches)
         return np.concatenate([results[i] for i in range(len(batches))])
@@ -140,8 +153,11 @@ class _RayPool:
         try:
             self.ref = ray.put(scorer)  # shipped once; each actor deserialises its own copy
         except (TypeError, ValueError, AttributeError) as err:  # what pickling raises
-            raise DataError(f"Ray scoring: the scorer {getattr(scorer, 'name', scorer)!r} cannot be sent to the "
-                            f"workers ({type(err).__name__}: {err})", hint="runner: local scores it here") from None
+            raise DataError(
+                f"Ray scoring: the scorer {getattr(scorer, 'name', scorer)!r} cannot be sent to the "
+                f"workers ({type(err).__name__}: {err})",
+                hint="runner: local scores it here",
+            ) from None
         self.actors = [self._start(i) for i in range(self.n)]
 
     def _start(self, index: int):
@@ -162,8 +178,11 @@ class _RayPool:
                 except ray.exceptions.RayTaskError as err:  # the scorer raised: as it would here
                     cause = getattr(err, "cause", None)
                     raise (cause if isinstance(cause, Exception) else err) from None
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                        ray.exceptions.ObjectLostError) as err:
+                except (
+                    ray.exceptions.RayActorError,
+                    ray.exceptions.WorkerCrashedError,
+                    ray.exceptions.ObjectLostError,
+                ) as err:
                     self._retry(slot, b, tries, err)
                     todo.appendleft(b)
                 else:
@@ -178,9 +197,11 @@ class _RayPool:
         """Replace the dead actor of ``slot``; give up after ``max_retries`` tries of batch ``b``."""
         tries[b] += 1
         if tries[b] > self.options.max_retries:
-            raise DataError(f"Ray scoring: batch {b} failed {tries[b]} times, its worker died each time "
-                            f"({type(err).__name__}: {str(err)[:300]})",
-                            hint="check the Ray logs (memory, the scorer's imports on the workers)")
+            raise DataError(
+                f"Ray scoring: batch {b} failed {tries[b]} times, its worker died each time "
+                f"({type(err).__name__}: {str(err)[:300]})",
+                hint="check the Ray logs (memory, the scorer's imports on the workers)",
+            )
         self.ray.kill(self.actors[slot])
         self.actors[slot] = self._start(slot)
 

@@ -12,10 +12,12 @@ from ..provenance import report_lines
 from .protocol import PROTOCOLS
 from .trials import TRIAL_CONDITIONS
 
-UNIT_WORDS = {"speaker": "test speakers (the probes' speakers: trials that share a probe or a speaker are "
-                         "resampled together)",
-              "trial": "trials (trials that share a probe or a speaker are treated as independent, so the "
-                       "intervals are too narrow)"}
+UNIT_WORDS = {
+    "speaker": "test speakers (the probes' speakers: trials that share a probe or a speaker are "
+    "resampled together)",
+    "trial": "trials (trials that share a probe or a speaker are treated as independent, so the "
+    "intervals are too narrow)",
+}
 
 
 def safe_name(name: str) -> str:
@@ -41,7 +43,11 @@ def write_outputs(out_dir, doc: dict, curves: dict, *, plots: bool = True, remov
     for i, (name, by_task) in enumerate(curves.items() if plots else ()):
         for task, by_setting in by_task.items():
             if any(by_setting.values()):
-                path = out_dir / (f"roc_{safe_name(task)}.png" if i == 0 else f"roc_{safe_name(name)}_{safe_name(task)}.png")
+                path = out_dir / (
+                    f"roc_{safe_name(task)}.png"
+                    if i == 0
+                    else f"roc_{safe_name(name)}_{safe_name(task)}.png"
+                )
                 plot_roc_grid(path, by_setting, title=f"{name}: {task}")
                 plot_files[(name, task)] = path.name
                 written[path.name] = path
@@ -110,7 +116,10 @@ def _cell(block) -> str:
     ci = block.get("ci95") or {}
     tpr = block.get("tpr_at_fpr") or {}
     tci = ci.get("tpr_at_fpr") or {}
-    parts = [f"EER {_f(block['eer'])}{_ci(ci.get('eer'))}", f"AUC {_f(block['auc'])}{_ci(ci.get('auc'))}"]
+    parts = [
+        f"EER {_f(block['eer'])}{_ci(ci.get('eer'))}",
+        f"AUC {_f(block['auc'])}{_ci(ci.get('auc'))}",
+    ]
     for k in ("0.01", "0.001"):
         if k in tpr:
             parts.append(f"TPR@{float(k) * 100:g}%FPR {_f(tpr[k])}{_ci(tci.get(k))}")
@@ -127,16 +136,24 @@ def _header(doc: dict) -> list:
     lines = [f"# SPARC transcript-only evaluation: {', '.join(names)}", ""]
     protocol = run.get("protocol")
     section = PROTOCOLS.get(protocol, {}).get("section")
-    lines += [f"- dataset: {run.get('dataset')}",
-              f"- protocol: deviations are listed against the paper's {protocol} protocol (appendix {section})"]
+    lines += [
+        f"- dataset: {run.get('dataset')}",
+        f"- protocol: deviations are listed against the paper's {protocol} protocol (appendix {section})",
+    ]
     for name in names:
-        block = (doc.get("scorers") or {}).get(name) or {"settings": run.get("scorer_settings"),
-                                                          "report": run.get("scorer_report")}
-        lines.append(f"- scorer: {name} {block.get('settings')}" + (f"; counters: {block['report']}"
-                                                                    if block.get("report") else ""))
+        block = (doc.get("scorers") or {}).get(name) or {
+            "settings": run.get("scorer_settings"),
+            "report": run.get("scorer_report"),
+        }
+        lines.append(
+            f"- scorer: {name} {block.get('settings')}"
+            + (f"; counters: {block['report']}" if block.get("report") else "")
+        )
     unit = run.get("bootstrap_unit", "trial")
-    lines.append(f"- settings: {', '.join(run.get('settings') or [])}; seed {run.get('seed')}; 95% CIs from "
-                 f"{run.get('n_boot')} bootstrap resamples of {UNIT_WORDS.get(unit, unit)} (`bootstrap_unit: {unit}`)")
+    lines.append(
+        f"- settings: {', '.join(run.get('settings') or [])}; seed {run.get('seed')}; 95% CIs from "
+        f"{run.get('n_boot')} bootstrap resamples of {UNIT_WORDS.get(unit, unit)} (`bootstrap_unit: {unit}`)"
+    )
     return lines
 
 
@@ -144,8 +161,11 @@ def _shared_text(st: dict) -> list:
     settings = st.get("settings") or {}
     lines = ["", "## Shared text removed", ""]
     if not settings.get("enabled", True):
-        why = ("`shared_text: auto` and the corpus's loader marks no read passages"
-               if (st.get("requested") or {}).get("enabled") == "auto" else "`shared_text: False`")
+        why = (
+            "`shared_text: auto` and the corpus's loader marks no read passages"
+            if (st.get("requested") or {}).get("enabled") == "auto"
+            else "`shared_text: False`"
+        )
         return lines + [f"Shared-text detection is off ({why}); SPARC's protocol removes nothing."]
     frac = st.get("fraction_removed", 0.0)
     auto = (st.get("requested") or {}).get("min_speakers") == "auto"
@@ -156,18 +176,23 @@ def _shared_text(st: dict) -> list:
         f"{settings.get('n')}-grams are spoken by {settings.get('min_speakers')} or more speakers"
         + (f" (`auto`: max(5, 5% of {st.get('n_speakers')} speakers))" if auto else "")
         + " (read passages, scripted prompts). This is not in SPARC's protocol. Settings: hparams `shared_text` "
-          "(auto/true/false), `shared_text_n`, `shared_text_min_speakers`, `shared_text_min_fraction`; ids in "
-          "`shared_text_removed.txt`.")
+        "(auto/true/false), `shared_text_n`, `shared_text_min_speakers`, `shared_text_min_fraction`; ids in "
+        "`shared_text_removed.txt`."
+    )
     for ex in st.get("examples") or []:
         lines.append(f"- `{ex['id']}` ({ex['shared_fraction']:.2f}): {ex['text']}")
     return lines
 
 
 def _trial_table(by_setting: dict) -> list:
-    lines = ["", "Trials and what was skipped:", "",
-             "| setting | EP | HP | EN | HN | probes | cut | skipped (strict) | beyond cap | "
-             "appearances short for P / L | enrollments short of L | excluded overlap / name / topic | unscored |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "Trials and what was skipped:",
+        "",
+        "| setting | EP | HP | EN | HN | probes | cut | skipped (strict) | beyond cap | "
+        "appearances short for P / L | enrollments short of L | excluded overlap / name / topic | unscored |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, block in by_setting.items():
         if block is None:
             continue
@@ -178,7 +203,8 @@ def _trial_table(by_setting: dict) -> list:
             f"{bt['hard_negative']} | {t['probes']} | {t['probes_cut']} | {t['probes_skipped_strict']} | "
             f"{t['probes_beyond_cap']} | {t['appearances_too_short_for_P']} / {t['appearances_too_short_for_L']} "
             f"of {t['appearances']} | {t.get('enrollments_short_of_L', 0)} | {t['excluded_overlap']} / "
-            f"{t['excluded_name']} / {t['excluded_topic_similarity']} | {block['missing_scores']} |")
+            f"{t['excluded_name']} / {t['excluded_topic_similarity']} | {block['missing_scores']} |"
+        )
     return lines
 
 
@@ -187,9 +213,13 @@ def _unscored(by_setting: dict, name: str) -> list:
     for key, block in by_setting.items():
         ids = (block or {}).get("unscored") or []
         if ids:
-            shown = ", ".join(f"`{i}`" for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-            lines.append(f"- {name} {key}: {len(ids)} unscored trials (left out of the metrics and the score "
-                         f"file; all listed in results.json): {shown}")
+            shown = ", ".join(f"`{i}`" for i in ids[:10]) + (
+                f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+            )
+            lines.append(
+                f"- {name} {key}: {len(ids)} unscored trials (left out of the metrics and the score "
+                f"file; all listed in results.json): {shown}"
+            )
     return ["", "Unscored trials:", ""] + lines if lines else []
 
 
@@ -201,10 +231,16 @@ def _task(doc: dict, task: str, plot_files: dict) -> list:
         by_setting = tasks.get(task) or {}
         if several:
             lines += [f"### {name}", ""]
-        lines += ["| setting | " + " | ".join(TRIAL_CONDITIONS) + " |", "|---|" + "---|" * len(TRIAL_CONDITIONS)]
+        lines += [
+            "| setting | " + " | ".join(TRIAL_CONDITIONS) + " |",
+            "|---|" + "---|" * len(TRIAL_CONDITIONS),
+        ]
         for key, block in by_setting.items():
-            cells = ["n/a"] * len(TRIAL_CONDITIONS) if block is None else [
-                _cell(block["conditions"].get(c)) for c in TRIAL_CONDITIONS]
+            cells = (
+                ["n/a"] * len(TRIAL_CONDITIONS)
+                if block is None
+                else [_cell(block["conditions"].get(c)) for c in TRIAL_CONDITIONS]
+            )
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
         lines += _unscored(by_setting, name)
         if (name, task) in plot_files:
@@ -213,7 +249,11 @@ def _task(doc: dict, task: str, plot_files: dict) -> list:
             lines.append("")
     first = next(iter(by_scorer.values()), {})
     lines += _trial_table(first.get(task) or {})
-    notes = [(k, v) for k, v in (doc.get("not_applicable") or {}).items() if k.startswith(f"tasks.{task}.")]
+    notes = [
+        (k, v)
+        for k, v in (doc.get("not_applicable") or {}).items()
+        if k.startswith(f"tasks.{task}.")
+    ]
     if notes:
         lines += ["", "Not applicable:", ""] + [f"- `{k}`: {v}" for k, v in notes]
     return lines
@@ -223,14 +263,22 @@ def _ablations(doc: dict) -> list:
     abl = doc.get("ablations")
     if not abl:
         return []
-    lines = ["", f"## Ablations: change from the base setting {abl['base']} (setting - base)", "",
-             "| scorer | task | setting | " + " | ".join(f"{c} ΔEER / ΔAUC" for c in TRIAL_CONDITIONS) + " |",
-             "|---|---|---|" + "---|" * len(TRIAL_CONDITIONS)]
+    lines = [
+        "",
+        f"## Ablations: change from the base setting {abl['base']} (setting - base)",
+        "",
+        "| scorer | task | setting | "
+        + " | ".join(f"{c} ΔEER / ΔAUC" for c in TRIAL_CONDITIONS)
+        + " |",
+        "|---|---|---|" + "---|" * len(TRIAL_CONDITIONS),
+    ]
     for name, tasks in abl["by_scorer"].items():
         for task, by_setting in tasks.items():
             for key, conds in by_setting.items():
-                cells = ["n/a" if d is None else f"{_f(d['eer'], sign=True)} / {_f(d['auc'], sign=True)}"
-                         for d in (conds.get(c) for c in TRIAL_CONDITIONS)]
+                cells = [
+                    "n/a" if d is None else f"{_f(d['eer'], sign=True)} / {_f(d['auc'], sign=True)}"
+                    for d in (conds.get(c) for c in TRIAL_CONDITIONS)
+                ]
                 lines.append(f"| {name} | {task} | {key} | " + " | ".join(cells) + " |")
     return lines
 
@@ -239,20 +287,28 @@ def _comparisons(doc: dict) -> list:
     rows = doc.get("comparisons") or []
     if not rows:
         return []
-    lines = ["", "## Scorer comparisons on the same trials (paired bootstrap, b - a)", "",
-             "| task | setting | condition | a | b | EER a | EER b | ΔEER [95% CI] | p | ΔAUC [95% CI] |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Scorer comparisons on the same trials (paired bootstrap, b - a)",
+        "",
+        "| task | setting | condition | a | b | EER a | EER b | ΔEER [95% CI] | p | ΔAUC [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['task']} | {r['setting']} | {r['condition']} | {r['scorer_a']} | {r['scorer_b']} | "
-                     f"{_f(r['a']['eer'])} | {_f(r['b']['eer'])} | {_f(r['diff']['eer'], sign=True)}"
-                     f"{_ci(r['ci95']['eer'])}{' (' + r['small'] + ')' if r.get('small') else ''} | "
-                     f"{_f(r['p_value']['eer'])} | {_f(r['diff']['auc'], sign=True)}"
-                     f"{_ci(r['ci95']['auc'])} |")
+        lines.append(
+            f"| {r['task']} | {r['setting']} | {r['condition']} | {r['scorer_a']} | {r['scorer_b']} | "
+            f"{_f(r['a']['eer'])} | {_f(r['b']['eer'])} | {_f(r['diff']['eer'], sign=True)}"
+            f"{_ci(r['ci95']['eer'])}{' (' + r['small'] + ')' if r.get('small') else ''} | "
+            f"{_f(r['p_value']['eer'])} | {_f(r['diff']['auc'], sign=True)}"
+            f"{_ci(r['ci95']['auc'])} |"
+        )
     return lines
 
 
 DEFINITIONS = [
-    "", "## Definitions", "",
+    "",
+    "## Definitions",
+    "",
     "- Probe: whole utterances from the start of a (speaker, episode) until the word count is within P +- "
     "tolerance; an utterance that jumps over the window is cut at a word boundary to P words (or, with "
     "`strict`, the probe is skipped); further probes follow without overlap, up to `max_probes`.",

@@ -24,17 +24,43 @@ from .ray_scoring import RUNNERS, ScoringRunner
 from .shared_text import AUTO, SharedTextConfig
 from .trials import TrialConfig
 
-__all__ = ["BOOTSTRAP_UNITS", "TRIAL_KEYS", "TextRunSettings", "parse_settings", "scorer_list", "scoring_from_hparams",
-           "shared_text_from_hparams", "trial_config_from_hparams"]
+__all__ = [
+    "BOOTSTRAP_UNITS",
+    "TRIAL_KEYS",
+    "TextRunSettings",
+    "parse_settings",
+    "scorer_list",
+    "scoring_from_hparams",
+    "shared_text_from_hparams",
+    "trial_config_from_hparams",
+]
 
 BOOTSTRAP_UNITS = ("speaker", "trial")
 REQUIRED = ("data_folder", "output_folder", "scorer")
-TRIAL_KEYS = ("tolerance", "strict", "max_probes", "partners", "attribute_partners", "match_negatives",
-              "negatives_cross_series", "positives_cross_series", "overlap_screen", "overlap_min_words",
-              "name_screen", "name_fields", "topic_control", "topic_max_similarity", "topic_sim_edges",
-              "topic_jaccard_edges", "trial_sample")
-SHARED_TEXT_KEYS = {"shared_text_n": "n", "shared_text_min_speakers": "min_speakers",
-                    "shared_text_min_fraction": "min_fraction"}
+TRIAL_KEYS = (
+    "tolerance",
+    "strict",
+    "max_probes",
+    "partners",
+    "attribute_partners",
+    "match_negatives",
+    "negatives_cross_series",
+    "positives_cross_series",
+    "overlap_screen",
+    "overlap_min_words",
+    "name_screen",
+    "name_fields",
+    "topic_control",
+    "topic_max_similarity",
+    "topic_sim_edges",
+    "topic_jaccard_edges",
+    "trial_sample",
+)
+SHARED_TEXT_KEYS = {
+    "shared_text_n": "n",
+    "shared_text_min_speakers": "min_speakers",
+    "shared_text_min_fraction": "min_fraction",
+}
 
 
 def _unset(value) -> bool:
@@ -85,7 +111,10 @@ def scorer_list(scorer) -> list:
     names = [s.name for s in scorers]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise DataError(f"several scorers are named {repeated}", hint="give each its own name (model_name, name)")
+        raise DataError(
+            f"several scorers are named {repeated}",
+            hint="give each its own name (model_name, name)",
+        )
     return scorers
 
 
@@ -95,8 +124,11 @@ def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
     shared = hparams.get("shared_text", AUTO)
     enabled = shared.get("enabled", AUTO) if isinstance(shared, dict) else shared
     cast = {"n": int, "min_speakers": lambda v: _auto_or(v, int), "min_fraction": float}
-    values = {name: cast[name](hparams[key]) for key, name in SHARED_TEXT_KEYS.items()
-              if hparams.get(key) is not None}
+    values = {
+        name: cast[name](hparams[key])
+        for key, name in SHARED_TEXT_KEYS.items()
+        if hparams.get(key) is not None
+    }
     return SharedTextConfig(enabled=_auto_or(enabled, bool), **values)
 
 
@@ -123,11 +155,23 @@ SCORING_KEYS = ("runner", "ray_address", "num_workers", "score_batch_size")
 def hparams_digest(hparams: dict) -> str:
     """What results.json records as ``run.hparams_sha256``: every key but the scorer objects and
     the :data:`SCORING_KEYS` (in ``overrides`` too)."""
-    def kept(k, v):
-        return {o: x for o, x in v.items() if o not in SCORING_KEYS} if k == "overrides" and isinstance(v, dict) else v
 
-    return text_digest(repr(sorted((k, repr(kept(k, v))) for k, v in hparams.items()
-                                   if k != "scorer" and k not in SCORING_KEYS)))
+    def kept(k, v):
+        return (
+            {o: x for o, x in v.items() if o not in SCORING_KEYS}
+            if k == "overrides" and isinstance(v, dict)
+            else v
+        )
+
+    return text_digest(
+        repr(
+            sorted(
+                (k, repr(kept(k, v)))
+                for k, v in hparams.items()
+                if k != "scorer" and k not in SCORING_KEYS
+            )
+        )
+    )
 
 
 def _flag(key: str, value) -> bool:
@@ -141,6 +185,7 @@ def _choice(choices):
         if value not in choices:
             raise DataError(f"hparams: {key} is one of {', '.join(choices)}, not {value!r}")
         return value
+
     return read
 
 
@@ -155,23 +200,37 @@ def _protocol(key: str, value) -> str:
 def _tasks(key: str, value) -> tuple:
     tasks = (value,) if isinstance(value, str) else tuple(value)
     if not all(isinstance(t, str) and t for t in tasks):
-        raise DataError(f"hparams: {key} is a list of task names (speaker or attribute names), not {value!r}",
-                        hint="tasks: [speaker, sex, age, accent]")
+        raise DataError(
+            f"hparams: {key} is a list of task names (speaker or attribute names), not {value!r}",
+            hint="tasks: [speaker, sex, age, accent]",
+        )
     return tasks
 
 
 def _columns(key: str, value):
     if not isinstance(value, (dict, str, Path)):
-        raise DataError(f"hparams: {key} is a column mapping (a dict or a YAML file), not {value!r}")
+        raise DataError(
+            f"hparams: {key} is a column mapping (a dict or a YAML file), not {value!r}"
+        )
     return value
 
 
 # hparams key -> reader(key, value) of the TextRunSettings field of that name
 _READERS = {
-    "columns": _columns, "words": _choice(TEXT_CHOICES), "anonymized": _flag, "anon_keeps_words": _flag,
-    "dataset": lambda _k, v: str(v), "tasks": _tasks, "n_boot": lambda k, v: _integer(k, v, 0),
-    "bootstrap_unit": _choice(BOOTSTRAP_UNITS), "protocol": _protocol, "plots": _flag, "save_trials": _flag,
-    "trials_with_text": _flag, "hparams_file": lambda _k, v: v, "overrides": lambda _k, v: v,
+    "columns": _columns,
+    "words": _choice(TEXT_CHOICES),
+    "anonymized": _flag,
+    "anon_keeps_words": _flag,
+    "dataset": lambda _k, v: str(v),
+    "tasks": _tasks,
+    "n_boot": lambda k, v: _integer(k, v, 0),
+    "bootstrap_unit": _choice(BOOTSTRAP_UNITS),
+    "protocol": _protocol,
+    "plots": _flag,
+    "save_trials": _flag,
+    "trials_with_text": _flag,
+    "hparams_file": lambda _k, v: v,
+    "overrides": lambda _k, v: v,
 }
 
 
@@ -181,12 +240,17 @@ def scoring_from_hparams(hp: dict) -> ScoringRunner:
     runner = _choice(RUNNERS)("runner", hp["runner"]) if not _unset(hp.get("runner")) else "local"
     address = hp.get("ray_address")
     if not _unset(address) and not isinstance(address, str):
-        raise DataError(f"hparams: ray_address is a Ray address (auto, ray://host:10001), not {address!r}")
+        raise DataError(
+            f"hparams: ray_address is a Ray address (auto, ray://host:10001), not {address!r}"
+        )
     workers = hp.get("num_workers", ScoringRunner.num_workers)
     batch = hp.get("score_batch_size")
-    return ScoringRunner(runner=runner, address=None if _unset(address) else address,
-                         num_workers=None if workers is None else _integer("num_workers", workers, 1),
-                         batch_size=None if batch is None else _integer("score_batch_size", batch, 1))
+    return ScoringRunner(
+        runner=runner,
+        address=None if _unset(address) else address,
+        num_workers=None if workers is None else _integer("num_workers", workers, 1),
+        batch_size=None if batch is None else _integer("score_batch_size", batch, 1),
+    )
 
 
 def _pl_settings(hp: dict, config: TrialConfig) -> tuple:
@@ -211,15 +275,15 @@ class TextRunSettings:
 
     data_folder: Union[str, Path]
     output_folder: Path
-    scorers: tuple                             # scorer objects (attackers.text), names distinct
-    trial_config: TrialConfig                  # trial keys, seed, shared_text*
-    pl_settings: tuple = (BASE_SETTING,)       # ((P, L), ...) from P x L or settings
+    scorers: tuple  # scorer objects (attackers.text), names distinct
+    trial_config: TrialConfig  # trial keys, seed, shared_text*
+    pl_settings: tuple = (BASE_SETTING,)  # ((P, L), ...) from P x L or settings
     tasks: tuple = ("speaker",)
-    columns: object = None                     # SPARC export column mapping: dict or YAML file
-    words: str = "spoken"                      # sparc_eval.words: spoken | reference | asr
-    anonymized: bool = False                   # a corpus anonymized by another tool
+    columns: object = None  # SPARC export column mapping: dict or YAML file
+    words: str = "spoken"  # sparc_eval.words: spoken | reference | asr
+    anonymized: bool = False  # a corpus anonymized by another tool
     anon_keeps_words: Optional[bool] = None
-    dataset: Optional[str] = None              # name in reports; None: data_folder
+    dataset: Optional[str] = None  # name in reports; None: data_folder
     n_boot: int = 1000
     bootstrap_unit: str = "speaker"
     protocol: str = "naturalvoices"
@@ -229,7 +293,7 @@ class TextRunSettings:
     hparams_file: Optional[str] = None
     overrides: Optional[dict] = None
     hparams_sha256: Optional[str] = None
-    scoring: ScoringRunner = ScoringRunner()   # runner, ray_address, num_workers, score_batch_size
+    scoring: ScoringRunner = ScoringRunner()  # runner, ray_address, num_workers, score_batch_size
 
     @property
     def seed(self) -> int:
@@ -246,16 +310,29 @@ class TextRunSettings:
             if hp.get(need) in (None, ""):
                 raise DataError(f"hparams: {need!r} is required")
         config = trial_config_from_hparams(hp)
-        values = {key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))}
-        return cls(data_folder=hp["data_folder"], output_folder=Path(hp["output_folder"]),
-                   scorers=tuple(scorer_list(hp["scorer"])), trial_config=config,
-                   pl_settings=_pl_settings(hp, config), hparams_sha256=hparams_digest(hp),
-                   scoring=scoring_from_hparams(hp), **values)
+        values = {
+            key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))
+        }
+        return cls(
+            data_folder=hp["data_folder"],
+            output_folder=Path(hp["output_folder"]),
+            scorers=tuple(scorer_list(hp["scorer"])),
+            trial_config=config,
+            pl_settings=_pl_settings(hp, config),
+            hparams_sha256=hparams_digest(hp),
+            scoring=scoring_from_hparams(hp),
+            **values,
+        )
 
     def run_info(self, deviations: dict) -> dict:
         """What results.json's ``run`` records of the hparams (and the words' ``deviations``)."""
-        info = {"hparams_file": self.hparams_file, "overrides": self.overrides,
-                "hparams_sha256": self.hparams_sha256, "words": self.words, "deviations": deviations}
+        info = {
+            "hparams_file": self.hparams_file,
+            "overrides": self.overrides,
+            "hparams_sha256": self.hparams_sha256,
+            "words": self.words,
+            "deviations": deviations,
+        }
         if self.scoring.runner != "local":
             info["scoring"] = self.scoring.settings()
         return info

@@ -72,10 +72,16 @@ class SharedTextConfig:
             raise ValueError(f"shared_text must be true, false or auto, not {self.enabled!r}")
         if self.n < 1:
             raise ValueError(f"shared_text n must be >= 1, not {self.n}")
-        if self.min_speakers != AUTO and (isinstance(self.min_speakers, bool) or int(self.min_speakers) < 2):
-            raise ValueError(f"shared_text min_speakers must be auto or >= 2, not {self.min_speakers}")
+        if self.min_speakers != AUTO and (
+            isinstance(self.min_speakers, bool) or int(self.min_speakers) < 2
+        ):
+            raise ValueError(
+                f"shared_text min_speakers must be auto or >= 2, not {self.min_speakers}"
+            )
         if not 0.0 <= self.min_fraction < 1.0:
-            raise ValueError(f"shared_text min_fraction must lie in [0, 1), not {self.min_fraction}")
+            raise ValueError(
+                f"shared_text min_fraction must lie in [0, 1), not {self.min_fraction}"
+            )
 
     @classmethod
     def from_value(cls, value) -> "SharedTextConfig":
@@ -88,15 +94,21 @@ class SharedTextConfig:
         if isinstance(value, dict):
             unknown = set(value) - {"enabled", "n", "min_speakers", "min_fraction"}
             if unknown:
-                raise ValueError(f"unknown shared_text settings {sorted(unknown)}; "
-                                 "known: enabled, n, min_speakers, min_fraction")
+                raise ValueError(
+                    f"unknown shared_text settings {sorted(unknown)}; "
+                    "known: enabled, n, min_speakers, min_fraction"
+                )
             return cls(**value)
         raise ValueError(f"shared_text must be a mapping, a boolean or auto, not {value!r}")
 
     def resolve(self, utterances) -> "SharedTextConfig":
         """Concrete ``enabled`` and ``min_speakers`` for these utterances (a Manifest, or any
         iterable of objects with ``speaker``; only a Manifest can carry ``read_passages``)."""
-        enabled = bool(getattr(utterances, "read_passages", False)) if self.enabled == AUTO else self.enabled
+        enabled = (
+            bool(getattr(utterances, "read_passages", False))
+            if self.enabled == AUTO
+            else self.enabled
+        )
         min_speakers = self.min_speakers
         if min_speakers == AUTO:
             min_speakers = auto_min_speakers(len({u.speaker for u in utterances}))
@@ -133,13 +145,15 @@ def _word_ids(texts: list, batch: int = 10_000):
     at a time (their words are Python strings only until numbered)."""
     vocab, ids, lengths = {}, [], []
     for lo in range(0, len(texts), batch):
-        words = [t.lower().split() for t in texts[lo:lo + batch]]
+        words = [t.lower().split() for t in texts[lo : lo + batch]]
         flat = list(chain.from_iterable(words))
         for w in dict.fromkeys(flat):
             vocab.setdefault(w, len(vocab))
         ids.append(np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat)))
         lengths.append(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
-    return np.concatenate(ids or [np.zeros(0, np.int64)]), np.concatenate(lengths or [np.zeros(0, np.int64)])
+    return np.concatenate(ids or [np.zeros(0, np.int64)]), np.concatenate(
+        lengths or [np.zeros(0, np.int64)]
+    )
 
 
 def distinct_ngrams(texts: list, n: int):
@@ -147,7 +161,9 @@ def distinct_ngrams(texts: list, n: int):
     numbered by sorting (its (n-1)-gram's number, its last word's), one sort per extra word."""
     words, lengths = _word_ids(texts)
     doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
-    left = np.repeat(lengths, lengths) - (np.arange(len(words)) - np.repeat(np.cumsum(lengths) - lengths, lengths))
+    left = np.repeat(lengths, lengths) - (
+        np.arange(len(words)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    )
     starts = np.flatnonzero(left >= n)  # the windows of n words inside one text
     gram = words[starts]
     for k in range(1, n):
@@ -156,7 +172,9 @@ def distinct_ngrams(texts: list, n: int):
     return pairs >> _SHIFT, pairs & ((1 << _SHIFT) - 1)
 
 
-def detect_shared_text(utterances, config: SharedTextConfig | None = None, *, n_examples: int = 5) -> SharedTextResult:
+def detect_shared_text(
+    utterances, config: SharedTextConfig | None = None, *, n_examples: int = 5
+) -> SharedTextResult:
     """Find utterances made mostly of word n-grams that many speakers say (see module doc).
 
     ``utterances``: a Manifest or any iterable of objects with ``id``, ``speaker`` and ``text``.
@@ -167,18 +185,36 @@ def detect_shared_text(utterances, config: SharedTextConfig | None = None, *, n_
     settings = asdict(config)
     n_words = sum(len(u.text.split()) for u in utts)
     speaker_codes = {}
-    speaker = np.fromiter((speaker_codes.setdefault(u.speaker, len(speaker_codes)) for u in utts),
-                          dtype=np.int64, count=len(utts))
+    speaker = np.fromiter(
+        (speaker_codes.setdefault(u.speaker, len(speaker_codes)) for u in utts),
+        dtype=np.int64,
+        count=len(utts),
+    )
     if not config.enabled:
-        return SharedTextResult([], settings, len(utts), 0, n_words, 0, 0, requested=asdict(requested),
-                                n_speakers=len(speaker_codes))
+        return SharedTextResult(
+            [],
+            settings,
+            len(utts),
+            0,
+            n_words,
+            0,
+            0,
+            requested=asdict(requested),
+            n_speakers=len(speaker_codes),
+        )
     doc, gram = distinct_ngrams([u.text for u in utts], config.n)
     n_grams = int(gram.max()) + 1 if len(gram) else 0
-    said_by = np.bincount(distinct(speaker[doc] << _SHIFT | gram) & ((1 << _SHIFT) - 1), minlength=n_grams)
+    said_by = np.bincount(
+        distinct(speaker[doc] << _SHIFT | gram) & ((1 << _SHIFT) - 1), minlength=n_grams
+    )
     shared = said_by >= config.min_speakers
     total = np.bincount(doc, minlength=len(utts))
-    fraction = np.divide(np.bincount(doc, weights=shared[gram], minlength=len(utts)), total,
-                         out=np.zeros(len(utts)), where=total > 0)
+    fraction = np.divide(
+        np.bincount(doc, weights=shared[gram], minlength=len(utts)),
+        total,
+        out=np.zeros(len(utts)),
+        where=total > 0,
+    )
     removed, per_speaker, examples, words_removed = [], Counter(), [], 0
     for i in np.flatnonzero(fraction > config.min_fraction).tolist():
         u = utts[i]
@@ -186,6 +222,19 @@ def detect_shared_text(utterances, config: SharedTextConfig | None = None, *, n_
         per_speaker[u.speaker] += 1
         words_removed += len(u.text.split())
         if len(examples) < n_examples:
-            examples.append({"id": u.id, "shared_fraction": round(float(fraction[i]), 3), "text": u.text[:120]})
-    return SharedTextResult(removed, settings, len(utts), len(removed), n_words, words_removed, int(shared.sum()),
-                            dict(per_speaker), examples, asdict(requested), len(speaker_codes))
+            examples.append(
+                {"id": u.id, "shared_fraction": round(float(fraction[i]), 3), "text": u.text[:120]}
+            )
+    return SharedTextResult(
+        removed,
+        settings,
+        len(utts),
+        len(removed),
+        n_words,
+        words_removed,
+        int(shared.sum()),
+        dict(per_speaker),
+        examples,
+        asdict(requested),
+        len(speaker_codes),
+    )

@@ -59,18 +59,42 @@ class SpeakerTrials:
             plans += b.take(rng, probe, [a], 1, "tail", lambda c: True, counts, lambda lab: EP)
         # hard negative: other speakers of the episode
         hn = pool.same_ep[(b.app_spk[pool.same_ep] != spk) & self._negatives_ok(a, pool.same_ep)]
-        plans += b.take(rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts, lambda lab: HN)
+        plans += b.take(
+            rng, probe, hn, cfg.partners[HN], "tail", lambda c: False, counts, lambda lab: HN
+        )
         if b.topic_on:
             return plans + self._matched_cross(probe, pool, counts)
-        def other_series(c, required: bool):  # cross-series controls (both series known and equal: one series)
+
+        def other_series(
+            c, required: bool
+        ):  # cross-series controls (both series known and equal: one series)
             return ~b.same_series(a, c) if required else np.ones(len(c), dtype=bool)
 
-        plans += b.cross_take(rng, probe, b.speaker_apps[int(spk)], lambda c: other_series(c, cfg.positives_cross_series),
-                              cfg.partners[HP], lambda c: True, counts, lambda lab: HP)
-        negative = lambda c: ((b.app_spk[c] != spk) & self._negatives_ok(a, c)
-                              & other_series(c, cfg.negatives_cross_series))
-        return plans + b.cross_take(rng, probe, self._negative_pool(a), negative, cfg.partners[EN], lambda c: False,
-                                    counts, lambda lab: EN)
+        plans += b.cross_take(
+            rng,
+            probe,
+            b.speaker_apps[int(spk)],
+            lambda c: other_series(c, cfg.positives_cross_series),
+            cfg.partners[HP],
+            lambda c: True,
+            counts,
+            lambda lab: HP,
+        )
+        negative = lambda c: (
+            (b.app_spk[c] != spk)
+            & self._negatives_ok(a, c)
+            & other_series(c, cfg.negatives_cross_series)
+        )
+        return plans + b.cross_take(
+            rng,
+            probe,
+            self._negative_pool(a),
+            negative,
+            cfg.partners[EN],
+            lambda c: False,
+            counts,
+            lambda lab: EN,
+        )
 
     def _matched_cross(self, probe: Probe, pool: Pool, counts: Counter) -> list:
         """Topic-matched HP/EN pairs from the pool's listed other-episode candidates."""
@@ -82,5 +106,15 @@ class SpeakerTrials:
             posm &= ~pool.same_series
         if cfg.negatives_cross_series:
             negm &= ~pool.same_series
-        return b.matched(pool.rng, probe, cross[posm], cross[negm], pool.strata(b, posm), pool.strata(b, negm),
-                         cfg.partners[HP], counts, True, False)
+        return b.matched(
+            pool.rng,
+            probe,
+            cross[posm],
+            cross[negm],
+            pool.strata(b, posm),
+            pool.strata(b, negm),
+            cfg.partners[HP],
+            counts,
+            True,
+            False,
+        )

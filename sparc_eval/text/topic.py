@@ -20,8 +20,10 @@ class TopicIndex:
             for key in ("title", "description", "category"):
                 if key not in row and u.extra.get(key) not in (None, "", []):
                     row[key] = u.extra[key]
-        docs = [" ".join(str(meta.get(e, {}).get(k, "")) for k in ("title", "description")).strip()
-                for e in episodes]
+        docs = [
+            " ".join(str(meta.get(e, {}).get(k, "")) for k in ("title", "description")).strip()
+            for e in episodes
+        ]
         self.has_text = any(docs)
         if self.has_text:
             from sklearn.feature_extraction.text import TfidfVectorizer
@@ -62,5 +64,7 @@ def category_set(value) -> set:
 
 
 def has_topic_metadata(manifest) -> bool:
-    return any(any(u.extra.get(k) not in (None, "", []) for k in ("title", "description", "category"))
-               for u in manifest)
+    return any(
+        any(u.extra.get(k) not in (None, "", []) for k in ("title", "description", "category"))
+        for u in manifest
+    )

@@ -46,7 +46,9 @@ class TrialSet:
         self.meta = dict(meta or {})
         n = len(self.records)
         if not (len(self.probe_side) == len(self.enroll_side) == len(self.labels) == n):
-            raise ValueError("probe_side, enroll_side, labels and records must have one entry per trial")
+            raise ValueError(
+                "probe_side, enroll_side, labels and records must have one entry per trial"
+            )
 
     def __len__(self) -> int:
         return len(self.records)
@@ -66,7 +68,9 @@ class TrialSet:
 
     def condition_mask(self, condition: str) -> np.ndarray:
         if condition not in TRIAL_CONDITIONS:
-            raise ValueError(f"unknown condition {condition!r}; known: {', '.join(TRIAL_CONDITIONS)}")
+            raise ValueError(
+                f"unknown condition {condition!r}; known: {', '.join(TRIAL_CONDITIONS)}"
+            )
         return np.array([condition in TYPE_CONDITIONS[r["type"]] for r in self.records], dtype=bool)
 
     def type_counts(self) -> dict:
@@ -121,14 +125,27 @@ class TrialSet:
         used = [self.sides[s] for s in side_ids]
         text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
         sides = [np.searchsorted(text_ids, s) for s in used]
-        return TrialSet([self.texts[t] for t in text_ids], sides, np.searchsorted(side_ids, self.probe_side[idx]),
-                        np.searchsorted(side_ids, self.enroll_side[idx]), self.labels[idx],
-                        [self.records[i] for i in idx], meta=self.meta)
+        return TrialSet(
+            [self.texts[t] for t in text_ids],
+            sides,
+            np.searchsorted(side_ids, self.probe_side[idx]),
+            np.searchsorted(side_ids, self.enroll_side[idx]),
+            self.labels[idx],
+            [self.records[i] for i in idx],
+            meta=self.meta,
+        )
 
     def subset(self, mask) -> "TrialSet":
         idx = np.flatnonzero(np.asarray(mask))
-        return TrialSet(self.texts, self.sides, self.probe_side[idx], self.enroll_side[idx], self.labels[idx],
-                        [self.records[i] for i in idx], meta=self.meta)
+        return TrialSet(
+            self.texts,
+            self.sides,
+            self.probe_side[idx],
+            self.enroll_side[idx],
+            self.labels[idx],
+            [self.records[i] for i in idx],
+            meta=self.meta,
+        )
 
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
         with atomic_open(path, "w", encoding="utf-8") as handle:
@@ -153,5 +170,6 @@ def read_trials_jsonl(path) -> TrialSet:
     try:
         return TrialSet.from_records(records)
     except DataError as err:
-        raise DataError(f"{err} (trials written without texts need the manifest to rebuild them)",
-                        path=path) from None
+        raise DataError(
+            f"{err} (trials written without texts need the manifest to rebuild them)", path=path
+        ) from None

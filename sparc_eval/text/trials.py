@@ -85,13 +85,46 @@ from .probes import Appearance, Probe, appearances, cut_probes
 from .shared_text import SharedTextConfig
 from .speaker_trials import SpeakerTrials
 from .topic import has_topic_metadata
-from .trial_set import EN, EP, HN, HP, TRIAL_CONDITIONS, TRIAL_TYPES, TYPE_CONDITIONS, TrialSet, read_trials_jsonl
+from .trial_set import (
+    EN,
+    EP,
+    HN,
+    HP,
+    TRIAL_CONDITIONS,
+    TRIAL_TYPES,
+    TYPE_CONDITIONS,
+    TrialSet,
+    read_trials_jsonl,
+)
 
-__all__ = ["EP", "HP", "EN", "HN", "TRIAL_TYPES", "TRIAL_CONDITIONS", "CONDITIONS", "TYPE_CONDITIONS",
-           "BUILTIN_TASKS", "DEFAULT_PARTNERS", "DEFAULT_ATTRIBUTE_PARTNERS", "NAME_SCREENS", "TrialConfig",
-           "task_labeller", "Appearance", "Probe", "cut_probes", "appearances", "TrialSet", "read_trials_jsonl",
-           "has_topic_metadata", "SharedTextConfig", "SpeakerTrials", "AttributeTrials", "TrialBuilder",
-           "build_trials"]
+__all__ = [
+    "EP",
+    "HP",
+    "EN",
+    "HN",
+    "TRIAL_TYPES",
+    "TRIAL_CONDITIONS",
+    "CONDITIONS",
+    "TYPE_CONDITIONS",
+    "BUILTIN_TASKS",
+    "DEFAULT_PARTNERS",
+    "DEFAULT_ATTRIBUTE_PARTNERS",
+    "NAME_SCREENS",
+    "TrialConfig",
+    "task_labeller",
+    "Appearance",
+    "Probe",
+    "cut_probes",
+    "appearances",
+    "TrialSet",
+    "read_trials_jsonl",
+    "has_topic_metadata",
+    "SharedTextConfig",
+    "SpeakerTrials",
+    "AttributeTrials",
+    "TrialBuilder",
+    "build_trials",
+]
 
 CONDITIONS = TRIAL_CONDITIONS  # the old name, kept for users who import it
 BUILTIN_TASKS = ("speaker", "sex", "age", "accent")
@@ -125,17 +158,26 @@ class TrialConfig:
     topic_sim_edges: tuple = (0.02, 0.05)
     topic_jaccard_edges: tuple = (1e-9, 0.5, 1.0 - 1e-9)
     shared_text: SharedTextConfig = field(default_factory=lambda: SharedTextConfig(enabled="auto"))
-    trial_sample: Optional[int] = None  # score only the trials of a seeded sample of probes (costly scorers)
+    trial_sample: Optional[int] = (
+        None  # score only the trials of a seeded sample of probes (costly scorers)
+    )
 
     def __post_init__(self):
         self.partners = {**DEFAULT_PARTNERS, **dict(self.partners or {})}
-        self.attribute_partners = {**DEFAULT_ATTRIBUTE_PARTNERS, **dict(self.attribute_partners or {})}
+        self.attribute_partners = {
+            **DEFAULT_ATTRIBUTE_PARTNERS,
+            **dict(self.attribute_partners or {}),
+        }
         unknown = set(self.partners) - set(TRIAL_TYPES)
         if unknown:
-            raise ValueError(f"partners: unknown trial types {sorted(unknown)}; known: {', '.join(TRIAL_TYPES)}")
+            raise ValueError(
+                f"partners: unknown trial types {sorted(unknown)}; known: {', '.join(TRIAL_TYPES)}"
+            )
         unknown = set(self.attribute_partners) - set(DEFAULT_ATTRIBUTE_PARTNERS)
         if unknown:
-            raise ValueError(f"attribute_partners: unknown keys {sorted(unknown)}; known: same_episode, cross_episode")
+            raise ValueError(
+                f"attribute_partners: unknown keys {sorted(unknown)}; known: same_episode, cross_episode"
+            )
         for key, value in [*self.partners.items(), *self.attribute_partners.items()]:
             if int(value) < 0:
                 raise ValueError(f"partners[{key}] must be >= 0, not {value}")
@@ -144,14 +186,18 @@ class TrialConfig:
         if not 0 <= int(self.tolerance) < int(self.P):
             raise ValueError(f"tolerance must lie in [0, P), not {self.tolerance}")
         if self.trial_sample is not None and int(self.trial_sample) < 1:
-            raise ValueError(f"trial_sample must be >= 1 trials (or null: all), not {self.trial_sample}")
+            raise ValueError(
+                f"trial_sample must be >= 1 trials (or null: all), not {self.trial_sample}"
+            )
         if int(self.max_probes) < 1:
             raise ValueError(f"max_probes must be >= 1, not {self.max_probes}")
         if self.topic_control not in ("auto", "on", "off", True, False):
             raise ValueError(f"topic_control is auto, on or off, not {self.topic_control!r}")
         self.name_screen = {True: "all", False: "off"}.get(self.name_screen, self.name_screen)
         if self.name_screen not in NAME_SCREENS:
-            raise ValueError(f"name_screen is one of {', '.join(NAME_SCREENS)}, not {self.name_screen!r}")
+            raise ValueError(
+                f"name_screen is one of {', '.join(NAME_SCREENS)}, not {self.name_screen!r}"
+            )
         if int(self.overlap_min_words) < 1:
             raise ValueError(f"overlap_min_words must be >= 1, not {self.overlap_min_words}")
         self.match_negatives = tuple(self.match_negatives or ())
@@ -163,7 +209,9 @@ class TrialConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known
         if unknown:
-            raise ValueError(f"unknown trial settings {sorted(unknown)}; known: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown trial settings {sorted(unknown)}; known: {', '.join(sorted(known))}"
+            )
         return cls(**values)
 
     def to_dict(self) -> dict:
@@ -209,12 +257,17 @@ class TrialBuilder(TrialPairing):
         """{L: TrialSet} for a task; the same probes and partners for every L."""
         Ls = [int(x) for x in (Ls or [self.config.L])]
         if max(Ls) > self.L_max:
-            raise ValueError(f"L={max(Ls)} exceeds the L_max={self.L_max} this builder screened with")
+            raise ValueError(
+                f"L={max(Ls)} exceeds the L_max={self.L_max} this builder screened with"
+            )
         plans = self.plans(task)
         sets = {L: self.materialise(task, plans, L) for L in Ls}
         if self.config.trial_sample is None:
             return sets
-        return {L: sample_by_probe(ts, int(self.config.trial_sample), self.config.seed) for L, ts in sets.items()}
+        return {
+            L: sample_by_probe(ts, int(self.config.trial_sample), self.config.seed)
+            for L, ts in sets.items()
+        }
 
 
 def sample_by_probe(ts, n_trials: int, seed: int):
