@@ -73,17 +73,18 @@ class Anonymizer:
 
     #: name recorded in the output manifest (``extra.anonymizer``); defaults to the class name.
     name = None
-    #: rate the input audio is given at (None: the file's own rate).
+    #: rate the input audio is given at; None for the file's own rate.
     sample_rate = 16000
     #: bump when the output for the same settings changes, so caches are invalidated.
     version = 1
     #: seed of per-speaker draws.
     seed = 0
-    #: whether the output says the input's words (voice conversion, McAdams: True) or words of
-    #: its own (STT-TTS: False, and it writes them to ``extra.asr_text``). None: not declared, and
-    #: attackers that read the words of anonymized speech refuse to guess (content-leakage rule).
+    #: whether the output says the input's words (True for voice conversion and McAdams) or words
+    #: of its own (False for STT-TTS, which writes them to ``extra.asr_text``). None means not
+    #: declared, and attackers that read the words of anonymized speech refuse to guess
+    #: (content-leakage rule).
     keeps_words = None
-    #: how random choices are drawn: per speaker or per utterance (see draw_rng).
+    #: how random choices are drawn, per speaker or per utterance (see ``draw_rng``).
     draws = "speaker"
     #: True when the output depends on the input and the settings alone (see the module doc).
     deterministic = False

@@ -1,7 +1,8 @@
 """A bag-of-phones attacker: how often a speaker says each phone, compared by cosine. No training.
 
-The README's example of a new attacker: one class (the contract of sparc_eval/attack.py) and one
-hparams file (hparams/bag_of_phones.yaml), run by the attacker recipe and the leakage comparison.
+The attacker guide's example of a new attacker (:doc:`/plugins/attacker`): one class (the
+contract of sparc_eval/attack.py) and one hparams file (hparams/bag_of_phones.yaml), run by the
+attacker recipe and the leakage comparison.
 """
 
 from sparc_eval.attack import Needs

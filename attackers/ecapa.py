@@ -57,12 +57,15 @@ class AttackerBrain(sb.Brain):
         return pad_to_min_length(feats, lens, self.hparams.min_frames)
 
     def compute_forward(self, batch, stage):
+        """The classifier's outputs for a batch: features, then embedding, then classifier."""
         batch = batch.to(self.device)
         feats, lens = self.features(batch, stage)
         embeddings = self.modules.embedding_model(feats, lens)
         return self.modules.classifier(embeddings)
 
     def compute_objectives(self, predictions, batch, stage):
+        """The loss (``compute_cost``) against the speaker indices; outside training the
+        predictions also go into the stage's error rate."""
         speakers, _ = batch.speaker_index
         loss = self.hparams.compute_cost(predictions, speakers)
         if stage != sb.Stage.TRAIN:
@@ -72,10 +75,13 @@ class AttackerBrain(sb.Brain):
         return loss
 
     def on_stage_start(self, stage, epoch=None):
+        """Outside training, a fresh error-rate count for the stage."""
         if stage != sb.Stage.TRAIN:
             self.error_metrics = _ErrorRate()
 
     def on_stage_end(self, stage, stage_loss, epoch=None):
+        """After training, keep the loss; after validation, anneal the learning rate, log the
+        stats and save a checkpoint (keeping only the one with the lowest error rate)."""
         if stage == sb.Stage.TRAIN:
             self.train_loss = stage_loss
             return

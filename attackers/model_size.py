@@ -1,20 +1,23 @@
 """ECAPA-TDNN sizes by name: ``model_size`` in every attacker hparams file.
 
-========== ======================== ========== ==============================================
-name       channels                 attention  what it is
-========== ======================== ========== ==============================================
-cpu        [256]x4 + [768]          64         this project's default: trains on 2 CPU cores
-vpc2024    [512]x4 + [1536]         128        VoicePrivacy 2024's attacker (halved channels)
-spane      [1024]x4 + [3072]        128        SpAnE's, SpeechBrain's standard ECAPA-TDNN: the
-                                               content-leakage paper's attacker
-custom     the file's ``channels``  the file's ``attention_channels`` (sizes set by hand under the
-           default ``cpu`` make it ``custom``)
-========== ======================== ========== ==============================================
+======= ======================= ========================= =========================================
+name    channels                attention                 what it is
+======= ======================= ========================= =========================================
+cpu     [256]x4 + [768]         64                        this project's default: trains on 2 CPU
+                                                          cores
+vpc2024 [512]x4 + [1536]        128                       VoicePrivacy 2024's attacker (halved
+                                                          channels)
+spane   [1024]x4 + [3072]       128                       SpAnE's, SpeechBrain's standard
+                                                          ECAPA-TDNN: the content-leakage paper's
+                                                          attacker
+custom  the file's ``channels`` the file's                sizes set by hand under the default
+                                ``attention_channels``    ``cpu`` make it ``custom``
+======= ======================= ========================= =========================================
 
 The paper's finding depends on size: the VPC 2024 attacker puts STT-TTS at 48.2% EER, SpAnE's at
 34.8% (content-leakage paper, section 3). Anything but ``spane`` is a named deviation in
 results.json. On 2 CPU cores a training step (batch 16 x 3 s of mel) takes about 0.3 s at ``cpu``
-and 0.9 s at ``vpc2024`` (GUIDE section 6); ``spane`` is meant for a GPU.
+and 0.9 s at ``vpc2024`` (measured offline: :doc:`/installation`); ``spane`` is meant for a GPU.
 """
 
 from __future__ import annotations

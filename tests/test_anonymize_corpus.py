@@ -429,7 +429,7 @@ def test_sparc_eval_cli_wiring(corpus, tmp_path, capsys):
     assert "unknown anonymizer 'nope'" in capsys.readouterr().err
 
 
-# --- the README's example anonymizer, verbatim -------------------------------------------------
+# --- the example anonymizer of docs/plugins/anonymizer.md, verbatim ----------------------------
 
 from scipy.signal import resample_poly  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The attacker contract (sparc_eval/attack.py): a new attacker is one class and one hparams file,
-run by the attacker recipe and by the leakage comparison without touching either (README example:
-attackers/bag_of_phones.py, hparams/bag_of_phones.yaml)."""
+run by the attacker recipe and by the leakage comparison without touching either (the example in
+docs/plugins/attacker.md: attackers/bag_of_phones.py, hparams/bag_of_phones.yaml)."""
 
 import json
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""GUIDE section 3: imports run one way. The library (sparc_eval/) never imports attackers/,
+"""docs/architecture.md: imports run one way. The library (sparc_eval/) never imports attackers/,
 anonymizers/ or recipes/, not even inside a function; plug-ins reach it through hparams and entry
 points. The metrics code imports neither torch nor SpeechBrain."""
 

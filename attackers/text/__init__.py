@@ -1,4 +1,4 @@
-"""Transcript attackers (SPARC): scorers behind one interface (:mod:`.base`).
+"""Transcript attackers (SPARC): scorers behind one interface (:mod:`~attackers.text.base`).
 
 - :class:`.tfidf.TfidfScorer`: word unigrams+bigrams, cosine (paper A.2.1);
 - :class:`.stylometric.StylometricScorer`: character n-grams, masked function-word skeleton,

@@ -66,7 +66,7 @@ def normalise_rows_in_place(X: sparse.csr_matrix, *, block: int = 1 << 16) -> sp
 
 
 def paired_dot(A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 50_000) -> np.ndarray:
-    """Row-wise dot products ``A[ia[k]] . B[ib[k]]`` for all k, vectorised (sparse or dense)."""
+    """Dot products of rows ``A[ia[k]]`` and ``B[ib[k]]`` for all k, vectorised; sparse or dense."""
     out = np.empty(len(ia), dtype=np.float64)
     for lo in range(0, len(ia), chunk):
         hi = min(lo + chunk, len(ia))

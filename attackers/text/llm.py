@@ -2,9 +2,10 @@
 
 Works with OpenAI, vLLM, Ollama (``http://localhost:11434/v1``), llama.cpp server (``sparc-eval
 llm-server``) and anything else that serves ``POST {base_url}/chat/completions``. Each trial is
-one zero-shot user message built from the paper's prompt (:data:`PROMPTS`; override per task with
-``prompts``); the first number in the reply is the score, clamped to 0-100. A reply without a
-number is recorded as missing (NaN, counted in ``report()``), never as 0.
+one zero-shot user message built from the paper's prompt
+(:data:`~attackers.text.llm_prompts.PROMPTS`; override per task with ``prompts``); the first
+number in the reply is the score, clamped to 0-100. A reply without a number is recorded as
+missing (NaN, counted in ``report()``), never as 0.
 
 - Scoring modes (:mod:`.llm_prompts`): ``scoring: number`` is the paper's; ``yes_no`` and
   ``rating`` read a continuous score from the top log-probabilities the server returns (P(yes),
@@ -20,8 +21,8 @@ number is recorded as missing (NaN, counted in ``report()``), never as 0.
 - API key: read from the environment variable named by ``api_key_env`` (default
   ``OPENAI_API_KEY``) and sent as a bearer token. It is never logged, cached or reported.
   ``require_api_key``: ``auto`` (required unless the endpoint is on this machine), true or
-  false. A required key that is missing raises :class:`DataError` from ``preflight()``, which
-  the evaluation calls before any work starts.
+  false. A required key that is missing raises :class:`~sparc_eval.errors.DataError` from
+  ``preflight()``, which the evaluation calls before any work starts.
 - Concurrency: ``concurrency`` requests in flight (a thread pool); identical prompts are sent
   once. ``base_url`` may list several endpoints serving the same model: requests rotate over
   them, and under the Ray runner (:mod:`sparc_eval.text.ray_scoring`) worker i uses endpoint

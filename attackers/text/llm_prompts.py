@@ -24,6 +24,8 @@ import re
 MODES = ("number", "yes_no", "rating")
 _HEADER = "You are a speaker verification judge."
 _TAIL = "Do not explain your reasoning."
+#: the paper's task instructions (A.2.2) by task, in its 0-100 wording; another task gets a
+#: generic one of the same form.
 PROMPTS = {
     "speaker": (
         "Estimate how likely it is that the probe and enrollment utterances came from the SAME SPEAKER. "

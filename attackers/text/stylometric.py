@@ -3,18 +3,17 @@
 Five feature blocks per side (probe or enrollment), each turned into a unit vector; the score
 is the weighted mean of the per-block cosines (``weights``; a block with weight 0 is skipped):
 
-``char``       character 2-4-grams within word boundaries (sublinear TF-IDF): spelling of
-               contractions, morphology, favourite word endings;
-``skeleton``   word 1-3-grams of the *masked* text, in which every word that is not a function
-               word, discourse marker or filler becomes ``*`` (text distortion, Stamatatos
-               2017): the syntactic frame with the topic words removed;
-``function``   relative frequencies of ~170 English function words;
-``discourse``  relative frequencies of discourse markers ("you know", "i mean", "like",
-               "actually", "kind of", ...);
-``fluency``    per-word rates of filled pauses (uh, um, er, erm, hmm, ...), immediate word
-               repetitions, cut-off words (``wor-``), non-speech tags (``<laugh>``),
-               contractions, plus mean word length, mean utterance length, and the share of
-               first-person singular pronouns.
+- ``char``: character 2-4-grams within word boundaries (sublinear TF-IDF): spelling of
+  contractions, morphology, favourite word endings;
+- ``skeleton``: word 1-3-grams of the *masked* text, in which every word that is not a function
+  word, discourse marker or filler becomes ``*`` (text distortion, Stamatatos 2017): the
+  syntactic frame with the topic words removed;
+- ``function``: relative frequencies of ~170 English function words;
+- ``discourse``: relative frequencies of discourse markers ("you know", "i mean", "like",
+  "actually", "kind of", ...);
+- ``fluency``: per-word rates of filled pauses (uh, um, er, erm, hmm, ...), immediate word
+  repetitions, cut-off words (``wor-``), non-speech tags (``<laugh>``), contractions, plus mean
+  word length, mean utterance length, and the share of first-person singular pronouns.
 
 The three frequency blocks are standardised before the cosine, as in Burrows' Delta: each
 feature's side-level mean and standard deviation are estimated at ``fit`` from pseudo-sides,

@@ -32,7 +32,7 @@ def _label(fraction: float) -> str:
 
 def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx, run_cell) -> dict:
     """{(where, attacker, scenario): {fraction: cell}} for the shares below 100%; ``run_cell`` is
-    the card's way of running one cell (:func:`sparc_eval.card.run._cell`)."""
+    the card's way of running one cell (``sparc_eval.card.run._cell``)."""
     specs = {a.name: a for a in s.attackers}
     out = {}
     for where in cells:

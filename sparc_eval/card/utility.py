@@ -329,7 +329,7 @@ def similarity_matrix(embeddings: dict, utt2spk: dict, speakers: list) -> np.nda
 
 
 def diagonal_dominance(m: np.ndarray) -> float:
-    """D_diag(M): |mean of the diagonal - mean of the off-diagonal elements|."""
+    """D_diag(M): ``|mean of the diagonal - mean of the off-diagonal elements|``."""
     n = len(m)
     off = (m.sum() - np.trace(m)) / (n * (n - 1))
     return float(abs(np.trace(m) / n - off))

@@ -5,7 +5,9 @@ writes::
 
     out_dir/settings.json        what was asked for (a rerun with the same settings reuses the corpus)
     out_dir/wav/<speaker>/<id>.wav   16 kHz mono PCM_16, each written atomically
-    out_dir/manifest.jsonl       one utterance per line (GUIDE section 4), absolute audio paths
+    out_dir/manifest.jsonl       one utterance per line, absolute audio paths
+
+The manifest's format is in :doc:`/contracts`.
 
 Speakers are distinct espeak-ng voices (a language voice for the accent, a variant for the
 sex, and their own pitch, pitch range and speaking rate), with sex, age and accent attributes

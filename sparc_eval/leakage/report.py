@@ -1,4 +1,4 @@
-"""report.md and figures of a leakage comparison (see :mod:`.run` for results.json)."""
+"""report.md and figures of a leakage comparison (see :mod:`~sparc_eval.leakage.run` for results.json)."""
 
 from __future__ import annotations
 

@@ -393,7 +393,7 @@ class _Tree:
 def binned_metrics(t, n, mixed, settings: MetricSettings = MetricSettings(), order=None):
     """``(values, below, above)``: the metrics of binned count tables ``(..., B)`` and how far the
     exact (unbinned) replicate can lie below and above each (module docstring), three dicts shaped
-    like :func:`metrics_from_counts`'s. ``mixed`` (B,) marks the bins holding more than one
+    like :func:`~sparc_eval.metrics.core.metrics_from_counts`'s. ``mixed`` (B,) marks the bins holding more than one
     distinct score; ``order`` (:meth:`Binning.order`, trial unit only) makes the AUC its expected
     value given the table, with a probabilistic bound."""
     r = Rates(t, n)
@@ -587,7 +587,7 @@ def bootstrap_metrics(
 
     ``weights`` (optional, original trial order) multiply the resampled multiplicities (exact
     method only). ``chunk_elements`` bounds the exact method's memory; the binned one works in
-    blocks of 64 resamples. ``sorted_trials``: :func:`sort_trials` of these scores and labels,
+    blocks of 64 resamples. ``sorted_trials``: :func:`~sparc_eval.metrics.core.sort_trials` of these scores and labels,
     when the caller has it (saves the sort).
     """
     s, y, w = check_trials(scores, labels, weights)

@@ -1,6 +1,6 @@
 """EER broken down by speaker and by population segment, reusing the one global sort.
 
-Definitions (GUIDE section 5; content-leakage paper, sections 4 and 5.1):
+Definitions (:doc:`/definitions`; content-leakage paper, sections 4 and 5.1):
 
 - Per-speaker EER: the EER over the trials whose TEST utterance belongs to that speaker
   (every enrollment model it was compared with). ``None`` when the speaker has no target or

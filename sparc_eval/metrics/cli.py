@@ -2,7 +2,7 @@
 
     sparc-eval metrics --scores FILE [--utt2spk FILE] [--speakers FILE] --out DIR
 
-writes ``DIR/results.json`` (GUIDE section 4), ``DIR/report.md``, ``DIR/roc.png``,
+writes ``DIR/results.json`` (:doc:`/contracts`), ``DIR/report.md``, ``DIR/roc.png``,
 ``DIR/det.png`` and, when available, ``DIR/per_speaker_eer.png`` and ``DIR/segments.png``.
 Imports only numpy (and matplotlib/scipy when plotting): never torch or SpeechBrain.
 """

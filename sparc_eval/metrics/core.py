@@ -46,8 +46,8 @@ EER_METHODS = ("speechbrain", "rocch")
 class MetricSettings:
     """What to compute: EER method, TPR@FPR targets and the minDCF operating point.
 
-    ``eer_method``: ``"speechbrain"`` (default; :func:`eer_from_counts`) or ``"rocch"``
-    (the interpolated, convex-hull EER of :func:`rocch_eer_from_counts`).
+    ``eer_method``: ``"speechbrain"`` (default; :func:`~sparc_eval.metrics.core.eer_from_counts`) or ``"rocch"``
+    (the interpolated, convex-hull EER of :func:`~sparc_eval.metrics.core.rocch_eer_from_counts`).
     minDCF defaults are NIST SRE's: ``p_target`` 0.01, ``c_miss`` = ``c_fa`` = 1.
     """
 
@@ -333,8 +333,8 @@ def eer_from_counts(t, n, unique=None):
 
     Thresholds are the distinct scores and the midpoints between neighbours; FRR = share of
     target scores <= threshold, FAR = share of non-target scores > threshold; the EER is
-    (FAR + FRR) / 2 at the first threshold minimising |FAR - FRR| (ties broken exactly as
-    SpeechBrain breaks them, see :func:`_eer_pick`). The value is computed from the exact
+    (FAR + FRR) / 2 at the first threshold minimising ``|FAR - FRR|`` (ties broken exactly as
+    SpeechBrain breaks them, see ``_eer_pick``). The value is computed from the exact
     float64 rates at that threshold; SpeechBrain averages its float32 rates, so the two differ
     by at most about 6e-8.
 
@@ -582,7 +582,7 @@ class EERResult(NamedTuple):
 
 
 def eer(scores, labels, weights=None, *, method: str = "speechbrain") -> EERResult:
-    """EER and its threshold (see :func:`eer_from_counts`; ``method="rocch"`` gives the
+    """EER and its threshold (see :func:`~sparc_eval.metrics.core.eer_from_counts`; ``method="rocch"`` gives the
     convex-hull interpolated EER, whose threshold is None: it lies between two operating
     points). Raises DataError on NaN/inf scores or one-class input."""
     c = counts(scores, labels, weights)
@@ -621,12 +621,13 @@ def min_dcf(scores, labels, weights=None, *, p_target=DEFAULT_P_TARGET, c_miss=1
 
 
 def roc_curve(scores, labels, weights=None):
-    """``(fpr, tpr, thresholds)`` from one sort, by increasing FPR (see :func:`roc_points`)."""
+    """``(fpr, tpr, thresholds)`` from one sort, by increasing FPR (see
+    :func:`~sparc_eval.metrics.core.roc_points`)."""
     return roc_points(counts(scores, labels, weights))
 
 
 def det_curve(scores, labels, weights=None):
-    """``(far, frr, thresholds)`` (see :func:`det_points`)."""
+    """``(far, frr, thresholds)`` (see :func:`~sparc_eval.metrics.core.det_points`)."""
     return det_points(counts(scores, labels, weights))
 
 
@@ -647,7 +648,7 @@ class PointMetrics:
     eer_rocch: Optional[float] = None
 
     def as_dict(self) -> dict:
-        """The GUIDE section 4 ``overall`` keys (without ``ci95``)."""
+        """The ``overall`` keys of :doc:`/contracts` (without ``ci95``)."""
         return {
             "eer": self.eer,
             "eer_threshold": self.eer_threshold,

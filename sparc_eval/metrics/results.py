@@ -2,7 +2,7 @@
 
 :func:`evaluate_trials` turns trials (enrollment id, test id, score, label) into the
 ``overall`` / ``per_speaker`` / ``segments`` / ``not_applicable`` parts of results.json
-(GUIDE section 4); :func:`write_report` writes ``results.json``, ``report.md`` and the plots
+(:doc:`/contracts`); :func:`write_report` writes ``results.json``, ``report.md`` and the plots
 atomically. A metric that cannot be computed is ``None`` (JSON ``null``) and the reason goes into
 ``not_applicable``; nothing is ever NaN.
 
@@ -402,7 +402,8 @@ def _count(x):
 
 
 def build_results(results: dict, run_info: Optional[dict] = None) -> dict:
-    """The full results.json dict: ``run`` (the GUIDE keys, missing ones null) + the parts."""
+    """The full results.json dict: ``run`` (the keys of :doc:`/contracts`, missing ones null) and
+    the parts."""
     run_info = dict(run_info or {})
     run = {key: run_info.pop(key, None) for key in RUN_KEYS}
     if run["timings_s"] is None:

@@ -1,6 +1,6 @@
 """Score files, utt2spk files and speaker attribute files.
 
-Score file (GUIDE section 4): whitespace separated, one trial per line, no header::
+Score file (:doc:`/contracts`): whitespace separated, one trial per line, no header::
 
     <enroll-id> <test-id> <score> <target|nontarget>
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+#: fewer test speakers than this make an evaluation small (``min_speakers``'s default).
 MIN_SPEAKERS = 20
 LEVEL = 0.95
 

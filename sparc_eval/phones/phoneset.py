@@ -48,6 +48,7 @@ CMU_PHONES = (
     "ZH",
 )
 SILENCE = "SIL"
+#: every phone symbol in index order, the 39 CMU phones without stress and then ``SIL``.
 PHONES = CMU_PHONES + (SILENCE,)
 PHONE_INDEX = {p: i for i, p in enumerate(PHONES)}
 assert len(CMU_PHONES) == 39

@@ -90,7 +90,7 @@ from .recognizer import PhoneRecognizer, check_audio_input, frames_to_segments
 FRAME_RATE = 100  # frames per second of the en-us model (frate)
 SAMPLE_RATE = 16000
 
-# allphone settings (see the module docstring for how they were chosen)
+#: allphone settings (see the module docstring for how they were chosen).
 ALLPHONE_DEFAULTS = dict(allphone_ci=True, lw=2.0, wip=0.65, beam=1e-20, pbeam=1e-10)
 # alignment settings: wide beams so that a correct transcript always reaches the final state
 ALIGN_DEFAULTS = dict(bestpath=False, beam=1e-80, pbeam=1e-80, wbeam=1e-60)
@@ -272,8 +272,9 @@ class _PocketsphinxBase(PhoneRecognizer):
 class PocketsphinxPhoneRecognizer(_PocketsphinxBase):
     """Phone recognition with PocketSphinx ``allphone`` search (no transcript needed).
 
-    Keyword arguments override :data:`ALLPHONE_DEFAULTS` (``lw``, ``wip``, ``beam``, ``pbeam``,
-    ``allphone_ci``) or pass other PocketSphinx options; ``phone_lm`` replaces the phone LM.
+    Keyword arguments override
+    :data:`~sparc_eval.phones.pocketsphinx_backend.ALLPHONE_DEFAULTS` (``lw``, ``wip``, ``beam``,
+    ``pbeam``, ``allphone_ci``) or pass other PocketSphinx options; ``phone_lm`` replaces the phone LM.
     One decoder per instance: not for concurrent use from several threads (calls are serialised).
     """
 

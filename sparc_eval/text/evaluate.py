@@ -3,9 +3,9 @@
 :func:`evaluate_text` is the library entry point (the recipe ``recipes/evaluate_text.py``
 reads its hparams once into :class:`~.settings.TextRunSettings` and calls :func:`evaluate_from_settings`,
 which loads the corpus and calls it). For each setting it builds the
-trials (:mod:`.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
+trials (:mod:`~sparc_eval.text.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
 each scorer on the unique utterance texts of that task and setting, scores the trials, and
-computes the metric block of GUIDE section 4 (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
+computes the metric block of :doc:`/contracts` (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
 CIs over ``bootstrap_unit``: the probes' speakers by default, from
 :func:`sparc_eval.metrics.evaluate_trials`) per condition. ``results.json``::
 

@@ -1,4 +1,4 @@
-"""What the trial builders of every task share (the rules are in :mod:`.trials`).
+"""What the trial builders of every task share (the rules are in :mod:`~sparc_eval.text.trials`).
 
 :class:`TrialPairing` holds one manifest's appearances and probes at one P, the eligibility
 tables (speaker, episode, series codes per appearance), the candidate pools of a probe (same
@@ -101,7 +101,11 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
 
 
 def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
-    """speaker -> compiled regex of its name tokens, for speakers with a known name."""
+    """speaker -> compiled regex of its name tokens, for speakers with a known name.
+
+    :param config: where a speaker's name is found (``speaker_names``, then ``name_fields``).
+    :type config: ~sparc_eval.text.trials.TrialConfig
+    """
     out = {}
     for spk in speakers:
         name = None
@@ -155,7 +159,11 @@ class Plan:
 
 
 class TrialPairing:
-    """Probes, eligibility tables, pools and screens for one manifest at one P (all tasks, all L)."""
+    """Probes, eligibility tables, pools and screens for one manifest at one P (all tasks, all L).
+
+    :param config: the trial settings.
+    :type config: ~sparc_eval.text.trials.TrialConfig
+    """
 
     def __init__(self, manifest, config: "TrialConfig", *, L_max: Optional[int] = None):
         self.config = config

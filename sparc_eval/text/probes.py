@@ -1,4 +1,4 @@
-"""Appearances and probes (paper 4.2, GUIDE section 5; the rules are in :mod:`.trials`).
+"""Appearances and probes (paper 4.2, :doc:`/definitions`; the rules are in :mod:`~sparc_eval.text.trials`).
 
 An *appearance* is one (speaker, episode): that speaker's non-empty utterances of the episode,
 in manifest order. A *probe* is a run of whole utterances from an appearance holding ``P +-

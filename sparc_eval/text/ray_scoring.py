@@ -50,7 +50,7 @@ DEFAULT_RAY_BATCH = 500  # trials per batch under Ray when batch_size is None
 
 
 def trial_batch(ts: TrialSet, idx) -> TrialSet:
-    """Trials ``idx`` of ``ts`` holding only the sides and texts they use (:meth:`TrialSet.take`)."""
+    """Trials ``idx`` of ``ts`` holding only the sides and texts they use (:meth:`~sparc_eval.text.trial_set.TrialSet.take`)."""
     return ts.take(idx)
 
 

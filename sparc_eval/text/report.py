@@ -1,4 +1,4 @@
-"""Outputs of a text evaluation: results.json, report.md, ROC plots (:func:`write_outputs`)."""
+"""Outputs of a text evaluation: results.json, report.md, ROC plots (:func:`~sparc_eval.text.report.write_outputs`)."""
 
 from __future__ import annotations
 

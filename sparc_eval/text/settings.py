@@ -27,6 +27,7 @@ from .trials import TrialConfig
 __all__ = [
     "BOOTSTRAP_UNITS",
     "TRIAL_KEYS",
+    "hparams_digest",
     "TextRunSettings",
     "parse_settings",
     "scorer_list",
@@ -37,6 +38,8 @@ __all__ = [
 
 BOOTSTRAP_UNITS = ("speaker", "trial")
 REQUIRED = ("data_folder", "output_folder", "scorer")
+#: the hparams keys that set a field of the same name of
+#: :class:`~sparc_eval.text.trials.TrialConfig`.
 TRIAL_KEYS = (
     "tolerance",
     "strict",
@@ -133,7 +136,8 @@ def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
 
 
 def trial_config_from_hparams(hparams: dict) -> TrialConfig:
-    """The trial keys (:data:`TRIAL_KEYS`), ``seed`` and the ``shared_text*`` keys as a TrialConfig."""
+    """The trial keys (:data:`~sparc_eval.text.settings.TRIAL_KEYS`), ``seed`` and the
+    ``shared_text*`` keys as a TrialConfig."""
     values = {k: hparams[k] for k in TRIAL_KEYS if hparams.get(k) is not None}
     if "match_negatives" in values:
         values["match_negatives"] = tuple(values["match_negatives"] or ())
@@ -154,7 +158,7 @@ SCORING_KEYS = ("runner", "ray_address", "num_workers", "score_batch_size")
 
 def hparams_digest(hparams: dict) -> str:
     """What results.json records as ``run.hparams_sha256``: every key but the scorer objects and
-    the :data:`SCORING_KEYS` (in ``overrides`` too)."""
+    the ``SCORING_KEYS`` (in ``overrides`` too)."""
 
     def kept(k, v):
         return (

@@ -1,5 +1,5 @@
 """Episode topic metadata for the SPoRC topic control (A.1.2): title+description TF-IDF cosine
-and category Jaccard between episodes (how they are used: :mod:`.trials`)."""
+and category Jaccard between episodes (how they are used: :mod:`~sparc_eval.text.trials`)."""
 
 from __future__ import annotations
 

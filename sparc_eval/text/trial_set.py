@@ -2,8 +2,8 @@
 
 Trial types: easy positive (same speaker or label, same episode), hard positive (other
 episode), easy negative (other speaker or label, other episode), hard negative (same episode).
-Conditions (:data:`TRIAL_CONDITIONS`): ``easy`` = EP+EN, ``hard`` = HP+HN, ``same_topic`` =
-EP+HN, ``different_topic`` = HP+EN, ``combined`` = all (see :mod:`.trials`).
+Conditions (:data:`~sparc_eval.text.trial_set.TRIAL_CONDITIONS`): ``easy`` = EP+EN, ``hard`` = HP+HN, ``same_topic`` =
+EP+HN, ``different_topic`` = HP+EN, ``combined`` = all (see :mod:`~sparc_eval.text.trials`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from ..errors import DataError
 
 EP, HP, EN, HN = "easy_positive", "hard_positive", "easy_negative", "hard_negative"
 TRIAL_TYPES = (EP, HP, EN, HN)
+#: the conditions a task's results are reported under (the module docstring says which types
+#: each holds).
 TRIAL_CONDITIONS = ("combined", "easy", "hard", "same_topic", "different_topic")
 TYPE_CONDITIONS = {
     EP: ("combined", "easy", "same_topic"),

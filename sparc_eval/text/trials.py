@@ -5,7 +5,7 @@ of the episode, in manifest order (conversation order). A *probe* is text of the
 speaker; an *enrollment* is text of the claimed speaker (speaker task) or of a speaker whose
 attribute label is compared (sex, age, accent and any other attribute).
 
-Probes (GUIDE section 5). From the start of an appearance, whole utterances are accumulated
+Probes (:doc:`/definitions`). From the start of an appearance, whole utterances are accumulated
 until the word count (white-space words) lies within ``P +- tolerance``. When the next
 utterance would jump over the window, it is cut at a word boundary so the probe has exactly
 ``P`` words (the rest of that utterance is discarded and used by no probe), or, with
@@ -41,6 +41,7 @@ enrollment (which holds every smaller one), and only the enrollment length chang
 A.1.1: "trials are fixed when varying L at a fixed P").
 
 Controls.
+
 - ``match_negatives`` (speaker task): negative partners must share these attributes (``sex``,
   ``age`` group, ``accent`` region, or any attribute) with the probe speaker.
 - Metadata topic control (SPoRC protocol, A.1.2), on when episodes carry ``title``,
@@ -98,6 +99,7 @@ from .trial_set import (
 )
 
 __all__ = [
+    "sample_by_probe",
     "EP",
     "HP",
     "EN",
@@ -235,7 +237,9 @@ class TrialBuilder(TrialPairing):
     """
 
     def task_trials(self, task: str):
-        """What a task draws from each probe's pool: :class:`SpeakerTrials` or :class:`AttributeTrials`."""
+        """What a task draws from each probe's pool: a
+        :class:`~sparc_eval.text.speaker_trials.SpeakerTrials` or an
+        :class:`~sparc_eval.text.attribute_trials.AttributeTrials`."""
         return SpeakerTrials(self) if task == "speaker" else AttributeTrials(self, task)
 
     def plans(self, task: str) -> list:
