@@ -1,4 +1,4 @@
-# `make demo` (the main job on the built-in demo corpus), `make test`, and `make card` (the anonymizer card).
+# `make demo` (the main job on the built-in demo corpus), `make test`, `make docs`, and `make card` (the anonymizer card).
 # Each creates or reuses .venv and installs what it needs from the package registries only.
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,11 +8,11 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 # voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
-EXTRAS ?= test,anon,ray,text,voice
+EXTRAS ?= test,docs,anon,ray,text,voice
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
-.PHONY: install test demo card bench clean llm-install llm-server llm-server-stop test-llm
+.PHONY: install test lint docs demo card bench clean llm-install llm-server llm-server-stop test-llm
 
 install: $(STAMP)
 
@@ -26,8 +26,19 @@ $(STAMP): pyproject.toml Makefile
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-test: $(STAMP)
+# ruff (lint and format check, seconds), the docs site (warnings as errors), then the suite.
+test: lint docs
 	$(PY) -m pytest -q -ra
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# The documentation site, into docs/_build/html. -n: every reference to the project's own objects
+# must resolve; -W: any warning fails the build; the API pages are generated afresh each time.
+docs: $(STAMP)
+	@rm -rf docs/api/generated
+	$(PY) -m sphinx -b html -n -W --keep-going -q -d docs/_build/doctrees docs docs/_build/html
 
 # The main job on the built-in demo corpus (reading mode): a phone-only ECAPA attacker trained on
 # 24 synthetic speakers and evaluated on 24 others. The last line printed is results.json's path.
@@ -74,4 +85,4 @@ bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache docs/_build docs/api/generated

@@ -1,0 +1,8 @@
+"""sparc-eval: how much a speaker can still be recognised after speech anonymization."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("sparc-eval")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
