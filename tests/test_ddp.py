@@ -53,13 +53,16 @@ def test_two_cpu_processes_train_one_attacker(demo_dir, tmp_path):
     assert printed == [str(tmp_path / "results.json")]  # the main process alone writes and prints
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["overall"]["n_target"] == 240 and 0.0 < doc["overall"]["eer"] < 0.5
-    assert any((tmp_path / "save").glob("CKPT*"))
+    checkpoints = sorted(p.name for p in (tmp_path / "save").glob("CKPT*"))
+    log = (tmp_path / "train_log.txt").read_text()
+    assert checkpoints and log.count("epoch:") == 2
     again = _torchrun(demo_dir, tmp_path)  # resumes from the checkpoints: nothing left to train
     assert again.returncode == 0, again.stderr[-3000:]
     redo = json.loads((tmp_path / "results.json").read_text())
-    assert (
-        redo["overall"]["eer"] == doc["overall"]["eer"] and redo["run"]["timings_s"]["training"] < 5
-    )
+    assert redo["overall"]["eer"] == doc["overall"]["eer"]
+    # no epoch ran again: the same checkpoints and training log (not a timing, which load moves)
+    assert sorted(p.name for p in (tmp_path / "save").glob("CKPT*")) == checkpoints
+    assert (tmp_path / "train_log.txt").read_text() == log
 
 
 FAILING_ATTACKER = '''
