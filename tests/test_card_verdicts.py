@@ -364,3 +364,26 @@ def test_one_class_at_two_settings_keeps_two_names():
         }
     )
     assert [a.name for a in specs] == ["mcadams", "McAdams"] and specs[1].options == {"alpha": 0.7}
+
+
+def test_the_headline_gives_tpr_at_1pct_and_names_the_highest_tpr_cell(card):
+    """The lowest-EER cell need not have the highest TPR at 1% FPR: the headline gives its own and
+    names the cell with the highest one (issue 28)."""
+    from sparc_eval.card.report import _headline
+    from sparc_eval.card.verdicts import CellTrials, content_rows, headlines
+
+    root, cells = card
+    s = _settings(root)
+    head = headlines(s, cells, content_rows(s, cells), CellTrials(root, cells))["anon"]
+    tprs = {
+        (a, sc): c["overall"]["tpr_at_fpr"]["0.01"]
+        for a, by in cells["anon"].items()
+        for sc, c in by.items()
+    }
+    mine = cells["anon"][head["attacker"]][head["scenario"]]["overall"]
+    assert head["tpr_at_1pct"]["tpr"] == mine["tpr_at_fpr"]["0.01"]
+    best = head["highest_tpr_at_1pct"]
+    assert best["tpr"] == max(tprs.values()) == tprs[(best["attacker"], best["scenario"])]
+    doc = {"headline": {"anon": {**head, "highest_tpr_at_1pct": {**best, "attacker": "other"}}}}
+    lines = "\n".join(_headline(doc))
+    assert "TPR at 1% FPR" in lines and "highest TPR at 1% FPR of the 3 cells: other" in lines

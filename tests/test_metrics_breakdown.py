@@ -8,6 +8,7 @@ import pytest
 from sparc_eval.errors import DataError
 from sparc_eval.metrics import core, evaluate_trials
 from sparc_eval.metrics.breakdown import per_speaker_eer, segment_eers
+from sparc_eval.metrics.panel import PANEL_KEYS
 
 
 def toy(seed=0, n_spk=7, utts=6):
@@ -124,9 +125,21 @@ def test_evaluate_trials_full_document():
         "n_nontarget",
         "ci95",
         "small_evaluation",
+        *PANEL_KEYS,
+        "mean_speaker_eer",
+        "worst_speakers",
     }
     assert set(ov["tpr_at_fpr"]) == {"0.01", "0.001"}
-    assert set(ov["ci95"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
+    assert set(ov["ci95"]) == {
+        "eer",
+        "auc",
+        "tpr_at_fpr",
+        "min_dcf",
+        "min_cllr",
+        "dece",
+        "linkability",
+        "mean_speaker_eer",
+    }
     assert ov["eer"] == core.eer(score, label).eer
     na = res["not_applicable"]
     assert na["per_speaker.s6.eer"] == "no target trials"

@@ -12,6 +12,7 @@ import pytest
 from sparc_eval.cli import main
 from sparc_eval.errors import DataError
 from sparc_eval.metrics import read_scores, read_speakers, read_utt2spk, write_scores
+from sparc_eval.metrics.panel import PANEL_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -26,7 +27,11 @@ OVERALL_KEYS = {
     "n_nontarget",
     "ci95",
     "small_evaluation",
+    *PANEL_KEYS,
+    "mean_speaker_eer",
+    "worst_speakers",
 }
+PANEL_CI = {"min_cllr", "dece", "linkability", "mean_speaker_eer"}
 
 
 def write(tmp_path, name, text):
@@ -48,7 +53,7 @@ def check_schema(doc):
     assert set(doc["overall"]) == OVERALL_KEYS
     assert set(doc["overall"]["tpr_at_fpr"]) == {"0.01", "0.001"}
     if doc["overall"]["ci95"] is not None:
-        assert set(doc["overall"]["ci95"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"}
+        assert set(doc["overall"]["ci95"]) == {"eer", "auc", "tpr_at_fpr", "min_dcf"} | PANEL_CI
         assert set(doc["overall"]["ci95"]["tpr_at_fpr"]) == {"0.01", "0.001"}
     for v in (doc["per_speaker"] or {}).values():
         assert set(v) == {"eer", "n_target", "n_nontarget"}

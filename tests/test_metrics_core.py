@@ -8,6 +8,7 @@ import pytest
 from sparc_eval.errors import DataError
 from sparc_eval.metrics import core
 from sparc_eval.metrics.core import MetricSettings
+from sparc_eval.metrics.panel import PANEL_KEYS
 
 
 def speechbrain_metric_stats():
@@ -297,6 +298,9 @@ def test_evaluate_trials_keys_and_notes_in_order():
         "n_nontarget",
         "ci95",
         "small_evaluation",
+        *PANEL_KEYS,
+        "mean_speaker_eer",
+        "worst_speakers",
     ]
     assert (
         res["overall"]["eer_threshold"] is None
@@ -304,8 +308,13 @@ def test_evaluate_trials_keys_and_notes_in_order():
         and res["segments"] == {}
     )
     assert list(res["not_applicable"]) == [
+        "overall.act_cllr",  # cosine-like scores: act Cllr only as "scores taken as LLRs"
+        "overall.linkability",  # 2 targets: no D<->sys bin
+        "overall.tpr_at_fpr.0.01",  # 3 non-targets: too few for a TPR at 1% or 0.1% FPR
+        "overall.tpr_at_fpr.0.001",
         "overall.eer_threshold",
         "overall.ci95.dropped",
+        "overall.linkability_topn",  # one enrollment model
         "per_speaker",
         "segments",
     ]

@@ -78,7 +78,9 @@ def _headline(doc: dict) -> list:
                 f"{h['scenario']}; selected)"
                 + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
                 + (f"; content bound {_pct(bound)}" if bound is not None else "")
+                + _tpr_text(h.get("tpr_at_1pct"))
             )
+            lines += _highest_tpr_line(name, h, doc)
         probe = h.get("probe_level")
         if probe:
             lines.append(
@@ -87,6 +89,26 @@ def _headline(doc: dict) -> list:
                 f"{probe['scenario']}): {_eer_ci(probe)}"
             )
     return lines + [""]
+
+
+def _tpr_text(tpr: dict | None) -> str:
+    if not tpr:
+        return "; TPR at 1% FPR: too few non-target trials"
+    ci = tpr.get("ci95")
+    return f"; TPR at 1% FPR {_pct(tpr['tpr'])}" + (
+        f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else ""
+    )
+
+
+def _highest_tpr_line(name: str, h: dict, doc: dict) -> list:
+    """The cell with the highest TPR at 1% FPR, when it is not the lowest-EER cell."""
+    best = h.get("highest_tpr_at_1pct")
+    if not best or (best["attacker"], best["scenario"]) == (h["attacker"], h["scenario"]):
+        return []
+    return [
+        f"- **{name}**, highest TPR at 1% FPR of the {h['n_cells']} cells: {best['attacker']}"
+        f"{_marks(doc, best['attacker'])} ({best['scenario']}){_tpr_text(best)[len('; TPR at 1% FPR') :]}"
+    ]
 
 
 MARKS = {"weak": "‡", "wide": "†", "small": "†", "learning": "§"}

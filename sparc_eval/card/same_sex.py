@@ -45,6 +45,7 @@ def same_sex_eers(trials, sex_of: dict, settings) -> dict:
             bootstrap_unit="speaker",
             per_speaker=False,
             min_verdict_speakers=settings.min_verdict_speakers,
+            panel_ci=False,  # the pooled cell carries the panel's CIs
         )
         ov = ev["overall"]
         out[sex] = {

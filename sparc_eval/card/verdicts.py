@@ -80,6 +80,27 @@ def _eer(cell: dict) -> dict | None:
     }
 
 
+def _tpr_at_1pct(cell: dict) -> dict | None:
+    """The cell's TPR at 1% FPR with its CI, or None (not run, or too few non-targets for it)."""
+    overall = (cell or {}).get("overall") or {}
+    tpr = (overall.get("tpr_at_fpr") or {}).get("0.01")
+    if cell.get("status") != "ok" or tpr is None:
+        return None
+    ci = ((overall.get("ci95") or {}).get("tpr_at_fpr") or {}).get("0.01")
+    return {"tpr": tpr, "ci95": ci}
+
+
+def _highest_tpr(by: dict) -> dict | None:
+    """The utterance-trial cell with the highest TPR at 1% FPR (it need not be the lowest-EER one)."""
+    found = [
+        {**t, "attacker": attacker, "scenario": sc}
+        for attacker, by_sc in by.items()
+        for sc, cell in by_sc.items()
+        if not probe_level(cell) and (t := _tpr_at_1pct(cell)) is not None
+    ]
+    return max(found, key=lambda x: x["tpr"]) if found else None
+
+
 def _needs(cell: dict, what: str) -> bool:
     return bool((cell.get("needs") or {}).get(what))
 
@@ -237,6 +258,8 @@ def headlines(
                 n_cells=len(found),
                 selected=True,
                 cross_fitted=_cross_fit(s, by, reader) if reader is not None else None,
+                tpr_at_1pct=_tpr_at_1pct(by[attacker][sc]),
+                highest_tpr_at_1pct=_highest_tpr(by),
             )
         if probes:
             eer, attacker, sc, e = min(probes, key=lambda x: x[0])

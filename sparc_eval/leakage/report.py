@@ -181,6 +181,7 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     lines = _intro(doc)
     lines += _fairness(doc)
     lines += _eer_tables(doc, plots)
+    lines += _panel_tables(doc)
     lines += _comparisons(doc)
     lines += _shared_text_changes(doc)
     lines += _vocabulary(doc)
@@ -259,22 +260,56 @@ def _eer_cell(cell: dict) -> str:
     return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{bound}{same}"
 
 
-def _eer_tables(doc: dict, plots: dict) -> list:
+def _grid(doc: dict, cond: str, cell_text, head: list) -> list:
+    """One corpus x attacker table of a condition: ``head`` lines, then a row per corpus."""
     attackers = doc["run"]["features"]
+    lines = [
+        *head,
+        "| corpus | " + " | ".join(attackers) + " |",
+        "|---|" + "---|" * len(attackers),
+    ]
+    for corpus, by_attacker in doc["cells"].items():
+        row = [cell_text(by_attacker[attacker][cond]) for attacker in attackers]
+        lines.append(f"| {corpus} | " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _eer_tables(doc: dict, plots: dict) -> list:
     lines = []
     for cond in doc["run"]["conditions"]:
-        lines += [
-            f"## EER per corpus and attacker: {CONDITION_TITLES[cond]}",
-            "",
-            "| corpus | " + " | ".join(attackers) + " |",
-            "|---|" + "---|" * len(attackers),
-        ]
-        for corpus in doc["cells"]:
-            row = [_eer_cell(doc["cells"][corpus][attacker][cond]) for attacker in attackers]
-            lines.append(f"| {corpus} | " + " | ".join(row) + " |")
-        lines.append("")
+        title = f"## EER per corpus and attacker: {CONDITION_TITLES[cond]}"
+        lines += _grid(doc, cond, _eer_cell, [title, ""])
     if plots.get("eer"):
         lines += [f"![EER per corpus and attacker]({plots['eer'].name})", ""]
+    return lines
+
+
+def _panel_cell(cell: dict) -> str:
+    """min Cllr, D<->sys linkability and TPR at 1% FPR of a cell (the panel beyond EER)."""
+    ov = cell.get("overall") or {}
+    if cell["status"] != "ok" or "min_cllr" not in ov:
+        return "n/a"
+
+    def num(x):
+        return "n/a" if x is None else f"{x:.3f}"
+
+    tpr = (ov.get("tpr_at_fpr") or {}).get("0.01")
+    return f"{num(ov['min_cllr'])} / {num(ov.get('linkability'))} / " + (
+        "n/a" if tpr is None else f"{_pct(tpr)}%"
+    )
+
+
+def _panel_tables(doc: dict) -> list:
+    lines = []
+    for cond in doc["run"]["conditions"]:
+        head = [
+            f"## Beyond EER: {CONDITION_TITLES[cond]}",
+            "",
+            "min Cllr (bits) / linkability D<->sys / TPR at 1% FPR, per cell (definitions: "
+            "sparc_eval.metrics.panel; n/a where too few trials support a value).",
+            "",
+        ]
+        lines += _grid(doc, cond, _panel_cell, head)
     return lines
 
 

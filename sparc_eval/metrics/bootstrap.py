@@ -138,11 +138,16 @@ class BootstrapResult:
     bins: Optional[int] = None
     exact_bins: bool = True
     bounds: Optional[tuple] = None
+    extra: Optional[dict] = None  # replicates of the caller's extra metrics (``extra=`` below)
 
     def ci(self) -> dict:
         """``{"eer": [lo, hi], "auc": ..., "tpr_at_fpr": {target: [lo, hi]}, "min_dcf": ...}``;
         a bound is None when no resample was valid."""
         return _map_metrics(lambda v: percentile_ci(v, self.level), self.samples)
+
+    def extra_ci(self) -> dict:
+        """Percentile intervals of the extra metrics' replicates (empty without them)."""
+        return {k: percentile_ci(v, self.level) for k, v in (self.extra or {}).items()}
 
     def ci_error_bound(self) -> Optional[dict]:
         """Per metric, the largest distance of an exact-bootstrap CI endpoint from this one's
@@ -581,6 +586,7 @@ def bootstrap_metrics(
     method: str = "auto",
     bins: Optional[int] = None,
     sorted_trials=None,
+    extra=None,
 ) -> BootstrapResult:
     """Bootstrap replicates of every metric (see the module docstring for the units, the
     ``method`` and the ``bins``).
@@ -588,7 +594,10 @@ def bootstrap_metrics(
     ``weights`` (optional, original trial order) multiply the resampled multiplicities (exact
     method only). ``chunk_elements`` bounds the exact method's memory; the binned one works in
     blocks of 64 resamples. ``sorted_trials``: :func:`~sparc_eval.metrics.core.sort_trials` of these scores and labels,
-    when the caller has it (saves the sort).
+    when the caller has it (saves the sort). ``extra(t, n, first)``: more metrics of the same
+    resampled count tables ``(b, m)``, whose column j starts at distinct score ``first[j]``
+    (one distinct score per column for the exact method, a bin for the binned one); it returns
+    ``{name: (b,) array}``, kept in :attr:`BootstrapResult.extra`.
     """
     s, y, w = check_trials(scores, labels, weights)
     if n_boot < 1:
@@ -597,14 +606,23 @@ def bootstrap_metrics(
     plan = _Plan(y, unit, stratify, groups, seed)
     bins = DEFAULT_BINS[plan.unit] if bins is None else int(bins)
     if _use_binned(method, plan, w, bins):
-        return _binned_bootstrap(st, plan, n_boot, level, settings, bins)
+        return _binned_bootstrap(st, plan, n_boot, level, settings, bins, extra)
     m = st.n_groups
-    samples = _empty_samples(settings, n_boot)
+    samples, more = _empty_samples(settings, n_boot), {}
     for lo, hi in _chunks(n_boot, plan.draws_per_resample, chunk_elements):
         ((t, n),) = _chunk_counts(plan, [st.code], w, [m], range(lo, hi))
         _store(samples, lo, hi, metrics_from_counts(t, n, settings))
+        _store_extra(more, n_boot, lo, hi, extra, t, n, np.arange(m))
     n_valid = int(np.isfinite(samples["auc"]).sum())
-    return BootstrapResult(samples, n_boot, n_valid, unit, seed, level)
+    return BootstrapResult(samples, n_boot, n_valid, unit, seed, level, extra=more or None)
+
+
+def _store_extra(more: dict, n_boot: int, lo: int, hi: int, extra, t, n, first) -> None:
+    """Replicates lo..hi-1 of the caller's extra metrics (nothing without ``extra``)."""
+    if extra is None:
+        return
+    for name, values in extra(t, n, first).items():
+        more.setdefault(name, np.full(n_boot, np.nan))[lo:hi] = values
 
 
 def _use_binned(method: str, plan: "_Plan", weights, bins: int) -> bool:
@@ -622,7 +640,7 @@ def _use_binned(method: str, plan: "_Plan", weights, bins: int) -> bool:
 
 
 def _binned_bootstrap(
-    st, plan: "_Plan", n_boot: int, level: float, settings: MetricSettings, bins: int
+    st, plan: "_Plan", n_boot: int, level: float, settings: MetricSettings, bins: int, extra=None
 ) -> BootstrapResult:
     t, n = group_counts(st)
     binning = score_bins(
@@ -631,12 +649,15 @@ def _binned_bootstrap(
     order = binning.order(t, n) if plan.unit == "trial" else None
     draw = _binned_draws(st, plan, binning, binning.table(t), binning.table(n))
     samples, below, above = (_empty_samples(settings, n_boot) for _ in range(3))
+    more = {}
     for lo in range(0, n_boot, BLOCK):
         hi = min(n_boot, lo + BLOCK)
+        tables = draw(lo, hi)
         for out, part in zip(
-            (samples, below, above), binned_metrics(*draw(lo, hi), binning.mixed, settings, order)
+            (samples, below, above), binned_metrics(*tables, binning.mixed, settings, order)
         ):
             _store(out, lo, hi, part)
+        _store_extra(more, n_boot, lo, hi, extra, *tables, binning.starts)
     n_valid = int(np.isfinite(samples["auc"]).sum())
     return BootstrapResult(
         samples,
@@ -649,6 +670,7 @@ def _binned_bootstrap(
         binning.n_bins,
         binning.exact,
         (below, above),
+        more or None,
     )
 
 

@@ -39,6 +39,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument(
+        "--llr",
+        action="store_true",
+        help="the scores are log-likelihood ratios (PLDA): report the actual Cllr as such "
+        "(SpAnE's llrs.npy always is)",
+    )
+    p.add_argument(
         "--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)"
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -115,12 +121,16 @@ def run(args) -> int:
     from ..provenance import bootstrap_deviation, environment
     from .core import MetricSettings
     from .results import evaluate_trials, write_report
-    from .scores import read_scores, read_speakers, read_utt2spk
+    from .scores import read_scores, read_spane_llrs, read_speakers, read_utt2spk
     from .small import small_note
 
     t0 = time.perf_counter()
-    trials = read_scores(args.scores)
     utt2spk = read_utt2spk(args.utt2spk) if args.utt2spk else None
+    if str(args.scores).endswith(".npy"):  # SpAnE's raw scores: PLDA LLRs, speakers named
+        trials, spane_utt2spk = read_spane_llrs(args.scores)
+        utt2spk, args.llr = utt2spk or spane_utt2spk, True
+    else:
+        trials = read_scores(args.scores)
     speakers = read_speakers(args.speakers) if args.speakers else None
     t_read = time.perf_counter() - t0
     try:
@@ -166,6 +176,7 @@ def run(args) -> int:
         bootstrap_method=args.bootstrap_method,
         bootstrap_bins=args.bootstrap_bins,
         min_verdict_speakers=args.min_verdict_speakers,
+        llr=args.llr,
     )
     timings = {
         "read": round(t_read, 4),
@@ -192,6 +203,7 @@ def run(args) -> int:
             "min_segment_speakers": args.min_segment_speakers,
             "min_verdict_speakers": args.min_verdict_speakers,
             "accent_grouping": args.accent_grouping,
+            "llr": args.llr,
         },
         "seed": args.seed,
         "timings_s": timings,

@@ -41,6 +41,15 @@ from .core import (
     sort_trials,
     thin_curve,
 )
+from .panel import (
+    empty_panel,
+    low_fpr,
+    mean_speaker_eer,
+    panel_ci_hook,
+    panel_point,
+    topn_linkability,
+    worst_speakers,
+)
 from .scores import LABEL_WORDS, map_ids
 from .small import MIN_SPEAKERS, small_evaluation, small_note
 
@@ -105,6 +114,8 @@ def evaluate_trials(
     bootstrap_bins: Optional[int] = None,
     per_speaker: bool = True,
     min_verdict_speakers: int = MIN_SPEAKERS,
+    llr: Optional[bool] = None,
+    panel_ci: bool = True,
 ) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
@@ -128,6 +139,9 @@ def evaluate_trials(
       (:mod:`sparc_eval.metrics.small`); otherwise it is None.
     - ``per_speaker``: False skips the per-speaker EERs (None) where a caller reads only the
       overall metrics (the text evaluation: one EER loop per speaker and condition otherwise).
+    - ``llr``: the scores are log-likelihood ratios (then ``act_cllr``; otherwise the same number
+      is ``act_cllr_scores_as_llrs``); ``panel_ci``: False leaves the panel's metrics without CIs
+      (:mod:`sparc_eval.metrics.panel`).
 
     Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
     ``not_applicable``.
@@ -165,16 +179,25 @@ def evaluate_trials(
             "method": bootstrap_method,
             "bins": bootstrap_bins,
         }
-        out["overall"], out.curves = _two_class_overall(
-            tr, settings, boot, na, details, timings, t0
+        out["overall"], out.curves, panel = _two_class_overall(
+            tr, settings, boot, na, details, timings, t0, llr, panel_ci
         )
+        panel["linkability_topn"] = topn_linkability(enroll_ids, test_ids, tr.y, tr.s, na)
     n_speakers = None if tr.test_spk is None else int(np.unique(tr.test_spk).size)
     out["overall"]["small_evaluation"] = small_evaluation(
         out["overall"], n_speakers, min_verdict_speakers
     )
+    # the panel beyond EER, after the keys it extends (all null for one class)
+    out["overall"].update(empty_panel() if _one_class(tr.c) else panel)
 
     t2 = time.perf_counter()
     out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
+    _mean_speaker_eer(out["overall"], out["per_speaker"], n_boot, seed, level)
+    out["overall"]["worst_speakers"] = (
+        worst_speakers(tr.st, tr.test_spk, test_ids, tr.w, seed, na, settings.eer_method)
+        if out["per_speaker"] is not None and not _one_class(tr.c)
+        else None
+    )
     timings["per_speaker"] = time.perf_counter() - t2
 
     t3 = time.perf_counter()
@@ -222,6 +245,14 @@ def _checked_trials(
     return _Trials(s, y, w, st, c, test_spk, enroll_spk)
 
 
+def _mean_speaker_eer(overall: dict, per: Optional[dict], n_boot: int, seed: int, level) -> None:
+    """``overall["mean_speaker_eer"]`` (per-speaker EERs clipped at 0.5) and its CI."""
+    mean, ci = mean_speaker_eer(per, n_boot, seed, level)
+    overall["mean_speaker_eer"] = mean
+    if overall.get("ci95") is not None:
+        overall["ci95"]["mean_speaker_eer"] = ci
+
+
 def _one_class(c: Counts) -> bool:
     return c.t.sum() <= 0 or c.n.sum() <= 0
 
@@ -251,11 +282,16 @@ def _two_class_overall(
     details: dict,
     timings: dict,
     t0: float,
+    llr: Optional[bool] = None,
+    panel_ci: bool = True,
 ):
-    """``(overall, curves)``: point metrics with bootstrap CIs, and the thinned ROC/DET curves;
-    thresholds and bootstrap settings go into ``details``, the times since ``t0`` into ``timings``."""
+    """``(overall, curves, panel)``: point metrics with bootstrap CIs, the thinned ROC/DET curves
+    and the panel beyond EER (its CIs in ``overall["ci95"]``); thresholds and bootstrap settings
+    go into ``details``, the times since ``t0`` into ``timings``."""
     pm = point_metrics(tr.c, settings)
     overall = pm.as_dict()
+    panel = panel_point(tr.c, llr, na)
+    panel["fpr_attained"] = low_fpr(overall, tr.c, settings.fpr_targets, na)
     if pm.eer_threshold is None:
         na["overall.eer_threshold"] = (
             "the convex-hull (interpolated) EER lies between two operating "
@@ -263,7 +299,11 @@ def _two_class_overall(
         )
     timings["metrics"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    overall["ci95"] = _bootstrap_ci(tr, settings, boot, na, details)
+    overall["ci95"] = _bootstrap_ci(tr, settings, boot, na, details, panel_ci)
+    if overall["ci95"] is not None:  # no interval for a TPR that too few non-targets support
+        for key, value in overall["tpr_at_fpr"].items():
+            if value is None:
+                overall["ci95"]["tpr_at_fpr"][key] = None
     timings["bootstrap"] = time.perf_counter() - t1
     details.update(
         eer_speechbrain=pm.eer_speechbrain,
@@ -271,11 +311,11 @@ def _two_class_overall(
         min_dcf_threshold=pm.min_dcf_threshold,
         tpr_thresholds={fpr_key(k): v for k, v in pm.tpr_thresholds.items()},
     )
-    return overall, _curves(tr.c, pm.eer)
+    return overall, _curves(tr.c, pm.eer), panel
 
 
 def _bootstrap_ci(
-    tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict
+    tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict, panel_ci=True
 ) -> Optional[dict]:
     """``overall["ci95"]`` from ``boot`` (:func:`bootstrap_metrics` keywords), None when
     ``n_boot`` is 0; what ran goes into ``details``, dropped resamples into ``na``."""
@@ -286,8 +326,16 @@ def _bootstrap_ci(
     groups = tr.test_spk if unit == "speaker" else None
     if unit == "speaker" and groups is None:
         raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
+    extra = panel_ci_hook(tr.st.unique, *group_counts(tr.st, tr.w)) if panel_ci else None
     res = bootstrap_metrics(
-        tr.s, tr.y, groups=groups, weights=tr.w, settings=settings, sorted_trials=tr.st, **boot
+        tr.s,
+        tr.y,
+        groups=groups,
+        weights=tr.w,
+        settings=settings,
+        sorted_trials=tr.st,
+        extra=extra,
+        **boot,
     )
     ci = res.ci()
     ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
@@ -303,6 +351,7 @@ def _bootstrap_ci(
         "auc": ci["auc"],
         "tpr_at_fpr": ci["tpr_at_fpr"],
         "min_dcf": ci["min_dcf"],
+        **{k: res.extra_ci().get(k) for k in ("min_cllr", "dece", "linkability")},
     }
 
 
@@ -512,6 +561,7 @@ def _overall_lines(ov: dict, details: dict) -> list:
             f"| TPR at FPR {float(k):g} | {_pct(v)} | {_ci((ci.get('tpr_at_fpr') or {}).get(k))} |"
         )
     lines.append(f"| minDCF | {_f(ov.get('min_dcf'))} | {_ci(ci.get('min_dcf'), pct=False)} |")
+    lines += _panel_rows(ov, ci)
     if small:
         lines += ["", f"**Small evaluation.** {small_note(small)}."]
     if details.get("eer_speechbrain") is not None:
@@ -521,6 +571,42 @@ def _overall_lines(ov: dict, details: dict) -> list:
             f"convex-hull (ROCCH) interpolated EER: {_pct(details.get('eer_rocch'))}.",
         ]
     return lines
+
+
+def _panel_rows(ov: dict, ci: dict) -> list:
+    """The panel beyond EER (sparc_eval.metrics.panel) as rows of the overall table."""
+    if "min_cllr" not in ov:
+        return []
+    rows = [("min Cllr (bits)", _f(ov.get("min_cllr")), _ci(ci.get("min_cllr"), pct=False))]
+    if ov.get("act_cllr") is not None:
+        rows.append(("act Cllr (bits)", _f(ov["act_cllr"]), ""))
+    elif ov.get("act_cllr_scores_as_llrs") is not None:
+        rows.append(("act Cllr, scores taken as LLRs", _f(ov["act_cllr_scores_as_llrs"]), ""))
+    rows.append(("ZEBRA D_ECE (bits)", _f(ov.get("dece")), _ci(ci.get("dece"), pct=False)))
+    zebra, worst = ov.get("zebra_worst_case"), ov.get("worst_speakers")
+    if zebra:
+        value = f"{_f(zebra['max_abs_log10_lr'], 3)} ({zebra['tag']}; cap {_f(zebra['cap'], 3)})"
+        rows.append(("ZEBRA worst case, max abs log10 LR", value, ""))
+    rows.append(
+        ("linkability D<->sys", _f(ov.get("linkability")), _ci(ci.get("linkability"), pct=False))
+    )
+    rows.append(("linkability, VoicePrivacy integration", _f(ov.get("linkability_vpc")), ""))
+    rows += [
+        (f"top-N' linkability, N' = {k}", _f(v), "")
+        for k, v in (ov.get("linkability_topn") or {}).items()
+    ]
+    if worst:
+        value = f"{_pct(worst['held_out_eer'])} (on the halves that picked them {_pct(worst['in_sample_eer'])})"
+        rows.append((f"{worst['k']} most identifiable speakers, EER on held-out halves", value, ""))
+    if ov.get("mean_speaker_eer") is not None:
+        rows.append(
+            (
+                "mean per-speaker EER (clipped at 50%)",
+                _pct(ov["mean_speaker_eer"]),
+                _ci(ci.get("mean_speaker_eer")),
+            )
+        )
+    return [f"| {name} | {value} | {interval} |" for name, value, interval in rows]
 
 
 def _per_speaker_lines(per: Optional[dict]) -> list:

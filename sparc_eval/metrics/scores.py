@@ -227,6 +227,36 @@ def read_scores(path) -> ScoreTrials:
     return parse_scores(_decode_lines(data, path), str(path))
 
 
+def read_spane_llrs(path):
+    """SpAnE's raw verification scores (``llrs.npy``: rows of trial-speaker index,
+    enrollment-speaker index and PLDA log-likelihood ratio; ``spk_labels.npy`` beside it names the
+    indices): ``(ScoreTrials, utt2spk)``. A trial is a target when the two indices are equal; each
+    trial speaker's test recording is named ``<speaker>:trial``."""
+    path = Path(path)
+    labels_path = path.with_name("spk_labels.npy")
+    if not labels_path.is_file():
+        raise DataError(
+            f"{path}: SpAnE's scores need spk_labels.npy beside them ({labels_path} is missing)"
+        )
+    rows = np.load(path)
+    names = np.load(labels_path, allow_pickle=True).astype(str)
+    if rows.ndim != 2 or rows.shape[1] != 3:
+        raise DataError(f"{path}: expected rows of (trial speaker, enrollment speaker, LLR)")
+    idx = rows[:, :2].astype(np.int64)
+    if (idx < 0).any() or (idx >= names.size).any() or not np.all(idx == rows[:, :2]):
+        raise DataError(f"{path}: speaker indices must be integers in [0, {names.size})")
+    test = np.array([f"{n}:trial" for n in names], dtype=object)[idx[:, 0]]
+    trials = ScoreTrials(
+        names.astype(object)[idx[:, 1]],
+        test,
+        rows[:, 2].astype(np.float64),
+        idx[:, 0] == idx[:, 1],
+        np.arange(1, len(rows) + 1),
+        str(path),
+    )
+    return trials, {f"{n}:trial": n for n in names}
+
+
 def format_score(x: float) -> str:
     """Shortest text that reads back as the same float."""
     return repr(float(x))

@@ -150,6 +150,7 @@ def condition_metrics(
             bootstrap_unit=bootstrap_unit,
             fpr_targets=fpr_targets,
             per_speaker=False,
+            panel_ci=False,  # tasks x settings x conditions: the panel's point values only
         )
         out[cond] = ev["overall"]
         curves[cond] = ev.curves
