@@ -387,3 +387,4 @@ def test_the_headline_gives_tpr_at_1pct_and_names_the_highest_tpr_cell(card):
     doc = {"headline": {"anon": {**head, "highest_tpr_at_1pct": {**best, "attacker": "other"}}}}
     lines = "\n".join(_headline(doc))
     assert "TPR at 1% FPR" in lines and "highest TPR at 1% FPR of the 3 cells: other" in lines
+    assert head["beyond_eer"]["min_cllr"] == mine["min_cllr"] and "min Cllr" in lines

@@ -223,3 +223,14 @@ def test_worst_speakers_are_picked_on_one_half_and_measured_on_the_other():
     )  # fmt: skip
     assert few["overall"]["worst_speakers"] is None
     assert "overall.worst_speakers" in few["not_applicable"]
+
+
+def test_all_scores_equal_give_uninformative_values_and_no_linkability():
+    """The VoicePrivacy code fails on one distinct score; here: EER 0.5, min Cllr 1, D_ECE 0 and
+    no D<->sys (no bins), with the reason."""
+    res = evaluate_trials(["e"] * 200, range(200), np.zeros(200), np.arange(200) < 20, n_boot=0)
+    ov = res["overall"]
+    assert ov["eer"] == 0.5 and ov["min_cllr"] == pytest.approx(1.0) and ov["dece"] == 0.0
+    assert (
+        ov["linkability"] is None and "same score" in res["not_applicable"]["overall.linkability"]
+    )

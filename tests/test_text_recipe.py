@@ -36,6 +36,7 @@ def test_edacc_speaker_end_to_end(data_dir, tmp_path, capsys):
         "--P=[50]",
         "--L=[5]",
         "--n_boot=200",
+        "--panel_ci=True",
     )
     assert code == 0, stderr
     assert stdout.strip().splitlines()[-1] == str(out / "results.json")
@@ -62,6 +63,9 @@ def test_edacc_speaker_end_to_end(data_dir, tmp_path, capsys):
         0.2 < comb["eer"] < 0.55 and comb["ci95"]["eer"][0] <= comb["eer"] <= comb["ci95"]["eer"][1]
     )
     assert set(comb["tpr_at_fpr"]) == {"0.01", "0.001"}
+    # the panel beyond EER, with CIs when asked (--panel_ci=True; text runs default to none)
+    lo, hi = comb["ci95"]["min_cllr"]
+    assert lo <= comb["min_cllr"] <= hi and comb["linkability_topn"] is None
     assert block["trials"]["n"] > 1000 and block["trials"]["by_type"]["hard_positive"] == 0
     assert doc["shared_text"]["n_removed"] == 177
     assert doc["overall"] == comb

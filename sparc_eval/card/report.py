@@ -79,6 +79,7 @@ def _headline(doc: dict) -> list:
                 + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
                 + (f"; content bound {_pct(bound)}" if bound is not None else "")
                 + _tpr_text(h.get("tpr_at_1pct"))
+                + _beyond_eer_text(h.get("beyond_eer"))
             )
             lines += _highest_tpr_line(name, h, doc)
         probe = h.get("probe_level")
@@ -98,6 +99,15 @@ def _tpr_text(tpr: dict | None) -> str:
     return f"; TPR at 1% FPR {_pct(tpr['tpr'])}" + (
         f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else ""
     )
+
+
+def _beyond_eer_text(panel: dict | None) -> str:
+    parts = [
+        f"{label} {panel[k]:.3f}"
+        for k, label in (("min_cllr", "min Cllr"), ("linkability", "D<->sys"))
+        if panel and panel.get(k) is not None
+    ]
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def _highest_tpr_line(name: str, h: dict, doc: dict) -> list:

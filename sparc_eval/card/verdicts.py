@@ -260,6 +260,9 @@ def headlines(
                 cross_fitted=_cross_fit(s, by, reader) if reader is not None else None,
                 tpr_at_1pct=_tpr_at_1pct(by[attacker][sc]),
                 highest_tpr_at_1pct=_highest_tpr(by),
+                beyond_eer={  # the selected cell's panel (sparc_eval.metrics.panel)
+                    k: by[attacker][sc]["overall"].get(k) for k in ("min_cllr", "linkability")
+                },
             )
         if probes:
             eer, attacker, sc, e = min(probes, key=lambda x: x[0])

@@ -80,7 +80,9 @@ def panel_point(c: Counts, llr, na: dict) -> dict:
         na["overall.act_cllr"] = "the scores are not declared log-likelihood ratios (llr: false)"
     if out["linkability"] is None:
         na["overall.linkability"] = (
-            f"fewer than {linkability.MIN_MATED} target trials: no score bin for D<->sys"
+            "every trial has the same score: no score bins for D<->sys"
+            if c.unique.size < 2
+            else f"fewer than {linkability.MIN_MATED} target trials: no score bin for D<->sys"
         )
     return out
 

@@ -115,9 +115,11 @@ def condition_metrics(
     not_applicable: dict,
     bootstrap_unit: str = "speaker",
     fpr_targets=(0.01, 0.001),
+    panel_ci: bool = False,
 ):
     """{condition: block|None}, {condition: curves}: metrics of each condition of one trial set.
-    CIs resample ``bootstrap_unit``: ``speaker`` (the probes' speakers) or ``trial``."""
+    CIs resample ``bootstrap_unit``: ``speaker`` (the probes' speakers) or ``trial``; the panel
+    beyond EER gets CIs only with ``panel_ci`` (tasks x settings x conditions add up)."""
     from ..metrics import evaluate_trials
 
     finite = np.isfinite(scores)
@@ -150,7 +152,7 @@ def condition_metrics(
             bootstrap_unit=bootstrap_unit,
             fpr_targets=fpr_targets,
             per_speaker=False,
-            panel_ci=False,  # tasks x settings x conditions: the panel's point values only
+            panel_ci=panel_ci,
         )
         out[cond] = ev["overall"]
         curves[cond] = ev.curves
@@ -241,9 +243,10 @@ class _TextRun:
         trials_with_text: bool,
         log,
         scoring: Optional[ScoringRunner] = None,
+        panel_ci: bool = False,
     ):
         self.scorers, self.n_boot, self.seed, self.unit, self.log = scorers, n_boot, seed, unit, log
-        self.scoring = scoring
+        self.scoring, self.panel_ci = scoring, panel_ci
         self.out_dir, self.save_trials, self.trials_with_text = (
             out_dir,
             save_trials,
@@ -306,6 +309,7 @@ class _TextRun:
             where=f"{where}.conditions",
             not_applicable=self.not_applicable,
             bootstrap_unit=self.unit,
+            panel_ci=self.panel_ci,
         )
         self.timings["metrics"] += time.perf_counter() - t0
         block = trial_block(ts, scores, stats, conds)
@@ -444,12 +448,14 @@ def evaluate_text(
     bootstrap_unit: str = "speaker",
     protocol: str = "naturalvoices",
     scoring: Optional[ScoringRunner] = None,
+    panel_ci: bool = False,
 ) -> dict:
     """Evaluate ``scorer`` (one, or a list scored on the same trials) on ``manifest``; returns the
     results dict (and writes it when ``output_folder`` is given: results.json, report.md,
     roc_<task>.png, trials/, scores/). ``protocol`` names the paper protocol that
     ``run.deviations`` are listed against (:mod:`.protocol`). ``scoring`` says how the trials are
-    scored (:class:`~.ray_scoring.ScoringRunner`: locally or over Ray actors; None: at once, here)."""
+    scored (:class:`~.ray_scoring.ScoringRunner`: locally or over Ray actors; None: at once, here).
+    ``panel_ci``: CIs for the panel beyond EER too (off: point values only)."""
     t_start = time.perf_counter()
     config = config or TrialConfig()
     scorers = scorer_list(scorer)
@@ -469,6 +475,7 @@ def evaluate_text(
         trials_with_text=trials_with_text,
         log=log,
         scoring=scoring,
+        panel_ci=panel_ci,
     )
     t0 = time.perf_counter()
     clean, shared = remove_shared_text(manifest, config.shared_text)
@@ -680,6 +687,7 @@ def evaluate_from_settings(settings: TextRunSettings, *, log=print) -> Path:
         run_info=settings.run_info(words_deviation),
         log=log,
         scoring=settings.scoring,
+        panel_ci=settings.panel_ci,
     )
     return settings.output_folder / "results.json"
 

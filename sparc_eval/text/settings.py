@@ -231,6 +231,7 @@ _READERS = {
     "bootstrap_unit": _choice(BOOTSTRAP_UNITS),
     "protocol": _protocol,
     "plots": _flag,
+    "panel_ci": _flag,
     "save_trials": _flag,
     "trials_with_text": _flag,
     "hparams_file": lambda _k, v: v,
@@ -292,6 +293,7 @@ class TextRunSettings:
     bootstrap_unit: str = "speaker"
     protocol: str = "naturalvoices"
     plots: bool = True
+    panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
     save_trials: bool = True
     trials_with_text: bool = False
     hparams_file: Optional[str] = None
