@@ -91,11 +91,16 @@ def test_worst_case_by_hand():
 
 
 def test_tied_scores_share_an_llr_whatever_their_order():
-    """Trials that share a score are one PAV block (the VoicePrivacy code's order-dependent
-    treatment of ties is not reproduced)."""
-    a = table([1.0, 1.0, 2.0], [0.0, 1.0, 1.0])
-    llr = calibration.pav_llrs(a.t, a.n)
-    assert llr.size == 3 and np.all(np.diff(llr) >= 0)
+    """Trials that share a score are one PAV block whatever their order in the file (the
+    VoicePrivacy code's order-dependent treatment of ties is not reproduced)."""
+    scores = np.array([1.0, 1.0, 2.0, 0.0, 1.0, 1.0, 3.0, 2.0])
+    labels = np.array([1, 1, 1, 0, 0, 0, 1, 0], dtype=bool)
+    values = set()
+    for seed in range(5):
+        order = np.random.default_rng(seed).permutation(scores.size)
+        c = counts(scores[order], labels[order])
+        values.add((calibration.min_cllr(c.t, c.n), calibration.dece(c.t, c.n)))
+    assert len(values) == 1 and c.unique.size == 4  # one LLR per distinct score
 
 
 def test_low_fpr_rule_and_attained_fpr():
@@ -107,8 +112,9 @@ def test_low_fpr_rule_and_attained_fpr():
         res = evaluate_trials(["e"] * labels.size, range(labels.size), scores, labels, n_boot=20)
         ov = res["overall"]
         assert (ov["tpr_at_fpr"]["0.01"] is None) == expect_null
-        assert (ov["ci95"]["tpr_at_fpr"]["0.01"] is None) == expect_null
+        assert (ov["ci95"]["tpr_at_fpr"]["0.01"] == [None, None]) == expect_null
         assert ov["fpr_attained"]["0.01"] <= 0.01 and ov["tpr_at_fpr"]["0.001"] is None
+        assert ov["ci95"]["tpr_at_fpr"]["0.001"] == [None, None]  # the shape of an interval kept
         assert ("overall.tpr_at_fpr.0.01" in res["not_applicable"]) == expect_null
     assert MIN_NONTARGETS_PER_FPR == 10
 
@@ -234,3 +240,37 @@ def test_all_scores_equal_give_uninformative_values_and_no_linkability():
     assert (
         ov["linkability"] is None and "same score" in res["not_applicable"]["overall.linkability"]
     )
+
+
+def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path):
+    """15 perfectly separated targets make one bin, where D is 0 whatever the scores: null, not 0
+    (also in the CI). The worst speakers' halves do not depend on the process (Python's string
+    hashes do)."""
+    c = table(np.arange(100, 115), np.arange(0, 100))
+    assert linkability.linkability(c.unique, c.t, c.n) is None
+    res = evaluate_trials(
+        ["e"] * 115,
+        range(115),
+        np.r_[c.unique[-15:], np.arange(100)],
+        np.arange(115) < 15,
+        n_boot=50,
+    )
+    assert res["overall"]["linkability"] is None and res["overall"]["ci95"]["linkability"] == [
+        None,
+        None,
+    ]
+    code = (
+        "import numpy as np, json; from sparc_eval.metrics.results import evaluate_trials\n"
+        "rng = np.random.default_rng(4); spk = np.repeat(np.arange(20), 800); model = np.tile(np.arange(20), 800)\n"
+        "utt = [f'u{i // 20}' for i in range(spk.size)]; y = model == spk\n"
+        "res = evaluate_trials(model, utt, rng.normal(y * 1.5, 1.0), y, "
+        "utt2spk={f'u{i}': str(i // 40) for i in range(800)}, n_boot=0)\n"
+        "print(json.dumps(res['overall']['worst_speakers']))"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+        ).stdout
+        for _ in range(2)
+    }
+    assert len(runs) == 1 and "held_out_eer" in runs.pop()

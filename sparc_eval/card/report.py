@@ -92,13 +92,16 @@ def _headline(doc: dict) -> list:
     return lines + [""]
 
 
+def _tpr_value(tpr: dict) -> str:
+    ci = tpr.get("ci95")
+    interval = f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci and ci[0] is not None else ""
+    return _pct(tpr["tpr"]) + interval
+
+
 def _tpr_text(tpr: dict | None) -> str:
     if not tpr:
-        return "; TPR at 1% FPR: too few non-target trials"
-    ci = tpr.get("ci95")
-    return f"; TPR at 1% FPR {_pct(tpr['tpr'])}" + (
-        f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else ""
-    )
+        return "; TPR at 1% FPR: not reported (too few non-target trials, or not a target FPR)"
+    return f"; TPR at 1% FPR {_tpr_value(tpr)}"
 
 
 def _beyond_eer_text(panel: dict | None) -> str:
@@ -117,7 +120,7 @@ def _highest_tpr_line(name: str, h: dict, doc: dict) -> list:
         return []
     return [
         f"- **{name}**, highest TPR at 1% FPR of the {h['n_cells']} cells: {best['attacker']}"
-        f"{_marks(doc, best['attacker'])} ({best['scenario']}){_tpr_text(best)[len('; TPR at 1% FPR') :]}"
+        f"{_marks(doc, best['attacker'])} ({best['scenario']}) {_tpr_value(best)}"
     ]
 
 

@@ -82,7 +82,8 @@ def _eer(cell: dict) -> dict | None:
 
 def _tpr_at_1pct(cell: dict) -> dict | None:
     """The cell's TPR at 1% FPR with its CI, or None (not run, or too few non-targets for it)."""
-    overall = (cell or {}).get("overall") or {}
+    cell = cell or {}
+    overall = cell.get("overall") or {}
     tpr = (overall.get("tpr_at_fpr") or {}).get("0.01")
     if cell.get("status") != "ok" or tpr is None:
         return None

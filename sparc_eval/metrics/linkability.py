@@ -10,8 +10,8 @@ Two metrics share the word; they get two names.
   only mated pairs fall), and the global one is its expectation over mated pairs: the sum over
   bins of ``D(s)`` times the share of mated pairs in the bin. 1 for perfectly separated scores,
   0 for identical distributions. Bins (the VoicePrivacy rule, fixed here): ``min(T // 10, 100)``
-  equal-width bins over the range of all scores, T the number of mated pairs; fewer than 10 mated
-  pairs leave it undefined.
+  equal-width bins over the range of all scores, T the number of mated pairs; fewer than 20 mated
+  pairs give fewer than two bins, where D is 0 whatever the scores, so they leave it undefined.
 - **D<->sys as VoicePrivacy computes it** (:func:`linkability_vpc`): the VoicePrivacy 2020-2024
   code integrates ``D(s)`` times the mated density with the trapezoid rule over the bin
   *centres*, which counts the first and last bins half: a perfectly separated system whose mated
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Fewer mated pairs than this leave D<->sys undefined (no bin).
-MIN_MATED = 10
+#: Fewer mated pairs than this leave D<->sys undefined (fewer than two bins, where D is 0 anyway).
+MIN_MATED = 20
 
 
 def bin_edges(unique_scores, n_mated: float) -> np.ndarray:
@@ -65,7 +65,7 @@ def _bin_shares(unique_scores, t, n, edges):
 
 
 def _integrand(unique_scores, t, n, omega: float):
-    """D(s) times the mated share of each bin, or None with fewer than 10 mated pairs or one score."""
+    """D(s) times the mated share of each bin, or None with fewer than 20 mated pairs or one score."""
     t = np.asarray(t, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     if t.sum() < MIN_MATED or len(unique_scores) < 2:
@@ -75,7 +75,7 @@ def _integrand(unique_scores, t, n, omega: float):
 
 
 def linkability(unique_scores, t, n, omega: float = 1.0):
-    """Global D<->sys (a sum over bins), or None with fewer than 10 mated pairs or one score."""
+    """Global D<->sys (a sum over bins), or None with fewer than 20 mated pairs or one score."""
     f = _integrand(unique_scores, t, n, omega)
     return None if f is None else float(f.sum())
 

@@ -76,13 +76,16 @@ def panel_point(c: Counts, llr, na: dict) -> dict:
         na["overall.act_cllr.llr"] = f"declared log-likelihood ratios, but {why}"
     act = calibration.act_cllr(c.unique, c.t, c.n)
     out["act_cllr" if llr else "act_cllr_scores_as_llrs"] = act if np.isfinite(act) else None
+    if not np.isfinite(act):
+        na["overall.act_cllr.infinite"] = "a target scores -inf or a non-target +inf: infinite cost"
     if not llr:
         na["overall.act_cllr"] = "the scores are not declared log-likelihood ratios (llr: false)"
     if out["linkability"] is None:
         na["overall.linkability"] = (
             "every trial has the same score: no score bins for D<->sys"
             if c.unique.size < 2
-            else f"fewer than {linkability.MIN_MATED} target trials: no score bin for D<->sys"
+            else f"fewer than {linkability.MIN_MATED} target trials: fewer than two score bins "
+            "for D<->sys (one bin makes it 0 whatever the scores)"
         )
     return out
 
@@ -124,7 +127,8 @@ def panel_ci_hook(unique, t_full, n_full):
     D_ECE and D<->sys of each resampled table (its columns merged by the data's weight, so every
     chunk of resamples merges alike), D<->sys on the data's bins."""
     big_t = float(np.sum(t_full))
-    edges = linkability.bin_edges(unique, big_t) if big_t >= linkability.MIN_MATED else None
+    ok = big_t >= linkability.MIN_MATED and len(unique) >= 2  # as the point value's rule
+    edges = linkability.bin_edges(unique, big_t) if ok else None
 
     def extra(t, n, first):
         starts = merge_starts(np.add.reduceat(np.asarray(t_full) + n_full, first))
@@ -156,11 +160,14 @@ def _linkability_rows(edges, scores, t, n):
     return (linkability.local_linkability(mated, non_mated) * mated).sum(-1)
 
 
-def _factorize(ids):
-    """``(distinct, codes)`` of an id array. Strings go through their hashes (2.5x faster than
-    sorting strings at 10^6 ids); two ids sharing a hash would only make the matrix look
+def _factorize(ids, *, ordered: bool = False):
+    """``(distinct, codes)`` of an id array. Unless ``ordered``, strings go through their hashes
+    (2.5x faster than sorting strings at 10^6 ids; the order then changes from process to process,
+    so only order-free uses take it); two ids sharing a hash would only make the matrix look
     incomplete (a doubled pair), never change a value."""
     ids = np.asarray(ids)
+    if ordered:
+        return np.unique(ids.astype(str), return_inverse=True)
     if ids.dtype.kind in "OUS":
         ids = np.fromiter(map(hash, ids.tolist()), dtype=np.int64, count=ids.size)
     return np.unique(ids, return_inverse=True)
@@ -218,7 +225,7 @@ def worst_speakers(st, test_spk, test_ids, weights, seed: int, na: dict, method=
     picked on one half and measured on the other, both ways, averaged (``held_out_eer``), beside
     the same speakers' EER on the half that picked them (``in_sample_eer``, biased low). Only
     speakers with at least ``WORST_FLOOR`` target trials in each half are eligible."""
-    ids, codes = _factorize(test_ids)
+    ids, codes = _factorize(test_ids, ordered=True)  # the seeded halves must not move between runs
     side = np.random.default_rng([seed, 11]).random(ids.size) < 0.5
     base = np.ones(codes.size) if weights is None else np.asarray(weights, dtype=np.float64)
     halves = [

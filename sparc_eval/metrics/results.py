@@ -303,7 +303,7 @@ def _two_class_overall(
     if overall["ci95"] is not None:  # no interval for a TPR that too few non-targets support
         for key, value in overall["tpr_at_fpr"].items():
             if value is None:
-                overall["ci95"]["tpr_at_fpr"][key] = None
+                overall["ci95"]["tpr_at_fpr"][key] = [None, None]  # the [lo, hi] shape kept
     timings["bootstrap"] = time.perf_counter() - t1
     details.update(
         eer_speechbrain=pm.eer_speechbrain,

@@ -123,6 +123,9 @@ def _cell(block) -> str:
     for k in ("0.01", "0.001"):
         if k in tpr:
             parts.append(f"TPR@{float(k) * 100:g}%FPR {_f(tpr[k])}{_ci(tci.get(k))}")
+    if "min_cllr" in block:  # the panel beyond EER (sparc_eval.metrics.panel)
+        parts.append(f"minCllr {_f(block['min_cllr'])}{_ci(ci.get('min_cllr'))}")
+        parts.append(f"D<->sys {_f(block.get('linkability'))}{_ci(ci.get('linkability'))}")
     parts.append(f"n {block['n_target']}+/{block['n_nontarget']}-")
     small = block.get("small_evaluation")
     if small:  # a degenerate or few-speaker interval is not a narrow one
