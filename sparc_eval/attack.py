@@ -10,6 +10,7 @@ An attacker is any object with::
     deviations(plan) -> dict          # {name: sentence} for each departure from the paper it names
     timings_s: dict                   # optional: seconds per stage of its own (features, embeddings...)
     prepare(plan) -> None             # optional: cacheable work (features) done once, on the main process
+    scores_are_llrs: bool             # optional: its scores are calibrated LLRs (act Cllr reported as such)
     refusal(plan) -> str | None       # optional: why it cannot run on this plan (e.g. a scenario it does not serve)
 
 Attackers live in ``attackers/`` (or any package) and reach the library through hparams: an
@@ -223,7 +224,9 @@ def attack(
     timings["scoring"] = time.perf_counter() - start
     start = time.perf_counter()
     table = plan.eval_original.speaker_attributes() if speakers is None else speakers
-    evaluation = evaluate(trials, table, settings)
+    # an attacker whose scores are calibrated LLRs (a PLDA back-end) says so: the actual Cllr is then its own
+    llr = bool(getattr(attacker, "scores_are_llrs", False))
+    evaluation = evaluate(trials, table, settings, llr=llr)
     if plan.split is not None:
         for what, why in plan.split.dropped.items():
             key = what if what.startswith("utterance ") else f"speaker {what}"

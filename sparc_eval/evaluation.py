@@ -130,10 +130,12 @@ def evaluate(
     trials: Trials,
     speakers: Optional[dict] = None,
     settings: EvaluationSettings = EvaluationSettings(),
+    llr: bool = False,
 ):
     """Every metric of the scored trials (overall with CIs over ``settings.bootstrap.unit``,
     per-speaker, segments) as an :class:`~sparc_eval.metrics.Evaluation`; unscored trials are
-    counted in ``details["n_unscored"]``."""
+    counted in ``details["n_unscored"]``. ``llr``: the scores are log-likelihood ratios (an
+    attacker's ``scores_are_llrs``), so the actual Cllr is reported as such."""
     from .metrics import evaluate_trials
 
     scored = trials.scored()
@@ -154,6 +156,7 @@ def evaluate(
         min_segment_speakers=seg.min_speakers,
         accent_grouping=seg.accent_grouping,
         min_verdict_speakers=settings.min_verdict_speakers,
+        llr=llr,
     )
     ev.details["n_unscored"] = trials.n_unscored
     return ev

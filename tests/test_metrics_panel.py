@@ -274,3 +274,34 @@ def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path
         for _ in range(2)
     }
     assert len(runs) == 1 and "held_out_eer" in runs.pop()
+
+
+def test_an_attacker_declares_llr_scores(demo_dir):
+    """An attacker with ``scores_are_llrs = True`` (a PLDA back-end) gets its actual Cllr as such."""
+    from sparc_eval.attack import Needs, attack
+    from sparc_eval.data_plan import DataSettings, plan_data
+    from sparc_eval.evaluation import EvaluationSettings
+    from sparc_eval.trials import Trials
+
+    class Plda:
+        name, needs, scores_are_llrs = "plda", Needs(training=False), True
+
+        def fit(self, train):
+            """Nothing to learn."""
+
+        def score(self, plan):
+            utt2spk = plan.eval_original.utt2spk()
+            pairs = plan.split.trial_pairs(utt2spk)
+            rng = np.random.default_rng(0)
+            llrs = [rng.normal(3.0 if target else -3.0) for _, _, target in pairs]
+            return Trials.from_pairs(pairs, np.array(llrs), utt2spk)
+
+        def describe(self):
+            return {"features": "plda"}
+
+        def deviations(self, plan):
+            return {}
+
+    plan = plan_data(DataSettings(data_folder=str(demo_dir)))
+    overall = attack(Plda(), plan, EvaluationSettings()).evaluation["overall"]
+    assert overall["act_cllr"] is not None and overall["act_cllr_scores_as_llrs"] is None

@@ -63,6 +63,23 @@ def pav_llrs(t, n) -> np.ndarray:
     return logit - math.log(t.sum() / n.sum())
 
 
+def pav_llrs_rows(t, n) -> np.ndarray:
+    """:func:`pav_llrs` of each row of count tables ``(b, m)`` (rows with one class: NaN); the
+    PAV runs row by row, the rest is batched (the bootstrap's resamples)."""
+    from scipy.optimize import isotonic_regression
+
+    w = t + n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = t / w
+    p = np.zeros(t.shape)
+    for i in range(t.shape[0]):
+        keep = w[i] > 0
+        p[i, keep] = isotonic_regression(share[i, keep], weights=w[i, keep]).x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prior = np.log(t.sum(-1, keepdims=True) / n.sum(-1, keepdims=True))
+        return np.log(p) - np.log1p(-p) - prior
+
+
 def cllr_bits(llr, t, n):
     """Cllr of LLRs per distinct score with target counts ``t`` and non-target counts ``n``;
     batched over leading axes (a row per resampled table)."""

@@ -31,7 +31,7 @@ from .core import Counts, fpr_key, tpr_at_fpr_from_counts
 #: TPR at an FPR x is reported only with at least this many times 1 / x non-target trials.
 MIN_NONTARGETS_PER_FPR = 10
 #: Resampled count tables are merged to at most this many score columns for the panel's CIs.
-PANEL_CI_COLUMNS = 512
+PANEL_CI_COLUMNS = 256
 #: How many most identifiable speakers to pick, and the target trials each needs per half.
 WORST_K = 5
 WORST_FLOOR = 5
@@ -134,9 +134,7 @@ def panel_ci_hook(unique, t_full, n_full):
         starts = merge_starts(np.add.reduceat(np.asarray(t_full) + n_full, first))
         tm, nm = np.add.reduceat(t, starts, axis=-1), np.add.reduceat(n, starts, axis=-1)
         valid = (tm.sum(-1) > 0) & (nm.sum(-1) > 0)
-        llr = np.zeros(tm.shape)
-        for i in np.flatnonzero(valid):  # PAV row by row; the rest is batched
-            llr[i] = calibration.pav_llrs(tm[i], nm[i])
+        llr = np.where(valid[:, None], calibration.pav_llrs_rows(tm, nm), 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = {
                 "min_cllr": calibration.cllr_bits(llr, tm, nm),
