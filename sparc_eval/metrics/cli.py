@@ -116,15 +116,11 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from ..errors import DataError
-    from ..provenance import bootstrap_deviation, environment
-    from .core import MetricSettings
-    from .results import evaluate_trials, write_report
+def _read_inputs(args):
+    """``(trials, utt2spk, speakers)`` from the files named; SpAnE's ``llrs.npy`` brings its own
+    speakers and makes the scores LLRs (``args.llr``)."""
     from .scores import read_scores, read_spane_llrs, read_speakers, read_utt2spk
-    from .small import small_note
 
-    t0 = time.perf_counter()
     utt2spk = read_utt2spk(args.utt2spk) if args.utt2spk else None
     if str(args.scores).endswith(".npy"):  # SpAnE's raw scores: PLDA LLRs, speakers named
         trials, spane_utt2spk = read_spane_llrs(args.scores)
@@ -132,7 +128,15 @@ def run(args) -> int:
     else:
         trials = read_scores(args.scores)
     speakers = read_speakers(args.speakers) if args.speakers else None
-    t_read = time.perf_counter() - t0
+    return trials, utt2spk, speakers
+
+
+def _checked_settings(args, utt2spk):
+    """The metric settings of the options (DataError on a bad one); the bootstrap unit defaults to
+    test speakers with --utt2spk, else trials, said on stderr."""
+    from ..errors import DataError
+    from .core import MetricSettings
+
     try:
         settings = MetricSettings(
             eer_method=args.eer,
@@ -150,16 +154,26 @@ def run(args) -> int:
     if args.bootstrap_unit is None:
         args.bootstrap_unit = "speaker" if utt2spk is not None else "trial"
         if args.n_boot:
-            print(
-                f"sparc-eval metrics: CIs resample {'test speakers' if utt2spk is not None else 'trials'}"
-                + (
-                    ""
-                    if utt2spk is not None
-                    else " (no --utt2spk: trials sharing a speaker are treated as "
-                    "independent, so the CIs are too narrow)"
-                ),
-                file=sys.stderr,
+            unit = "test speakers" if utt2spk is not None else "trials"
+            caveat = (
+                ""
+                if utt2spk is not None
+                else " (no --utt2spk: trials sharing a speaker are treated as "
+                "independent, so the CIs are too narrow)"
             )
+            print(f"sparc-eval metrics: CIs resample {unit}{caveat}", file=sys.stderr)
+    return settings
+
+
+def run(args) -> int:
+    from ..provenance import bootstrap_deviation, environment
+    from .results import evaluate_trials, write_report
+    from .small import small_note
+
+    t0 = time.perf_counter()
+    trials, utt2spk, speakers = _read_inputs(args)
+    t_read = time.perf_counter() - t0
+    settings = _checked_settings(args, utt2spk)
     results = evaluate_trials(
         trials.enroll,
         trials.test,

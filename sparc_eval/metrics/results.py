@@ -167,37 +167,29 @@ def evaluate_trials(
         "level": level,
         "accent_grouping": accent_grouping,
     }
-    if _one_class(tr.c):
-        out["overall"] = _one_class_overall(tr.c, settings, na)
-    else:
-        boot = {
-            "n_boot": n_boot,
-            "seed": seed,
-            "unit": bootstrap_unit,
-            "stratify": stratify,
-            "level": level,
-            "method": bootstrap_method,
-            "bins": bootstrap_bins,
-        }
-        out["overall"], out.curves, panel = _two_class_overall(
-            tr, settings, boot, na, details, timings, t0, llr, panel_ci
-        )
-        panel["linkability_topn"] = topn_linkability(enroll_ids, test_ids, tr.y, tr.s, na)
+    boot = {
+        "n_boot": n_boot,
+        "seed": seed,
+        "unit": bootstrap_unit,
+        "stratify": stratify,
+        "level": level,
+        "method": bootstrap_method,
+        "bins": bootstrap_bins,
+    }
+    one_class = _one_class(tr.c)
+    out["overall"], out.curves = _overall(
+        tr, (enroll_ids, test_ids), settings, boot, na, details, (timings, t0), llr, panel_ci
+    )
     n_speakers = None if tr.test_spk is None else int(np.unique(tr.test_spk).size)
     out["overall"]["small_evaluation"] = small_evaluation(
         out["overall"], n_speakers, min_verdict_speakers
     )
     # the panel beyond EER, after the keys it extends (all null for one class)
-    out["overall"].update(empty_panel() if _one_class(tr.c) else panel)
+    out["overall"].update(out["overall"].pop("_panel"))
 
     t2 = time.perf_counter()
     out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
-    _mean_speaker_eer(out["overall"], out["per_speaker"], n_boot, seed, level)
-    out["overall"]["worst_speakers"] = (
-        worst_speakers(tr.st, tr.test_spk, test_ids, tr.w, seed, na, settings.eer_method)
-        if out["per_speaker"] is not None and not _one_class(tr.c)
-        else None
-    )
+    _speaker_panel(out, tr, test_ids, boot, settings.eer_method, na, one_class)
     timings["per_speaker"] = time.perf_counter() - t2
 
     t3 = time.perf_counter()
@@ -245,12 +237,35 @@ def _checked_trials(
     return _Trials(s, y, w, st, c, test_spk, enroll_spk)
 
 
-def _mean_speaker_eer(overall: dict, per: Optional[dict], n_boot: int, seed: int, level) -> None:
-    """``overall["mean_speaker_eer"]`` (per-speaker EERs clipped at 0.5) and its CI."""
-    mean, ci = mean_speaker_eer(per, n_boot, seed, level)
+def _overall(tr, ids, settings, boot: dict, na: dict, details: dict, clock: tuple, llr, panel_ci):
+    """``(overall, curves)``: the overall block of one- or two-class trials, with the panel beyond
+    EER under ``"_panel"`` for the caller to place after the keys it extends; ``clock`` is
+    (timings, start) of the metrics stage."""
+    if _one_class(tr.c):
+        overall = _one_class_overall(tr.c, settings, na)
+        overall["_panel"] = empty_panel()
+        return overall, None
+    overall, curves, panel = _two_class_overall(
+        tr, settings, boot, na, details, *clock, llr, panel_ci
+    )
+    panel["linkability_topn"] = topn_linkability(*ids, tr.y, tr.s, na)
+    overall["_panel"] = panel
+    return overall, curves
+
+
+def _speaker_panel(out, tr, test_ids, boot: dict, method: str, na: dict, one_class: bool) -> None:
+    """``overall["mean_speaker_eer"]`` (per-speaker EERs clipped at 0.5, with its CI) and
+    ``overall["worst_speakers"]`` (picked and measured on different halves)."""
+    overall, per = out["overall"], out["per_speaker"]
+    mean, ci = mean_speaker_eer(per, boot["n_boot"], boot["seed"], boot["level"])
     overall["mean_speaker_eer"] = mean
     if overall.get("ci95") is not None:
         overall["ci95"]["mean_speaker_eer"] = ci
+    overall["worst_speakers"] = (
+        worst_speakers(tr.st, tr.test_spk, test_ids, tr.w, boot["seed"], na, method)
+        if per is not None and not one_class
+        else None
+    )
 
 
 def _one_class(c: Counts) -> bool:
