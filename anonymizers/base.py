@@ -5,7 +5,7 @@ An anonymizer is a class with one method::
     anonymize(wav, sr, utterance) -> (wav, sr)
 
 ``wav`` is mono float32 in [-1, 1] at ``sr`` (16 kHz unless the class sets ``sample_rate``);
-``utterance`` is the output record (a copy of the input :class:`~sparc_eval.manifest.Utterance`):
+``utterance`` is the output record (a copy of the input :class:`~sparc_eval.data.manifest.Utterance`):
 read ``utterance.speaker`` for per-speaker targets, and put anything worth keeping in
 ``utterance.extra`` (STT-TTS writes its transcript to ``utterance.extra["asr_text"]``); it ends up
 in the output manifest. Return audio at any rate: the runner resamples to 16 kHz.

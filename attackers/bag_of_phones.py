@@ -1,15 +1,15 @@
 """A bag-of-phones attacker: how often a speaker says each phone, compared by cosine. No training.
 
 The attacker guide's example of a new attacker (:doc:`/plugins/attacker`): one class (the
-contract of sparc_eval/attack.py) and one hparams file (hparams/bag_of_phones.yaml), run by the
+contract of sparc_eval/attack/) and one hparams file (hparams/bag_of_phones.yaml), run by the
 attacker recipe and the leakage comparison.
 """
 
 from sparc_eval.attack import Needs
+from sparc_eval.attack.scoring import score_pairs
+from sparc_eval.attack.trials import Trials
+from sparc_eval.data.words import reference_text_deviation
 from sparc_eval.phones.features import PhoneFeatures
-from sparc_eval.scoring import score_pairs
-from sparc_eval.trials import Trials
-from sparc_eval.words import reference_text_deviation
 
 
 class BagOfPhones:

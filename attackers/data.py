@@ -12,7 +12,7 @@ import random
 import numpy as np
 import torch
 
-from sparc_eval.audio import read_utterance
+from sparc_eval.speech.audio import read_utterance
 from sparc_eval.speechbrain_compat import import_speechbrain
 
 sb = import_speechbrain()

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sparc_eval.attack import Needs
+from sparc_eval.attack.scoring import score_pairs
+from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
-from sparc_eval.scoring import score_pairs
-from sparc_eval.trials import Trials
 
 from .features import FeatureSettings
 from .model_size import size_deviation, size_name, size_overrides

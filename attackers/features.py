@@ -2,7 +2,7 @@
 one-hot rows (+ durations) from the words an utterance says or from a phone recognizer.
 
 Phones of anonymized speech are those of the words it says (``phone_text: spoken``, the default;
-:mod:`sparc_eval.words`): the anonymizer's own transcript (STT-TTS), or the reference text of an
+:mod:`sparc_eval.data.words`): the anonymizer's own transcript (STT-TTS), or the reference text of an
 anonymizer that keeps the words. Original speech says its reference text.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparc_eval.data.words import reference_text_deviation
 from sparc_eval.errors import DataError
-from sparc_eval.words import reference_text_deviation
 
 FEATURE_TYPES = ("mel", "phones", "phone_durations")
 N_PHONES = 39  # the CMU phone set without stress

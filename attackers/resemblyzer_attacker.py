@@ -2,10 +2,10 @@
 
 A voice attack for users without GPUs: ``resemblyzer`` (the ``voice`` extra) ships its weights
 inside the wheel (``resemblyzer/pretrained.pt``, Apache-2.0), so nothing is trained or fetched.
-Each utterance is read at 16 kHz (its segment, :func:`sparc_eval.audio.read_utterance`),
+Each utterance is read at 16 kHz (its segment, :func:`sparc_eval.speech.audio.read_utterance`),
 preprocessed by Resemblyzer (volume normalisation, long silences trimmed by a VAD) and embedded
 (256 dimensions, unit norm); enrollment embeddings are averaged per speaker and trials scored by
-cosine, as for ECAPA (:func:`sparc_eval.scoring.score_pairs`). Embeddings are cached on disk,
+cosine, as for ECAPA (:func:`sparc_eval.attack.scoring.score_pairs`). Embeddings are cached on disk,
 keyed by the audio's content.
 
 It serves the original, ignorant and lazy-informed scenarios. It cannot serve semi-informed,
@@ -22,9 +22,9 @@ import warnings
 import numpy as np
 
 from sparc_eval.attack import Needs
+from sparc_eval.attack.scoring import score_pairs
+from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
-from sparc_eval.scoring import score_pairs
-from sparc_eval.trials import Trials
 
 SAMPLE_RATE = 16000  # Resemblyzer's encoder works at 16 kHz
 RATE, MIN_COVERAGE = (
@@ -113,7 +113,7 @@ class ResemblyzerAttacker:
         from resemblyzer import preprocess_wav
         from resemblyzer.audio import wav_to_mel_spectrogram
 
-        from sparc_eval.audio import read_utterance
+        from sparc_eval.speech.audio import read_utterance
 
         wav, sr = read_utterance(utt, sample_rate=SAMPLE_RATE)
         wav = preprocess_wav(wav, source_sr=sr)

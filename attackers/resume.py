@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from sparc_eval.atomic import write_json
-from sparc_eval.data_plan import DataSettings
+from sparc_eval.data.plan import DataSettings
 from sparc_eval.digest import text_digest
 from sparc_eval.errors import DataError
 
@@ -132,7 +132,7 @@ def _plain(v) -> bool:
 
 def fingerprint_of(hp: dict, train=None) -> dict:
     """The plain (str/number/bool/list) hparams that define the trained model, and with the
-    training manifest ``train`` its content digest (:meth:`sparc_eval.manifest.Manifest.content_digest`)."""
+    training manifest ``train`` its content digest (:meth:`sparc_eval.data.manifest.Manifest.content_digest`)."""
     semi = hp.get("scenario") == "semi-informed"
     skip = (
         RESUMABLE_CHANGES | EVAL_KEYS | (set() if semi else {"phone_text", "anon_keeps_words"})

@@ -7,7 +7,7 @@ Resemblyzer attackers score: each trial utterance's words (one utterance) agains
 claimed speaker's enrollment utterances' words (speaker-level enrollment, as the audio attackers
 average their embeddings), so a words-only EER and an audio EER are two readings of the same
 trials and can be compared pair by pair (the card's content reference, issue 25). Words are what
-the speech says (:mod:`sparc_eval.words`: an STT-TTS anonymizer's own transcript, the reference
+the speech says (:mod:`sparc_eval.data.words`: an STT-TTS anonymizer's own transcript, the reference
 for one that keeps the words). Any :mod:`attackers.text.base` scorer fits: TF-IDF by default.
 """
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from sparc_eval.attack import Needs
-from sparc_eval.text.evaluate import score_trials
-from sparc_eval.text.trials import TrialSet
-from sparc_eval.trials import Trials
-from sparc_eval.words import reference_text_deviation, spoken_text
+from sparc_eval.attack.trials import Trials
+from sparc_eval.data.words import reference_text_deviation, spoken_text
+from sparc_eval.jobs.text.evaluate import score_trials
+from sparc_eval.jobs.text.trials import TrialSet
 
 
 def utterance_trialset(words: dict, enroll: dict, pairs: list) -> TrialSet:

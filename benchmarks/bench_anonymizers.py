@@ -23,13 +23,13 @@ sys.path.insert(0, str(REPO))
 
 from anonymizers.mcadams import McAdams  # noqa: E402
 from anonymizers.stt_tts import SttTts  # noqa: E402
-from sparc_eval.asr import FasterWhisperASR  # noqa: E402
-from sparc_eval.audio import read_utterance  # noqa: E402
-from sparc_eval.backends import available_cores  # noqa: E402
-from sparc_eval.corpora import load_kaldi_dir  # noqa: E402
-from sparc_eval.manifest import Utterance  # noqa: E402
-from sparc_eval.tts import PiperTTS  # noqa: E402
-from sparc_eval.wer import wer_from_pairs  # noqa: E402
+from sparc_eval.data.corpora import load_kaldi_dir  # noqa: E402
+from sparc_eval.data.manifest import Utterance  # noqa: E402
+from sparc_eval.speech.asr import FasterWhisperASR  # noqa: E402
+from sparc_eval.speech.audio import read_utterance  # noqa: E402
+from sparc_eval.speech.backends import available_cores  # noqa: E402
+from sparc_eval.speech.tts import PiperTTS  # noqa: E402
+from sparc_eval.utility.wer import wer_from_pairs  # noqa: E402
 
 TARGETS = {"mcadams": 0.05, "stt_tts": 0.3}
 

@@ -43,7 +43,7 @@ from pathlib import Path  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparc_eval.corpora import load_corpus  # noqa: E402
+from sparc_eval.data.corpora import load_corpus  # noqa: E402
 from sparc_eval.phones import g2p as g2p_module  # noqa: E402
 from sparc_eval.phones.g2p import G2P, g2p_en_reference, g2p_en_words  # noqa: E402
 from sparc_eval.phones.postag import BrillTagger  # noqa: E402

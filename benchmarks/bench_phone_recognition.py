@@ -34,10 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparc_eval.audio import read_utterance  # noqa: E402
-from sparc_eval.corpora import load_corpus  # noqa: E402
+from sparc_eval.data.corpora import load_corpus  # noqa: E402
 from sparc_eval.phones.per import phone_error_rate  # noqa: E402
 from sparc_eval.phones.recognizer import make_recognizer, phones_of, validate_segments  # noqa: E402
+from sparc_eval.speech.audio import read_utterance  # noqa: E402
 
 TARGET_RTF = 0.1
 # Accuracy bounds (deterministic, so always checked): measured over the 100 samples with the

@@ -13,7 +13,7 @@ sentences; half of a speaker's draws come from a window of the bank of its own, 
 signal), so that texts are mostly unique, as in a real corpus (whole repeated sentences would cap
 the unique texts TF-IDF fits and scores at the bank's size). The corpus is written as
 manifest.jsonl and the preset then runs as ``recipes/evaluate_text.py`` runs it, the same library
-calls in the same order (sparc_eval.text.evaluate.evaluate_text's body), one timed stage at a time:
+calls in the same order (sparc_eval.jobs.text.evaluate.evaluate_text's body), one timed stage at a time:
 
 - load: ``load_text_corpus`` reading the written manifest (JSON, Utterance records, validation);
 - setup: the preset's shared-text step (off: nothing removed) and ``usable_tasks`` (speaker table);
@@ -258,7 +258,7 @@ def utterance_texts(spk: np.ndarray, bank: list, n_speakers: int, rng) -> list:
 
 def synthetic_manifest(n: int, bank: list, seed: int = 0):
     """A NaturalVoices-shaped Manifest of exactly n utterances (see the module docstring)."""
-    from sparc_eval.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest, Utterance
 
     rng = np.random.default_rng(seed)
     n_speakers = max(8, round(TOP_SPEAKERS * n / TOP_N))
@@ -295,8 +295,8 @@ def synthetic_manifest(n: int, bank: list, seed: int = 0):
 
 def preset_settings(data_folder: Path, output_folder: Path):
     """The preset as the recipe reads it (hparams file -> TextRunSettings), on the written corpus."""
-    from sparc_eval.recipe_cli import load_hparams
-    from sparc_eval.text.settings import TextRunSettings
+    from sparc_eval.hparams import load_hparams
+    from sparc_eval.jobs.text.settings import TextRunSettings
 
     hp = load_hparams(
         PRESET, {"data_folder": str(data_folder), "output_folder": str(output_folder)}
@@ -335,7 +335,7 @@ def build_task(builder, task: str, Ls: list, meter: Meter, screens: list) -> dic
 
 def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> None:
     """What ``_TextRun.setting`` and ``_one_scorer`` do for the preset's one scorer, step by step."""
-    from sparc_eval.text.evaluate import (
+    from sparc_eval.jobs.text.evaluate import (
         condition_metrics,
         score_trials,
         scored_trials,
@@ -369,8 +369,8 @@ def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> No
 
 def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
     """evaluate_text's loop over P, task and L; returns (trials, n_cut, topic_on)."""
-    from sparc_eval.text.evaluate import _by_P, setting_key
-    from sparc_eval.text.trials import TrialBuilder
+    from sparc_eval.jobs.text.evaluate import _by_P, setting_key
+    from sparc_eval.jobs.text.trials import TrialBuilder
 
     n_trials, n_cut, topic_on = 0, 0, False
     for P, Ls in _by_P(s.pl_settings).items():
@@ -392,7 +392,7 @@ def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
 
 def staged_preset(manifest, s, meter: Meter) -> int:
     """``evaluate_text(manifest, ...)`` with the preset's settings, one timed stage at a time."""
-    from sparc_eval.text.evaluate import (
+    from sparc_eval.jobs.text.evaluate import (
         _document,
         _TextRun,
         remove_shared_text,
@@ -400,7 +400,7 @@ def staged_preset(manifest, s, meter: Meter) -> int:
         usable_tasks,
         write_outputs,
     )
-    from sparc_eval.text.trials import has_topic_metadata
+    from sparc_eval.jobs.text.trials import has_topic_metadata
 
     t_start = time.perf_counter()
     scorers, config = list(s.scorers), s.trial_config
@@ -458,8 +458,8 @@ def one_size(n: int, data: Path, folder: Path) -> dict:
     import matplotlib  # noqa: F401  (imported before the first stage, so no stage pays for it)
     import sklearn.feature_extraction.text  # noqa: F401
 
-    from sparc_eval.text.evaluate import load_text_corpus
-    from sparc_eval.text.shared_text import detect_shared_text
+    from sparc_eval.jobs.text.evaluate import load_text_corpus
+    from sparc_eval.jobs.text.shared_text import detect_shared_text
 
     meter = Meter()
     base = _status_kib("VmRSS") * 1024

@@ -36,9 +36,9 @@ DEFAULT_DATA = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "
 
 
 def build(data: Path, n_trials: int):
-    from sparc_eval.corpora import load_corpus
-    from sparc_eval.text import TrialBuilder, TrialConfig
-    from sparc_eval.text.evaluate import remove_shared_text
+    from sparc_eval.data.corpora import load_corpus
+    from sparc_eval.jobs.text import TrialBuilder, TrialConfig
+    from sparc_eval.jobs.text.evaluate import remove_shared_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -18,12 +18,12 @@ path (``anonymizer: mcadams``) built with the keyword arguments under ``anonymiz
 import sys
 from pathlib import Path
 
-from sparc_eval.anonymize import anonymize_corpus
+from sparc_eval.anonymization.runner import anonymize_corpus
 from sparc_eval.atomic import write_json, write_text
-from sparc_eval.corpora import load_corpus
+from sparc_eval.data.corpora import load_corpus
 from sparc_eval.errors import DataError
-from sparc_eval.recipe_cli import load_hparams, parse_arguments
-from sparc_eval.wer import anonymized_corpus_wer, summary
+from sparc_eval.hparams import load_hparams, parse_arguments
+from sparc_eval.utility.wer import anonymized_corpus_wer, summary
 
 
 def main(argv=None) -> int:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
         if report["shard"][1] > 1 and not complete_manifest.is_file():
             print("wer: skipped until every shard has finished")
         else:
-            from sparc_eval.corpora import load_manifest
+            from sparc_eval.data.corpora import load_manifest
 
             result = anonymized_corpus_wer(
                 load_manifest(out), hparams["wer_asr"], progress=hparams.get("progress", True)

@@ -14,7 +14,7 @@ checkpoints.
 
 import sys
 
-from sparc_eval.leakage.cli import main
+from sparc_eval.jobs.leakage.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

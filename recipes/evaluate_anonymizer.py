@@ -15,7 +15,7 @@ results.json. A re-run reuses the anonymized speech, the trained models and fini
 
 import sys
 
-from sparc_eval.card.cli import main
+from sparc_eval.jobs.card.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

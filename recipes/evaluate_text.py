@@ -13,7 +13,7 @@ output_folder. The last line printed is the path of results.json. Overrides are
 
 import sys
 
-from sparc_eval.text.cli import main
+from sparc_eval.jobs.text.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,7 +3,7 @@
 
     python recipes/train_attacker.py hparams/phones.yaml [--data_folder=PATH] [--key=value ...]
 
-The hparams name the attacker (``attacker:``, sparc_eval/attack.py), its data, features and
+The hparams name the attacker (``attacker:``, sparc_eval/attack/), its data, features and
 training. Writes results.json, report.md, scores.txt, plots, the training log and checkpoints
 under output_folder; the last line printed is the path of results.json. Re-running resumes from
 the last checkpoint. On several processes or GPUs:
@@ -19,9 +19,9 @@ from sparc_eval.speechbrain_compat import import_speechbrain
 def main(argv=None):
     sb = import_speechbrain()
     from sparc_eval.attack import load_attack, prepare_attack, run_attack
-    from sparc_eval.data_plan import DataSettings
-    from sparc_eval.evaluation import EvaluationSettings
-    from sparc_eval.recipe_cli import parse_overrides
+    from sparc_eval.attack.evaluation import EvaluationSettings
+    from sparc_eval.data.plan import DataSettings
+    from sparc_eval.hparams import parse_overrides
 
     hparams_file, run_opts, overrides = sb.parse_arguments(sys.argv[1:] if argv is None else argv)
     try:

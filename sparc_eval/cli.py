@@ -15,7 +15,7 @@ from .errors import DataError
 
 # subcommand -> (module, one-line help)
 COMMANDS = {
-    "corpus": ("sparc_eval.corpora.cli", "inspect a corpus on disk"),
+    "corpus": ("sparc_eval.data.corpora.cli", "inspect a corpus on disk"),
     "metrics": ("sparc_eval.metrics.cli", "verification metrics and plots from a score file"),
     "demo": ("sparc_eval.demo.cli", "build the built-in demo corpus and print its summary"),
     "g2p": ("sparc_eval.phones.cli", "phonemize text: ARPAbet without stress, | between words"),
@@ -23,18 +23,24 @@ COMMANDS = {
         "sparc_eval.phones.analysis_cli",
         "phone-frequency distinctiveness of a corpus's speakers",
     ),
-    "text": ("sparc_eval.text.cli", "SPARC transcript-only speaker and attribute verification"),
+    "text": (
+        "sparc_eval.jobs.text.cli",
+        "SPARC transcript-only speaker and attribute verification",
+    ),
     "anonymize": (
-        "sparc_eval.anonymize_cli",
+        "sparc_eval.anonymization.cli",
         "anonymize a corpus into 16 kHz wav files and a manifest",
     ),
-    "leakage": ("sparc_eval.leakage.cli", "compare content leakage across corpora and attackers"),
+    "leakage": (
+        "sparc_eval.jobs.leakage.cli",
+        "compare content leakage across corpora and attackers",
+    ),
     "llm-server": (
         "sparc_eval.llm_server.cli",
         "start or stop a local OpenAI-compatible LLM server (llama.cpp)",
     ),
     "evaluate": (
-        "sparc_eval.card.cli",
+        "sparc_eval.jobs.card.cli",
         "evaluate anonymizers: privacy against voice and content, and utility",
     ),
 }

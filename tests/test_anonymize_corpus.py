@@ -15,14 +15,14 @@ import soundfile as sf
 from anonymizers.base import Anonymizer
 from anonymizers.identity import Identity
 from anonymizers.mcadams import McAdams
-from sparc_eval import anonymize as runner_mod
-from sparc_eval import anonymize_cli
-from sparc_eval.anonymize import anonymize_corpus, merge_shards, parse_shard, read_ledger
-from sparc_eval.audio import read_utterance
-from sparc_eval.backends import DiskFull
-from sparc_eval.corpora import load_corpus, load_kaldi_dir
+from sparc_eval.anonymization import cli as anonymize_cli
+from sparc_eval.anonymization import runner as runner_mod
+from sparc_eval.anonymization.runner import anonymize_corpus, merge_shards, parse_shard, read_ledger
+from sparc_eval.data.corpora import load_corpus, load_kaldi_dir
+from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import AudioRef, Manifest, Utterance
+from sparc_eval.speech.audio import read_utterance
+from sparc_eval.speech.backends import DiskFull
 
 REPO = Path(__file__).resolve().parents[1]
 # in the order the Kaldi dir lists them

@@ -11,23 +11,23 @@ import soundfile as sf
 from anonymizers.identity import Identity
 from anonymizers.mcadams import McAdams, _levinson, mcadams_transform
 from anonymizers.stt_tts import SttTts
-from sparc_eval import asr as asr_mod
-from sparc_eval.anonymize import anonymize_corpus
-from sparc_eval.asr import (
+from sparc_eval.anonymization.runner import anonymize_corpus
+from sparc_eval.data.corpora import load_kaldi_dir
+from sparc_eval.data.manifest import Manifest, Utterance
+from sparc_eval.errors import DataError
+from sparc_eval.plugins import available_anonymizers, load_anonymizer
+from sparc_eval.speech import asr as asr_mod
+from sparc_eval.speech.asr import (
     FasterWhisperASR,
     OpenAIWhisperASR,
     PocketsphinxASR,
     make_asr,
     resolve_whisper_model,
 )
-from sparc_eval.audio import read_utterance
-from sparc_eval.backends import BackendUnavailable, EmptyTranscript, UnspeakableText
-from sparc_eval.corpora import load_kaldi_dir
-from sparc_eval.errors import DataError
-from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.plugins import available_anonymizers, load_anonymizer
-from sparc_eval.tts import EspeakTTS, NemoTTS, PiperTTS
-from sparc_eval.wer import anonymized_corpus_wer, corpus_wer, normalize, wer_from_pairs
+from sparc_eval.speech.audio import read_utterance
+from sparc_eval.speech.backends import BackendUnavailable, EmptyTranscript, UnspeakableText
+from sparc_eval.speech.tts import EspeakTTS, NemoTTS, PiperTTS
+from sparc_eval.utility.wer import anonymized_corpus_wer, corpus_wer, normalize, wer_from_pairs
 
 # short, clean-ish utterances of three speakers (test-other)
 STT_IDS = ["1688-142285-0002", "3005-163389-0004", "3331-159605-0004"]

@@ -1,4 +1,4 @@
-"""The attacker contract (sparc_eval/attack.py): a new attacker is one class and one hparams file,
+"""The attacker contract (sparc_eval/attack/): a new attacker is one class and one hparams file,
 run by the attacker recipe and by the leakage comparison without touching either (the example in
 docs/plugins/attacker.md: attackers/bag_of_phones.py, hparams/bag_of_phones.yaml)."""
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sparc_eval.attack import Needs, check_attacker, load_attack, not_applicable
+from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
-from sparc_eval.trials import Trials
 
 REPO = Path(__file__).resolve().parents[1]
 

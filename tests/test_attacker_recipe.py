@@ -20,8 +20,8 @@ TINY = [
 
 
 def plan_data(hp: dict):
-    from sparc_eval.data_plan import DataSettings
-    from sparc_eval.data_plan import plan_data as plan
+    from sparc_eval.data.plan import DataSettings
+    from sparc_eval.data.plan import plan_data as plan
 
     return plan(DataSettings.from_hparams(hp))
 
@@ -181,7 +181,7 @@ def test_semi_informed_needs_the_anonymized_corpus(demo_dir, tmp_path, capsys):
 
 
 def _manifest_dir(path, speakers, n, *, skip=()):
-    from sparc_eval.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest, Utterance
 
     utts = [
         Utterance(f"{s}-{i}", s, f"words of {s} number {i}", f"{s}-ep", duration=3.0)

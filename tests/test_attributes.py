@@ -1,5 +1,5 @@
 """Accent groupings (coarse and fine), non-informative labels, and SPARC's Voxlect labels mapped
-to North American vs other (sparc_eval/attributes.py)."""
+to North American vs other (sparc_eval/data/attributes.py)."""
 
 import pytest
 
@@ -27,10 +27,10 @@ VOXLECT_REGIONS = {
 
 
 def test_voxlect_classes_map_to_north_american_or_other():
-    from sparc_eval.attributes import accent_group, accent_region
+    from sparc_eval.data.attributes import accent_group, accent_region
 
     assert {label: accent_region(label) for label in VOXLECT_REGIONS} == VOXLECT_REGIONS
-    from sparc_eval.attributes import VOXLECT_GROUPS
+    from sparc_eval.data.attributes import VOXLECT_GROUPS
 
     assert len(VOXLECT_REGIONS) == 16 and set(VOXLECT_GROUPS) == set(VOXLECT_REGIONS)
     # as an export may spell them: case and spacing do not matter
@@ -56,14 +56,14 @@ def test_voxlect_classes_map_to_north_american_or_other():
     ],
 )
 def test_north_american_spellings(label):
-    from sparc_eval.attributes import accent_region
+    from sparc_eval.data.attributes import accent_region
 
     assert accent_region(label) == "North American"
 
 
 def test_accent_task_labels_a_sparc_export():
     """The text evaluation's accent task on Voxlect labels has North American speakers."""
-    from sparc_eval.text.trials import task_labeller
+    from sparc_eval.jobs.text.trials import task_labeller
 
     attrs = {
         "a": {"accent": "North America"},
@@ -82,7 +82,7 @@ def test_accent_task_labels_a_sparc_export():
 
 
 def test_fine_grouping_normalises_case_spacing_and_suffixes():
-    from sparc_eval.attributes import fine_accent, normalise_accent
+    from sparc_eval.data.attributes import fine_accent, normalise_accent
 
     for label in (
         "Irish accent",
@@ -110,7 +110,7 @@ def test_fine_grouping_normalises_case_spacing_and_suffixes():
 
 @pytest.mark.parametrize("grouping", ["coarse", "fine"])
 def test_non_informative_labels_form_no_segment(grouping):
-    from sparc_eval.attributes import accent_region, segment_table
+    from sparc_eval.data.attributes import accent_region, segment_table
 
     speakers = {
         "a": {"accent": "Fluent"},
@@ -131,7 +131,7 @@ def test_non_informative_labels_form_no_segment(grouping):
     assert all(
         accent_region(speakers[s]["accent"]) is None for s in "abcdef"
     )  # unknown to the accent task
-    from sparc_eval.attributes import NON_INFORMATIVE_ACCENTS, accent_groups
+    from sparc_eval.data.attributes import NON_INFORMATIVE_ACCENTS, accent_groups
 
     assert {"fluent", "international", "neutral", "asian"} <= NON_INFORMATIVE_ACCENTS
     table = segment_table(speakers, accent_grouping=grouping)
@@ -158,7 +158,7 @@ def test_non_informative_labels_form_no_segment(grouping):
 
 
 def test_coarse_and_fine_groupings_side_by_side():
-    from sparc_eval.attributes import accent_groups, segment_table
+    from sparc_eval.data.attributes import accent_groups, segment_table
 
     speakers = {
         "a": {"accent": "Spanish"},
@@ -183,7 +183,7 @@ def test_coarse_and_fine_groupings_side_by_side():
 
 
 def test_segment_table_of_a_segment_table_is_the_same():
-    from sparc_eval.attributes import segment_table
+    from sparc_eval.data.attributes import segment_table
 
     speakers = {
         "a": {"speaker": "a", "sex": "F", "age": 70, "accent": "Irish accent", "n_languages": 2},

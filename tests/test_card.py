@@ -45,9 +45,9 @@ attackers:
         scorer: !new:attackers.text.tfidf.TfidfScorer {{}}
 content_attacker: bag
 utility:
-    rho_f0: !new:sparc_eval.card.utility.PitchCorrelation
+    rho_f0: !new:sparc_eval.utility.metrics.PitchCorrelation
         max_utterances: 6
-    gvd: !new:sparc_eval.card.utility.VoiceDistinctiveness
+    gvd: !new:sparc_eval.utility.metrics.VoiceDistinctiveness
         encoder: !new:attackers.resemblyzer_attacker.ResemblyzerAttacker
             cache_folder: !ref <cache_folder>
 n_boot: 100
@@ -128,8 +128,8 @@ def test_identity_leaves_what_the_original_speech_gives(card):
 def _verdicts_at(out, doc, min_speakers: int) -> list:
     from types import SimpleNamespace
 
-    from sparc_eval.card.verdicts import CellTrials, voice_beyond_content
-    from sparc_eval.evaluation import BootstrapSettings, EvaluationSettings
+    from sparc_eval.attack.evaluation import BootstrapSettings, EvaluationSettings
+    from sparc_eval.jobs.card.verdicts import CellTrials, voice_beyond_content
 
     s = SimpleNamespace(
         content_attacker="bag",
@@ -229,8 +229,8 @@ def test_bad_card_settings_fail_before_any_work(small_demo, tmp_path, capsys, re
 
 
 def test_training_shares_are_nested_and_seeded(tmp_path):
-    from sparc_eval.data_plan import _training_share
-    from sparc_eval.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.data.plan import _training_share
 
     train = Manifest([Utterance(f"s{i}-0", f"s{i}", "words", "e") for i in range(20)])
     quarter, half = (set(_training_share(train, f, seed=3).speakers()) for f in (0.25, 0.5))
@@ -246,7 +246,7 @@ def test_learning_curve_warns_when_more_data_still_helps():
     half-width of that paired difference's CI."""
     from types import SimpleNamespace
 
-    from sparc_eval.card.learning import learning_curves
+    from sparc_eval.jobs.card.learning import learning_curves
 
     s = SimpleNamespace()
     cells = {

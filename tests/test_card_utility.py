@@ -1,5 +1,5 @@
 """Utility metrics of the anonymizer card on hand-made fixtures: G_VD, rho_F0 and WER follow their
-VoicePrivacy definitions (sparc_eval/card/utility.py)."""
+VoicePrivacy definitions (sparc_eval/utility/metrics.py)."""
 
 import math
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from sparc_eval.card.utility import (
+from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
+from sparc_eval.utility.metrics import (
     PitchCorrelation,
     UtilityInput,
     VoiceDistinctiveness,
@@ -16,7 +17,6 @@ from sparc_eval.card.utility import (
     similarity_matrix,
     speaker_bootstrap,
 )
-from sparc_eval.manifest import AudioRef, Manifest, Utterance
 
 
 def _manifest(ids_by_speaker, text="a b c d", durations=None, folder=None):

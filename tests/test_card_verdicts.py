@@ -8,17 +8,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sparc_eval.card.reference import (
+from sparc_eval.attack.evaluation import BootstrapSettings, EvaluationSettings
+from sparc_eval.attack.trials import Trials
+from sparc_eval.errors import DataError
+from sparc_eval.jobs.card.reference import (
     below_all,
     beyond_words_verdict,
     cross_fitted,
     holm,
     words_better,
 )
-from sparc_eval.errors import DataError
-from sparc_eval.evaluation import BootstrapSettings, EvaluationSettings
 from sparc_eval.metrics import evaluate_trials, write_scores
-from sparc_eval.trials import Trials
 
 REPO = Path(__file__).resolve().parents[1]
 AUDIO = {"audio": True, "words": False, "split": True, "training": False}
@@ -93,7 +93,7 @@ def card(tmp_path_factory):
 
 
 def test_an_audio_attacker_below_the_phone_row_but_not_tfidf_is_not_beyond_the_words(card):
-    from sparc_eval.card.verdicts import CellTrials, content_rows, voice_beyond_content
+    from sparc_eval.jobs.card.verdicts import CellTrials, content_rows, voice_beyond_content
 
     root, cells = card
     s = _settings(root)
@@ -164,7 +164,7 @@ def test_the_cross_fitted_headline_reads_the_selected_cell_on_other_speakers():
 
 
 def test_the_headline_names_n_cells_and_keeps_the_probe_level_attack_apart(card, tmp_path):
-    from sparc_eval.card.verdicts import CellTrials, content_rows, headlines
+    from sparc_eval.jobs.card.verdicts import CellTrials, content_rows, headlines
 
     root, cells = card
     probe = _cell(tmp_path, "p", _scores(2.5, np.random.default_rng(5)), {**WORDS, "split": False})
@@ -196,8 +196,8 @@ def test_the_headline_names_n_cells_and_keeps_the_probe_level_attack_apart(card,
 
 
 def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
-    from sparc_eval.card.report import _privacy_table
-    from sparc_eval.card.verdicts import CellTrials, strength
+    from sparc_eval.jobs.card.report import _privacy_table
+    from sparc_eval.jobs.card.verdicts import CellTrials, strength
 
     root, cells = card
     rng = np.random.default_rng(7)
@@ -234,7 +234,7 @@ def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
         and "‡: an attacker flagged weak" in table
     )
     # every flag has its mark, in every section that names the attacker
-    from sparc_eval.card.report import _comparisons, _reference
+    from sparc_eval.jobs.card.report import _comparisons, _reference
 
     found["voice"]["flags"] += ["wide", "learning"]
     assert "| anon | voice†§ |" in "\n".join(_privacy_table(doc))
@@ -280,7 +280,7 @@ def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
 
 
 def test_the_learning_curve_warns_when_the_paired_ci_excludes_0():
-    from sparc_eval.card.learning import learning_curves
+    from sparc_eval.jobs.card.learning import learning_curves
 
     cells = {
         "mcadams": {
@@ -309,8 +309,8 @@ def test_the_learning_curve_warns_when_the_paired_ci_excludes_0():
 
 def _card_hparams(**overrides):
     from sparc_eval.attack import LIBRARY_KEYS
-    from sparc_eval.card.settings import CARD_DEFAULTED_KEYS
-    from sparc_eval.recipe_cli import load_hparams
+    from sparc_eval.hparams import load_hparams
+    from sparc_eval.jobs.card.settings import CARD_DEFAULTED_KEYS
 
     return load_hparams(
         REPO / "hparams/evaluate.yaml",
@@ -320,7 +320,7 @@ def _card_hparams(**overrides):
 
 
 def test_content_attacker_must_read_words_only():
-    from sparc_eval.card.settings import CardSettings
+    from sparc_eval.jobs.card.settings import CardSettings
 
     hp = _card_hparams(attackers_enabled=["resemblyzer", "phones", "mel"])
     with pytest.raises(DataError, match="content_attacker 'mel' reads the audio"):
@@ -333,7 +333,7 @@ def test_content_attacker_must_read_words_only():
 
 
 def test_an_attacker_with_other_split_keys_is_refused(tmp_path):
-    from sparc_eval.card.settings import CardSettings
+    from sparc_eval.jobs.card.settings import CardSettings
 
     text = (
         (REPO / "hparams/bag_of_phones.yaml")
@@ -355,7 +355,7 @@ def test_an_attacker_with_other_split_keys_is_refused(tmp_path):
 
 
 def test_one_class_at_two_settings_keeps_two_names():
-    from sparc_eval.card.settings import anonymizer_specs
+    from sparc_eval.jobs.card.settings import anonymizer_specs
 
     specs = anonymizer_specs(
         {
@@ -369,8 +369,8 @@ def test_one_class_at_two_settings_keeps_two_names():
 def test_the_headline_gives_tpr_at_1pct_and_names_the_highest_tpr_cell(card):
     """The lowest-EER cell need not have the highest TPR at 1% FPR: the headline gives its own and
     names the cell with the highest one (issue 28)."""
-    from sparc_eval.card.report import _headline
-    from sparc_eval.card.verdicts import CellTrials, content_rows, headlines
+    from sparc_eval.jobs.card.report import _headline
+    from sparc_eval.jobs.card.verdicts import CellTrials, content_rows, headlines
 
     root, cells = card
     s = _settings(root)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from sparc_eval.audio import check_audio, read_utterance
 from sparc_eval.cli import main as cli
-from sparc_eval.corpora import detect_layout, load_corpus, read_trials
-from sparc_eval.corpora.edacc import load_edacc_release
-from sparc_eval.corpora.sparc import load_sparc
+from sparc_eval.data.corpora import detect_layout, load_corpus, read_trials
+from sparc_eval.data.corpora.edacc import load_edacc_release
+from sparc_eval.data.corpora.sparc import load_sparc
 from sparc_eval.errors import DataError
+from sparc_eval.speech.audio import check_audio, read_utterance
 
 
 def _info(capsys, *args):
@@ -240,7 +240,7 @@ def test_empty_trials_enroll_speaker_check(tmp_path):
 
 
 def _edacc_release(tmp_path, with_wav=True):
-    """The EdAcc release layout as documented in sparc_eval/corpora/edacc.py."""
+    """The EdAcc release layout as documented in sparc_eval/data/corpora/edacc.py."""
     root = tmp_path / "edacc_v1.0"
     (root / "data").mkdir(parents=True)
     (root / "test").mkdir()

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from sparc_eval.attributes import age_group
 from sparc_eval.cli import main as cli
+from sparc_eval.data.attributes import age_group
+from sparc_eval.data.manifest import Manifest
 from sparc_eval.demo import build_demo_corpus, plan_demo_corpus, summarise
 from sparc_eval.demo.grammar import SCRIPTED_PASSAGE
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import Manifest
 
 SMALL = dict(n_speakers=6, utts_per_speaker=3)
 

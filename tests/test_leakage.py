@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sparc_eval.attack.evaluation import BootstrapSettings
+from sparc_eval.attack.evaluation_set import balanced_count, choose_speakers, restrict_split
+from sparc_eval.attack.trials import Trials
+from sparc_eval.data.manifest import Manifest, Utterance
+from sparc_eval.data.splits import Split
 from sparc_eval.errors import DataError
-from sparc_eval.evaluation import BootstrapSettings
-from sparc_eval.leakage.compare import compare_cells, verdict
-from sparc_eval.leakage.evaluation_set import balanced_count, choose_speakers, restrict_split
-from sparc_eval.leakage.vocabulary import tokens, vocabulary_stats
-from sparc_eval.manifest import Manifest, Utterance
+from sparc_eval.jobs.leakage.compare import compare_cells, verdict
+from sparc_eval.jobs.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
-from sparc_eval.splits import Split
-from sparc_eval.trials import Trials
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = "{channels: [32, 32, 32, 32, 96], emb_dim: 32, number_of_epochs: 2, batch_size: 16}"
@@ -504,8 +504,8 @@ SEGMENT_ACCENTS = {  # coarse: Irish 3, Spanish 3; fine: irish 3, spanish 2, cat
 
 
 def test_cell_segments_follow_the_accent_grouping():
-    from sparc_eval.evaluation import EvaluationSettings, SegmentSettings, evaluate
-    from sparc_eval.leakage.cells import cell_summary
+    from sparc_eval.attack.cells import cell_summary
+    from sparc_eval.attack.evaluation import EvaluationSettings, SegmentSettings, evaluate
 
     base = _trials(10, 4, 1.5, np.random.default_rng(0))
     trials = replace(base, enroll_speaker=np.char.replace(base.enroll.astype(str), "e", "s"))
@@ -649,8 +649,8 @@ def test_paper_settings_evaluate_every_edacc_speaker_with_coarse_accent_groups()
 def test_unscored_trials_are_kept_out_of_score_files_and_metrics(tmp_path):
     """Unscored trials (score NaN: an LLM judge without a reply) are counted, left out of the score
     file and of the metrics, and the scored ones keep their speakers."""
-    from sparc_eval.evaluation import BootstrapSettings as Boot
-    from sparc_eval.evaluation import EvaluationSettings, evaluate
+    from sparc_eval.attack.evaluation import BootstrapSettings as Boot
+    from sparc_eval.attack.evaluation import EvaluationSettings, evaluate
 
     rows = [
         ("A/e1", "p1", "A", "A", 0.9, True),
@@ -682,9 +682,9 @@ def test_default_hparams_run_the_quick_grid_and_name_its_departures(monkeypatch)
     """hparams/leakage.yaml's default is the quick grid (a first run to wait for): fewer attackers,
     fewer ECAPA epochs, each a named deviation; --grid=full runs every attacker as its recipe sets
     it. Nothing is trained: the settings alone are read."""
-    from sparc_eval.leakage.run import leakage_deviations, model_folder
-    from sparc_eval.leakage.settings import LeakageSettings
-    from sparc_eval.recipe_cli import load_hparams
+    from sparc_eval.hparams import load_hparams
+    from sparc_eval.jobs.leakage.run import leakage_deviations, model_folder
+    from sparc_eval.jobs.leakage.settings import LeakageSettings
 
     monkeypatch.chdir(REPO)  # the attackers' hparams paths are relative to the repository
     quick = LeakageSettings.from_hparams(load_hparams("hparams/leakage.yaml", {}))

@@ -22,7 +22,7 @@ from llm_proxy import FaultProxy
 
 from attackers.text.llm import LLMScorer
 from sparc_eval.errors import DataError
-from sparc_eval.text import TrialSet
+from sparc_eval.jobs.text import TrialSet
 
 pytestmark = pytest.mark.llm
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,7 @@ import warnings
 
 import pytest
 
-from sparc_eval.errors import DataError
-from sparc_eval.manifest import (
+from sparc_eval.data.manifest import (
     AttributeConflictWarning,
     AudioRef,
     Manifest,
@@ -15,6 +14,7 @@ from sparc_eval.manifest import (
     normalise_sex,
     resolve_audio,
 )
+from sparc_eval.errors import DataError
 
 
 def _utts():
@@ -214,7 +214,7 @@ def test_transforms_leave_the_manifest_unchanged(tmp_path):
 
 
 def test_load_manifest_resolves_relative_audio_on_copies(tmp_path):
-    from sparc_eval.corpora import load_manifest
+    from sparc_eval.data.corpora import load_manifest
 
     (tmp_path / "a.wav").write_bytes(b"")
     Manifest([Utterance("a", "s", "t", audio=AudioRef("a.wav"))]).write_jsonl(

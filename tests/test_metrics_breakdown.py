@@ -58,7 +58,7 @@ def test_per_speaker_equals_subset_eer():
 
 
 def test_segments_intra_inter_and_skipped():
-    from sparc_eval.attributes import segment_table
+    from sparc_eval.data.attributes import segment_table
 
     enroll, test, score, label, utt2spk = toy()
     test_spk = np.array([utt2spk[t] for t in test])
@@ -84,7 +84,7 @@ def test_segments_intra_inter_and_skipped():
 def test_non_informative_accents_and_the_fine_grouping_in_segments():
     """Labels that name no accent make no segment, however many speakers give them; the fine
     grouping, made before evaluate_trials, reaches the segments unchanged."""
-    from sparc_eval.attributes import segment_table
+    from sparc_eval.data.attributes import segment_table
 
     enroll, test, score, label, utt2spk = toy()
     attrs = {

@@ -279,9 +279,9 @@ def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path
 def test_an_attacker_declares_llr_scores(demo_dir):
     """An attacker with ``scores_are_llrs = True`` (a PLDA back-end) gets its actual Cllr as such."""
     from sparc_eval.attack import Needs, attack
-    from sparc_eval.data_plan import DataSettings, plan_data
-    from sparc_eval.evaluation import EvaluationSettings
-    from sparc_eval.trials import Trials
+    from sparc_eval.attack.evaluation import EvaluationSettings
+    from sparc_eval.attack.trials import Trials
+    from sparc_eval.data.plan import DataSettings, plan_data
 
     class Plda:
         name, needs, scores_are_llrs = "plda", Needs(training=False), True

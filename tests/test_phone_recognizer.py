@@ -63,8 +63,8 @@ def aligner():
 
 @pytest.fixture(scope="session")
 def handful(data_dir, aligner):
-    from sparc_eval.audio import read_utterance
-    from sparc_eval.corpora import load_corpus
+    from sparc_eval.data.corpora import load_corpus
+    from sparc_eval.speech.audio import read_utterance
 
     manifest = load_corpus(data_dir / "librispeech_samples")
     chosen = []
@@ -335,7 +335,7 @@ def test_recognize_utterance_and_pickle(handful, allphone, aligner, recognized):
 
 
 def test_unreadable_audio_and_missing_text(tmp_path, allphone, aligner):
-    from sparc_eval.manifest import AudioRef, Utterance
+    from sparc_eval.data.manifest import AudioRef, Utterance
 
     bad = tmp_path / "broken.flac"
     bad.write_bytes(b"not audio at all" * 100)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
+from sparc_eval.data.words import mark_anonymized, reference_text_deviation, spoken_text
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import AudioRef, Manifest, Utterance
 from sparc_eval.phones.features import PhoneFeatures
 from sparc_eval.phones.phoneset import PHONE_INDEX
-from sparc_eval.words import mark_anonymized, reference_text_deviation, spoken_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -104,7 +104,7 @@ def test_anonymizer_declaration_reaches_the_output_manifest(tmp_path):
     from anonymizers.base import Anonymizer
     from anonymizers.mcadams import McAdams
     from anonymizers.stt_tts import SttTts
-    from sparc_eval.anonymize import anonymize_corpus
+    from sparc_eval.anonymization.runner import anonymize_corpus
 
     assert (
         McAdams.keeps_words is True
@@ -129,7 +129,7 @@ def test_anonymizer_declaration_reaches_the_output_manifest(tmp_path):
     record = json.loads((tmp_path / "out/manifest.jsonl").read_text().splitlines()[0])
     assert record["extra"]["keeps_words"] is True and spoken_text(out[0]) == "hello"
     # the input loader's mark (EdAcc's read passages) survives anonymization and reloading
-    from sparc_eval.corpora import load_corpus
+    from sparc_eval.data.corpora import load_corpus
 
     assert out.read_passages and load_corpus(tmp_path / "out").read_passages
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(REPO))
 
 from anonymizers.base import Anonymizer  # noqa: E402
 from anonymizers.mcadams import McAdams  # noqa: E402
-from sparc_eval.anonymize import anonymize_corpus, build_anonymizer, settings_of  # noqa: E402
+from sparc_eval.anonymization.runner import anonymize_corpus, build_anonymizer, settings_of  # noqa: E402
+from sparc_eval.data.manifest import AudioRef, Manifest, Utterance  # noqa: E402
 from sparc_eval.digest import digest  # noqa: E402
-from sparc_eval.manifest import AudioRef, Manifest, Utterance  # noqa: E402
 
 
 class Gain(Anonymizer):
@@ -315,7 +315,7 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
         "Draws: mcadams: speaker; the attacker used its own draws" in (out / "card.md").read_text()
     )
     # the lazy-informed attack enrolls on the attacker's copy and tests on the user's
-    from sparc_eval.data_plan import DataSettings, plan_data
+    from sparc_eval.data.plan import DataSettings, plan_data
 
     plan = plan_data(
         DataSettings(

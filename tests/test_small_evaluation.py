@@ -154,14 +154,14 @@ def test_metrics_command_says_too_few_speakers_and_prints_the_bound(tmp_path, ca
 
 
 def _trials(trials):
-    from sparc_eval.trials import Trials
+    from sparc_eval.attack.trials import Trials
 
     enroll, test, scores, labels, utt2spk = trials
     return Trials(enroll, test, scores, labels, test_speaker=[utt2spk[t] for t in test])
 
 
 def test_no_comparison_verdict_rests_on_too_few_speakers():
-    from sparc_eval.leakage.compare import compare_cells, verdict
+    from sparc_eval.jobs.leakage.compare import compare_cells, verdict
 
     few = compare_cells(
         _trials(score_set(10, True)), _trials(score_set(10, False, seed=1)), n_boot=100, seed=0
@@ -194,8 +194,8 @@ def _cell(trials, folder: str, min_speakers: int = 20) -> dict:
 def test_card_strength_and_text_say_too_few_speakers_with_the_bound():
     """The card's attacker-strength section warns (so "every CI is narrow enough" is not printed),
     its EER text carries the bound, and a 60-speaker attacker with errors is not warned."""
-    from sparc_eval.card.report import _eer_ci, _strength
-    from sparc_eval.card.verdicts import _eer, strength
+    from sparc_eval.jobs.card.report import _eer_ci, _strength
+    from sparc_eval.jobs.card.verdicts import _eer, strength
 
     s = SimpleNamespace(weak_attacker_eer=0.4, max_ci_width=0.25)
     small, large = score_set(10, True), score_set(60, False)
@@ -224,7 +224,7 @@ def test_card_strength_and_text_say_too_few_speakers_with_the_bound():
         == "0.0% [0.0%, 0.0%] (small: 10 speakers, bound 0.0%-30.8%)"
     )
     # the card's privacy table: the bound beside the collapsed interval, the row marked
-    from sparc_eval.card.report import _privacy_table
+    from sparc_eval.jobs.card.report import _privacy_table
 
     table = "\n".join(
         _privacy_table(

@@ -5,11 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
-from sparc_eval.corpora import load_corpus
+from sparc_eval.attack.scoring import score_pairs
+from sparc_eval.data.corpora import load_corpus
+from sparc_eval.data.manifest import Manifest, Utterance
+from sparc_eval.data.splits import from_id_lists, from_vpc_lists, seeded_split
 from sparc_eval.errors import DataError
-from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.scoring import score_pairs
-from sparc_eval.splits import from_id_lists, from_vpc_lists, seeded_split
 
 
 def _load(path):

@@ -11,7 +11,7 @@ import pytest
 
 from attackers.text.llm import LLMScorer, build_prompt, parse_score
 from sparc_eval.errors import DataError
-from sparc_eval.text import TrialSet
+from sparc_eval.jobs.text import TrialSet
 
 
 class FakeOpenAI:
@@ -258,9 +258,9 @@ def test_unauthorised_stops_the_run(server, tmp_path):
 
 
 def test_missing_scores_are_counted_in_results(server, tmp_path):
-    from sparc_eval.manifest import Manifest, Utterance
-    from sparc_eval.text import TrialConfig
-    from sparc_eval.text.evaluate import evaluate_text
+    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.jobs.text import TrialConfig
+    from sparc_eval.jobs.text.evaluate import evaluate_text
 
     utts = []
     for spk, ep, marker in [

@@ -12,16 +12,16 @@ import pytest
 
 from attackers.text.stylometric import StylometricScorer
 from attackers.text.tfidf import TfidfScorer
-from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.text import SharedTextConfig, TrialBuilder, TrialConfig, detect_shared_text
-from sparc_eval.text.cli import load_hparams
-from sparc_eval.text.evaluate import (
+from sparc_eval.data.manifest import Manifest, Utterance
+from sparc_eval.jobs.text import SharedTextConfig, TrialBuilder, TrialConfig, detect_shared_text
+from sparc_eval.jobs.text.cli import load_hparams
+from sparc_eval.jobs.text.evaluate import (
     evaluate_text,
     parse_settings,
     remove_shared_text,
     trial_config_from_hparams,
 )
-from sparc_eval.text.trials import EN, EP, HN, HP
+from sparc_eval.jobs.text.trials import EN, EP, HN, HP
 
 REPO = Path(__file__).resolve().parents[1]
 SAME = {"sex": "female", "age": 25, "accent": "American"}
@@ -101,7 +101,7 @@ def test_L_is_a_maximum_so_a_larger_L_keeps_the_smaller_Ls_trials():
 
 
 def test_presets_follow_appendix_A1():
-    from sparc_eval.text.protocol import PROTOCOLS, trial_deviations
+    from sparc_eval.jobs.text.protocol import PROTOCOLS, trial_deviations
 
     for name in ("naturalvoices", "sporc"):
         hp = load_hparams(REPO / "hparams" / "text" / f"{name}.yaml", {"output_folder": "unused"})
@@ -138,7 +138,7 @@ def test_presets_follow_appendix_A1():
 
 
 def test_generic_files_name_their_departures():
-    from sparc_eval.text.protocol import trial_deviations
+    from sparc_eval.jobs.text.protocol import trial_deviations
 
     cfg = preset("tfidf")
     assert cfg.max_probes == 10 and cfg.overlap_min_words == 5 and cfg.name_screen == "all"
@@ -289,7 +289,7 @@ def test_shared_text_auto_is_on_only_where_the_loader_marks_read_passages():
 
 
 def test_edacc_loaders_mark_read_passages(tmp_path):
-    from sparc_eval.corpora import load_corpus
+    from sparc_eval.data.corpora import load_corpus
 
     def datafile(name, ids):
         path = tmp_path / name
@@ -307,7 +307,9 @@ def test_edacc_loaders_mark_read_passages(tmp_path):
         [("EDACC-C01_P1-000000001", "EDACC-C01-A"), ("EDACC-C01_P2-000000002", "EDACC-C01-B")],
     )
     libri = datafile("libri.txt", [("1089-134686-0000", "1089"), ("1089-134686-0001", "1089")])
-    release = tmp_path / "edacc_v1.0"  # the release layout (sparc_eval/corpora/edacc.py), text only
+    release = (
+        tmp_path / "edacc_v1.0"
+    )  # the release layout (sparc_eval/data/corpora/edacc.py), text only
     (release / "test").mkdir(parents=True)
     (release / "test" / "segments").write_text("EDACC-C01_P1-000000001 EDACC-C01_P1 1.0 2.0\n")
     (release / "test" / "utt2spk").write_text("EDACC-C01_P1-000000001 EDACC-C01-A\n")
@@ -321,7 +323,7 @@ def test_edacc_loaders_mark_read_passages(tmp_path):
         assert load_corpus(release).read_passages is True
         assert load_corpus(libri).read_passages is False
     # EdAcc in any other layout (a JSON-lines manifest here), and corpora that flag scripted utterances
-    from sparc_eval.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest, Utterance
 
     Manifest([Utterance(id="EDACC-C01-000000001", speaker="EDACC-C01-A", text="w")]).write_jsonl(
         tmp_path / "e.jsonl"
@@ -336,7 +338,7 @@ def test_edacc_loaders_mark_read_passages(tmp_path):
 
 
 def test_shared_text_threshold_scales_with_the_speakers():
-    from sparc_eval.text.shared_text import auto_min_speakers
+    from sparc_eval.jobs.text.shared_text import auto_min_speakers
 
     assert auto_min_speakers(60) == 5 and auto_min_speakers(12_500) == 625
     # small end: EdAcc's 60 speakers, a passage everyone reads, an idiom 4 of them say
@@ -560,7 +562,7 @@ def test_text_attackers_read_the_words_anonymized_speech_says(tmp_path):
     import json as _json
 
     from attackers.text.tfidf import TfidfScorer
-    from sparc_eval.text.evaluate import evaluate_from_hparams
+    from sparc_eval.jobs.text.evaluate import evaluate_from_hparams
 
     rows = []
     for spk in ("a", "b", "c", "d"):
@@ -619,7 +621,7 @@ def test_text_corpus_anonymized_by_another_tool_must_declare_its_words(tmp_path)
 
     from attackers.text.tfidf import TfidfScorer
     from sparc_eval.errors import DataError
-    from sparc_eval.text.evaluate import evaluate_from_hparams
+    from sparc_eval.jobs.text.evaluate import evaluate_from_hparams
 
     rows = [
         {

@@ -1,4 +1,4 @@
-"""Transcript scoring over Ray actors (sparc_eval.text.ray_scoring) on a local Ray instance: the
+"""Transcript scoring over Ray actors (sparc_eval.jobs.text.ray_scoring) on a local Ray instance: the
 local runner's scores (TF-IDF, embeddings, the LLM judge over two endpoints against the test
 server of test_text_llm), the on-disk caches shared by the actors, and a worker that dies mid-run."""
 
@@ -18,10 +18,10 @@ from attackers.text.embedding import EmbeddingScorer
 from attackers.text.llm import LLMScorer
 from attackers.text.tfidf import TfidfScorer
 from sparc_eval.errors import DataError
-from sparc_eval.text import TrialSet
-from sparc_eval.text.evaluate import score_trials
-from sparc_eval.text.ray_scoring import ScoringRunner, trial_batch, trial_batches
-from sparc_eval.text.settings import scoring_from_hparams
+from sparc_eval.jobs.text import TrialSet
+from sparc_eval.jobs.text.evaluate import score_trials
+from sparc_eval.jobs.text.ray_scoring import ScoringRunner, trial_batch, trial_batches
+from sparc_eval.jobs.text.settings import scoring_from_hparams
 
 # the scorers defined here travel to the Ray workers by value (the workers cannot import tests/)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -218,9 +218,9 @@ def test_a_worker_that_dies_mid_run_is_replaced(local_ray, tmp_path):
 
 
 def test_evaluate_text_over_ray_gives_the_local_results(local_ray, tmp_path):
-    from sparc_eval.manifest import Manifest, Utterance
-    from sparc_eval.text import TrialConfig
-    from sparc_eval.text.evaluate import evaluate_text
+    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.jobs.text import TrialConfig
+    from sparc_eval.jobs.text.evaluate import evaluate_text
 
     rng = np.random.default_rng(1)
     utts = [

@@ -205,10 +205,10 @@ def test_too_short_corpus_is_reported_not_crashed(tmp_path, capsys):
 
 
 def test_cli_subcommand_module(tmp_path, capsys):
-    """``sparc_eval.text.cli`` exposes register/run for a ``sparc-eval text`` subcommand."""
+    """``sparc_eval.jobs.text.cli`` exposes register/run for a ``sparc-eval text`` subcommand."""
     import argparse
 
-    from sparc_eval.text import cli
+    from sparc_eval.jobs.text import cli
 
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
@@ -219,8 +219,8 @@ def test_cli_subcommand_module(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["tfidf", "stylometric", "embedding", "llm"])
 def test_hparams_files_load(name, tmp_path):
-    from sparc_eval.text.cli import load_hparams
-    from sparc_eval.text.evaluate import parse_settings, trial_config_from_hparams
+    from sparc_eval.jobs.text.cli import load_hparams
+    from sparc_eval.jobs.text.evaluate import parse_settings, trial_config_from_hparams
 
     hp = load_hparams(REPO / "hparams" / "text" / f"{name}.yaml", {"output_folder": str(tmp_path)})
     assert hp["scorer"].name
@@ -290,8 +290,8 @@ def test_naturalvoices_preset_on_edacc(data_dir, tmp_path, capsys):
 def test_text_run_settings_read_the_hparams_once(tmp_path):
     """The hparams dict stops at the recipe: TextRunSettings.from_hparams reads every key, absent
     keys take the field defaults, and the trial keys and seed land in the TrialConfig."""
-    from sparc_eval.text.cli import load_hparams
-    from sparc_eval.text.settings import TextRunSettings
+    from sparc_eval.jobs.text.cli import load_hparams
+    from sparc_eval.jobs.text.settings import TextRunSettings
 
     hp = load_hparams(
         REPO / "hparams" / "text" / "tfidf.yaml", {"output_folder": str(tmp_path), "seed": 3}
@@ -349,7 +349,7 @@ def test_text_run_settings_read_the_hparams_once(tmp_path):
 def test_text_run_settings_name_the_bad_key(key, value, tmp_path):
     from attackers.text.tfidf import TfidfScorer
     from sparc_eval.errors import DataError
-    from sparc_eval.text.settings import TextRunSettings
+    from sparc_eval.jobs.text.settings import TextRunSettings
 
     hp = {"data_folder": "x", "output_folder": str(tmp_path), "scorer": TfidfScorer(), key: value}
     with pytest.raises(DataError, match=key):
@@ -359,8 +359,8 @@ def test_text_run_settings_name_the_bad_key(key, value, tmp_path):
 
 
 def test_cli_reads_the_settings_once_and_the_library_takes_them(tmp_path, capsys, monkeypatch):
-    from sparc_eval.text import evaluate as text_evaluate
-    from sparc_eval.text import settings as text_settings
+    from sparc_eval.jobs.text import evaluate as text_evaluate
+    from sparc_eval.jobs.text import settings as text_settings
 
     calls, taken = [], []
     real = text_settings.TextRunSettings.from_hparams.__func__
@@ -386,8 +386,8 @@ def test_cli_reads_the_settings_once_and_the_library_takes_them(tmp_path, capsys
 
 def test_evaluate_from_settings_without_an_hparams_dict(tmp_path):
     from attackers.text.tfidf import TfidfScorer
-    from sparc_eval.text import CONDITIONS, TRIAL_CONDITIONS, TextRunSettings, TrialConfig
-    from sparc_eval.text.evaluate import evaluate_from_settings
+    from sparc_eval.jobs.text import CONDITIONS, TRIAL_CONDITIONS, TextRunSettings, TrialConfig
+    from sparc_eval.jobs.text.evaluate import evaluate_from_settings
 
     assert CONDITIONS is TRIAL_CONDITIONS
     data = sparc_export(tmp_path / "export.jsonl")

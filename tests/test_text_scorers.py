@@ -7,7 +7,7 @@ import pytest
 from attackers.text.base import TextScorer, as_trialset, l2_normalise_rows, paired_dot
 from attackers.text.stylometric import StylometricScorer, tokens
 from attackers.text.tfidf import TfidfScorer
-from sparc_eval.text import TrialSet
+from sparc_eval.jobs.text import TrialSet
 
 # Two speakers with different words and different habits.
 CHATTY = [

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sparc_eval.manifest import Manifest, Utterance
-from sparc_eval.text import (
+from sparc_eval.data.manifest import Manifest, Utterance
+from sparc_eval.jobs.text import (
     SharedTextConfig,
     TrialBuilder,
     TrialConfig,
@@ -18,7 +18,7 @@ from sparc_eval.text import (
     detect_shared_text,
     read_trials_jsonl,
 )
-from sparc_eval.text.trials import EN, EP, HN, HP, Appearance, task_labeller
+from sparc_eval.jobs.text.trials import EN, EP, HN, HP, Appearance, task_labeller
 
 
 def words(tag, n):
@@ -454,7 +454,7 @@ def test_trial_config_validation():
 
 
 def test_trial_sample_keeps_whole_probes_and_is_named():
-    from sparc_eval.text.trials import sample_by_probe
+    from sparc_eval.jobs.text.trials import sample_by_probe
 
     records = [
         {
@@ -477,7 +477,7 @@ def test_trial_sample_keeps_whole_probes_and_is_named():
     assert sample_by_probe(ts, 15, seed=0) is ts
     with pytest.raises(ValueError, match="trial_sample"):
         TrialConfig(trial_sample=0)
-    from sparc_eval.text.evaluate import trial_build_deviations
+    from sparc_eval.jobs.text.evaluate import trial_build_deviations
 
     named = trial_build_deviations(
         TrialConfig(trial_sample=5), "naturalvoices", topic_on=False, topic_metadata=False, n_cut=0
@@ -489,7 +489,7 @@ def test_trial_sample_keeps_whole_probes_and_is_named():
 
 
 def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
-    from sparc_eval.text import pairing
+    from sparc_eval.jobs.text import pairing
 
     universe = np.arange(0, 20_000, 2, dtype=np.int64)  # 10,000 members: above EXACT_POOL_MAX
     assert len(universe) > pairing.EXACT_POOL_MAX
@@ -521,7 +521,7 @@ def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
 
 
 def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
-    from sparc_eval.text import pairing
+    from sparc_eval.jobs.text import pairing
 
     rng = np.random.default_rng(3)
     rows, attrs = [], {}

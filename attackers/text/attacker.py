@@ -1,4 +1,4 @@
-"""A SPARC transcript scorer as an attacker (sparc_eval/attack.py): speaker-task trials of probes
+"""A SPARC transcript scorer as an attacker (sparc_eval/attack/): speaker-task trials of probes
 of P words against L enrollment utterances, built from what the plan's trial corpus says.
 
 This is how the leakage comparison runs TF-IDF, stylometric, embedding and LLM scorers beside
@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sparc_eval.attack import Needs
+from sparc_eval.attack.trials import Trials  # noqa: F401  (what score() returns)
 from sparc_eval.errors import DataError
-from sparc_eval.text.evaluate import (
+from sparc_eval.jobs.text.evaluate import (
     TRIAL_KEYS,
     score_trials,
     scored_trials,
@@ -20,8 +21,7 @@ from sparc_eval.text.evaluate import (
     trial_config_from_hparams,
     usable_tasks,
 )
-from sparc_eval.text.trials import TrialBuilder, has_topic_metadata
-from sparc_eval.trials import Trials  # noqa: F401  (what score() returns)
+from sparc_eval.jobs.text.trials import TrialBuilder, has_topic_metadata
 
 
 class TextAttacker:

@@ -6,7 +6,7 @@ meaning "same speaker" (or "same attribute label")::
     scorer.fit(texts)            # unlabelled utterance texts of one task and (P, L) configuration
     scores = scorer.score(trials)  # np.ndarray of float, one per trial; NaN = no score (missing)
 
-``trials`` is a :class:`sparc_eval.text.TrialSet` (sides as indices into unique texts, so each
+``trials`` is a :class:`sparc_eval.jobs.text.TrialSet` (sides as indices into unique texts, so each
 unique side is represented once) or a list of dicts with ``probe_texts`` and
 ``enroll_texts`` (lists of strings) and ``label``. ``name`` names the scorer in reports and
 ``settings()`` returns its JSON-ready configuration (never secrets); ``deviations()`` returns
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from sparc_eval.text.trials import TrialSet
+from sparc_eval.jobs.text.trials import TrialSet
 
 
 def as_trialset(trials) -> TrialSet:

@@ -21,7 +21,7 @@ both modes; only what they say changes:
   (``extra["scripted"] = True``), like EdAcc.
 
 Everything is deterministic from the seed, including the audio bytes (each utterance is
-synthesized in a fresh copy of the synthesizer, see :mod:`sparc_eval.espeak`), so an
+synthesized in a fresh copy of the synthesizer, see :mod:`sparc_eval.speech.espeak`), so an
 interrupted build resumes: utterances whose wav is already complete are not synthesized again.
 """
 
@@ -42,9 +42,9 @@ from typing import Optional
 import numpy as np
 
 from ..atomic import write_json
-from ..attributes import AGE_GROUPS, age_group
+from ..data.attributes import AGE_GROUPS, age_group
+from ..data.manifest import AudioRef, Manifest, Utterance
 from ..errors import DataError
-from ..manifest import AudioRef, Manifest, Utterance
 from . import grammar
 from .grammar import TOPIC_NAMES, Book, Conversation, Style
 
@@ -54,7 +54,7 @@ SAMPLE_RATE = 16000
 # corpora stamped with another version are rebuilt.
 GENERATOR_VERSION = 1
 
-# espeak-ng English voice -> accent attribute (free text, like EdAcc's; see sparc_eval.attributes)
+# espeak-ng English voice -> accent attribute (free text, like EdAcc's; see sparc_eval.data.attributes)
 ACCENTS = (
     ("en-us", "American"),
     ("en-us-nyc", "American (New York City)"),
@@ -84,7 +84,7 @@ class Speaker:
     pitch_range: int
 
     def synth(self):
-        from ..espeak import EspeakSynth
+        from ..speech.espeak import EspeakSynth
 
         return EspeakSynth(
             voice=self.voice,
@@ -356,7 +356,7 @@ def _remove_orphan_temp_files(wav_root: Path) -> None:
 
 
 def _settings(mode, n_speakers, utts_per_speaker, seed) -> dict:
-    from ..espeak import engine_version
+    from ..speech.espeak import engine_version
 
     return {
         "corpus": "sparc-eval demo",

@@ -113,7 +113,7 @@ def segment_eers(
 ):
     """Intra- and inter-segment EERs for every (attribute, value) with enough test speakers.
 
-    ``table``: speaker -> {attribute: segment value} (``sparc_eval.attributes.segment_table``);
+    ``table``: speaker -> {attribute: segment value} (``sparc_eval.data.attributes.segment_table``);
     ``enroll_speakers`` / ``test_speakers``: the speaker of each trial's enrollment and test
     side (original order). Returns ``(segments, skipped, reasons)``: ``{attr: {value:
     {"intra_eer", "inter_eer", "n_speakers"}}}``, ``{(attr, value): n_speakers}`` for segments

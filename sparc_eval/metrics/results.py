@@ -125,7 +125,7 @@ def evaluate_trials(
     - ``utt2spk``: test id -> speaker; enables ``per_speaker`` and segments (a test id missing
       from it is a DataError).
     - ``speakers``: speaker -> raw attributes (sex, age, accent, ...), turned into segment
-      values by :func:`sparc_eval.attributes.segment_table`; every trial speaker (test and
+      values by :func:`sparc_eval.data.attributes.segment_table`; every trial speaker (test and
       enrollment) must be listed (DataError naming the missing ids); accents are grouped by
       ``accent_grouping`` (``coarse`` or ``fine``), and labels that form no segment (missing,
       or saying nothing about the accent) are listed in ``not_applicable``.
@@ -431,7 +431,7 @@ def _segments(
 def _segment_table(speakers: dict, test_spk, enroll_spk, accent_grouping: str, na: dict) -> dict:
     """Segment values of every trial speaker (a DataError names the unlisted ones); accent labels
     in no segment (missing, or naming no accent) go to ``na``."""
-    from ..attributes import accent_groups, segment_table
+    from ..data.attributes import accent_groups, segment_table
 
     table = segment_table(speakers, accent_grouping)
     trial_speakers = set(test_spk.tolist()) | set(enroll_spk.tolist())

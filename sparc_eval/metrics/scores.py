@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_text
+from ..data.manifest import SEX_WORDS, clean_value
 from ..errors import DataError
-from ..manifest import SEX_WORDS, clean_value
 
 LABEL_WORDS = {"target": True, "nontarget": False}
 

@@ -29,7 +29,7 @@ def register(subparsers) -> None:
 
 def run_distinctiveness(args) -> int:
     from ..atomic import write_json
-    from ..corpora import load_corpus
+    from ..data.corpora import load_corpus
     from .distinct import analyse, per_speaker_eers
     from .features import PhoneFeatures
 

@@ -3,7 +3,7 @@
 ``source: transcript`` phonemizes the words the utterance says with the offline G2P: what a
 perfect phone recognizer would find. Of anonymized speech that is the anonymizer's own transcript
 (STT-TTS) or the reference text of an anonymizer that keeps the words (``text: spoken``, the
-default; :mod:`sparc_eval.words`); ``text: reference`` forces the reference text, ``text: asr``
+default; :mod:`sparc_eval.data.words`); ``text: reference`` forces the reference text, ``text: asr``
 requires the anonymizer's transcript. ``source: audio`` runs a phone recognizer (pocketsphinx by
 default) on the audio and is the only source with real durations; a forced aligner
 (``recognizer: align``) aligns the audio to the text the same rule picks.
@@ -17,8 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from ..cache import ArrayCache, content_key, default_cache_dir
+from ..data.words import TEXT_CHOICES, spoken_text
 from ..errors import DataError
-from ..words import TEXT_CHOICES, spoken_text
 from .onehot import one_hot
 from .phoneset import PHONE_INDEX, PHONES
 

@@ -130,7 +130,7 @@ def check_audio_input(
         )
         return None
     if sr != target_sr:
-        from ..audio import resample
+        from ..speech.audio import resample
 
         wav = resample(wav, sr, target_sr)
     if peak > 1.0 or wav.size and float(np.max(np.abs(wav))) > 1.0:
@@ -266,9 +266,9 @@ def make_recognizer(name: str = DEFAULT_RECOGNIZER, **kwargs) -> PhoneRecognizer
 
 def recognize_utterance(recognizer, utt, text=None) -> list:
     """Recognise one manifest utterance, passing a transcript to recognizers that need one:
-    ``text`` (the words the utterance says, :func:`sparc_eval.words.spoken_text`), by default
+    ``text`` (the words the utterance says, :func:`sparc_eval.data.words.spoken_text`), by default
     its reference text."""
-    from ..audio import read_utterance
+    from ..speech.audio import read_utterance
 
     sr = getattr(recognizer, "sample_rate", 16000) or 16000
     wav, sr = read_utterance(utt, sample_rate=sr)

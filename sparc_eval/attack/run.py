@@ -1,0 +1,220 @@
+"""Running an attacker end to end: its hparams loaded, the data planned, fit, score, evaluate
+(the contract it follows: :mod:`sparc_eval.attack.contract`)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..data.plan import DataPlan, DataSettings, plan_data
+from ..errors import DataError
+from .contract import Needs, check_attacker  # noqa: F401 (Needs: the old import path)
+from .evaluation import EvaluationSettings, evaluate
+from .trials import Trials
+
+EVALUATION_KEYS = {
+    "seed",
+    "n_boot",
+    "bootstrap_unit",
+    "bootstrap_method",
+    "bootstrap_bins",
+    "accent_grouping",
+    "min_segment_speakers",
+    "segment_attributes",
+    "min_verdict_speakers",
+    "output_folder",
+    "results_folder",
+}
+LIBRARY_KEYS = (
+    DataSettings.keys() | EVALUATION_KEYS
+)  # an attacker's hparams file may leave these out
+
+
+# --- attackers from hparams ----------------------------------------------------------------------
+
+
+def _factory(obj):
+    """The class behind ``!name:`` (a class or a functools.partial of one), else None."""
+    if isinstance(obj, type):
+        return obj
+    if isinstance(obj, functools.partial) and isinstance(obj.func, type):
+        return obj.func
+    return None
+
+
+def build_attacker(hp: dict, run_opts: Optional[dict] = None):
+    """The hparams' ``attacker``: an object as it is, a ``!name:`` class called with the hparams."""
+    obj = hp.get("attacker")
+    if obj is None:
+        raise DataError(
+            "the hparams name no attacker",
+            path=hp.get("hparams_file"),
+            hint="add attacker: !new:package.module.Class (see sparc_eval/attack/)",
+        )
+    if _factory(obj) is not None:
+        obj = obj(hp, run_opts=run_opts)
+    return check_attacker(obj)
+
+
+def prepare_attack(attacker, plan: DataPlan) -> None:
+    """The attacker's cacheable preparation (features), if it has any and applies to the data."""
+    if callable(getattr(attacker, "prepare", None)) and not_applicable(attacker, plan) is None:
+        attacker.prepare(plan)
+
+
+def load_attack(
+    hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None
+) -> tuple:
+    """(hparams, data plan, attacker) of an attacker recipe's hparams file: the hparams loaded, the
+    data planned from their data keys, and loaded again with the keys the attacker derives from
+    the data (``derived_hparams``), so that its model is sized for it."""
+    from ..hparams import defined_keys, load_hparams
+    from ..speechbrain_compat import ensure_torchaudio
+
+    ensure_torchaudio()  # hparams may name SpeechBrain classes, which import torchaudio
+    overrides = dict(overrides or {})
+    # data and evaluation keys the file leaves to the library's defaults are set after loading
+    defined = defined_keys(hparams_file)
+    late = {k: v for k, v in overrides.items() if k not in defined and k in LIBRARY_KEYS}
+    early = {k: v for k, v in overrides.items() if k not in late}
+
+    def load(extra):
+        hp = load_hparams(hparams_file, {**early, **extra})
+        hp.update(late)
+        hp["overrides"] = overrides  # what the user set; derived keys are recorded by the attacker
+        return hp
+
+    hp = load({})
+    plan = plan_data(DataSettings.from_hparams(hp))
+    factory = _factory(hp.get("attacker"))
+    derived = factory.derived_hparams(hp, plan) if hasattr(factory, "derived_hparams") else {}
+    if derived:
+        hp = load(derived)
+    return hp, plan, build_attacker(hp, run_opts)
+
+
+# --- running an attacker -------------------------------------------------------------------------
+
+
+def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
+    """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
+    refusal = getattr(attacker, "refusal", None)
+    why = refusal(plan) if callable(refusal) else None
+    if why:
+        return why
+    if not attacker.needs.audio:
+        return None
+    roles = ([("training", plan.train)] if attacker.needs.training else []) + [
+        ("enrollment", plan.enroll),
+        ("trial", plan.trials),
+    ]
+    for role, manifest in roles:
+        if not manifest.has_audio:
+            return f"{attacker.name} features need audio, but the {role} corpus ({manifest.name}) is text-only"
+    return None
+
+
+@dataclass
+class AttackResult:
+    trials: Trials
+    evaluation: object  # sparc_eval.metrics.Evaluation
+    timings_s: dict
+    results_path: Optional[Path] = None
+    run_info: Optional[dict] = None  # results.json's run, as written
+
+
+def attack(
+    attacker, plan: DataPlan, settings: EvaluationSettings, speakers: Optional[dict] = None
+) -> AttackResult:
+    """Fit, score and evaluate once (nothing written)."""
+    why = not_applicable(attacker, plan)
+    if why:
+        hint = (
+            "use an attacker that reads text (e.g. phones from transcripts) for text-only corpora"
+            if "need audio" in why
+            else ""
+        )
+        raise DataError(why, hint=hint)
+    timings = {}
+    start = time.perf_counter()
+    if attacker.needs.training:
+        attacker.fit(plan.train)
+    timings["training"] = time.perf_counter() - start
+    start = time.perf_counter()
+    trials = attacker.score(plan)
+    timings["scoring"] = time.perf_counter() - start
+    start = time.perf_counter()
+    table = plan.eval_original.speaker_attributes() if speakers is None else speakers
+    # an attacker whose scores are calibrated LLRs (a PLDA back-end) says so: the actual Cllr is then its own
+    llr = bool(getattr(attacker, "scores_are_llrs", False))
+    evaluation = evaluate(trials, table, settings, llr=llr)
+    if plan.split is not None:
+        for what, why in plan.split.dropped.items():
+            key = what if what.startswith("utterance ") else f"speaker {what}"
+            evaluation["not_applicable"][key] = why
+    timings["metrics"] = time.perf_counter() - start
+    timings.update(
+        getattr(attacker, "timings_s", None) or {}
+    )  # an attacker's finer stages, if it times them
+    return AttackResult(trials, evaluation, timings)
+
+
+def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = None) -> dict:
+    """results.json's ``run`` parts that the attacker and its data plan determine."""
+    anonymizer = None
+    if data is not None and plan.scenario != "original":
+        anonymizer = data.anonymizer_name or str(data.anon_eval_folder)
+    split = plan.split
+    return {
+        "dataset": plan.eval_original.name,
+        "anonymizer": anonymizer,
+        "scenario": plan.scenario,
+        "split": None if split is None else split.source,
+        "n_enroll_speakers": None if split is None else len(split.enroll),
+        "n_trial_utterances": None if split is None else len(split.trial_ids),
+        "attacker": attacker.name,
+        **attacker.describe(),
+    }
+
+
+def run_attack(
+    attacker,
+    plan: DataPlan,
+    out,
+    *,
+    settings: EvaluationSettings,
+    run_info: Optional[dict] = None,
+    data: Optional[DataSettings] = None,
+    plots: bool = True,
+    speakers: Optional[dict] = None,
+    is_main: bool = True,
+) -> AttackResult:
+    """Fit, score, evaluate, and write ``out``/scores.txt, results.json, report.md and plots.
+    Under DDP every rank trains; only the main rank (``is_main``) scores and writes."""
+    from ..metrics import write_report
+    from ..provenance import bootstrap_deviation, environment, merge_deviations
+
+    if not is_main:
+        if attacker.needs.training:
+            attacker.fit(plan.train)
+        return AttackResult(Trials([], [], [], []), None, {})
+    out = Path(out)
+    result = attack(attacker, plan, settings, speakers)
+    result.trials.write(out / "scores.txt")
+    info = {**run_description(attacker, plan, data), **settings.record(), **(run_info or {})}
+    info["timings_s"] = {
+        **{k: round(v, 3) for k, v in result.timings_s.items()},
+        **info.get("timings_s", {}),
+    }
+    info["deviations"] = merge_deviations(
+        attacker.deviations(plan),
+        bootstrap_deviation(settings.bootstrap.unit),
+        info.get("deviations") or {},
+    )
+    info["environment"] = environment()
+    write_report(out, result.evaluation, info, plots=plots)
+    result.results_path, result.run_info = out / "results.json", info
+    return result

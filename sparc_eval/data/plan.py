@@ -1,0 +1,267 @@
+"""What an attack runs on: training data, enrollment and trial corpora and their split, by scenario.
+
+Attack scenarios (VoicePrivacy Challenge):
+
+=============== ========================= ===================== =====================
+scenario        attacker trained on       enrollment            trials
+=============== ========================= ===================== =====================
+original        original speech           original              original
+ignorant        original speech           original              anonymized
+lazy-informed   original speech           anonymized            anonymized
+semi-informed   anonymized training data  anonymized            anonymized
+=============== ========================= ===================== =====================
+
+Trials are the user's anonymized speech (``anon_eval_folder``); anonymized enrollment and training
+speech are the attacker's, made with the same system but its own random draws when the anonymizer
+has any (``anon_enroll_folder``, ``anon_train_folders``; the anonymizer card makes them).
+
+:class:`DataSettings` is made once from the hparams; every data default lives in it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Optional
+
+import numpy as np
+
+from ..errors import DataError
+from .corpora.specs import load_spec, load_specs
+from .manifest import Manifest
+from .splits import Split, make_split, speaker_halves
+from .words import mark_anonymized
+
+SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
+# a few anonymizer failures are left out (and listed); more than this share is an error
+MAX_MISSING_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    data_folder: Optional[str] = (
+        "demo:reading"  # any path `sparc-eval corpus info` accepts, or demo:MODE
+    )
+    cache_folder: str = "results/cache"
+    train_folders: Optional[list] = None  # train on these instead of data_folder
+    eval_folder: Optional[str] = None  # None: speakers of data_folder are held out
+    eval_speaker_fraction: float = 0.5
+    split_seed: int = 0
+    allow_speaker_overlap: bool = False
+    scenario: str = "original"
+    anon_train_folders: Optional[list] = None  # anonymized training corpus (semi-informed)
+    anon_eval_folder: Optional[str] = None  # anonymized evaluation corpus (other scenarios)
+    anon_enroll_folder: Optional[str] = None  # enrollment speech the attacker anonymized with its
+    # own draws (lazy-/semi-informed); None: anon_eval_folder
+    anonymizer_name: Optional[str] = None
+    anon_keeps_words: Optional[bool] = None  # corpora anonymized by other tools
+    enrolls_dir: Optional[str] = None  # enrollment/trial split: VoicePrivacy lists,
+    trials_dirs: list = field(default_factory=list)  # else id lists, else seeded (paper section 5)
+    enroll_list: Optional[str] = None
+    trial_list: Optional[str] = None
+    n_enroll: int = 20
+    max_per_speaker: int = 60
+    min_duration: Optional[float] = 2.0
+    max_duration: Optional[float] = 30.0
+    train_speaker_fraction: float = 1.0  # train on a seeded share of the training speakers
+    # (learning curves; the shares are nested)
+
+    def __post_init__(self):
+        if self.scenario not in SCENARIOS:
+            raise DataError(f"scenario {self.scenario!r} is not one of {', '.join(SCENARIOS)}")
+        if not 0 < float(self.train_speaker_fraction) <= 1:
+            raise DataError(
+                f"train_speaker_fraction must be in (0, 1], not {self.train_speaker_fraction!r}"
+            )
+
+    @classmethod
+    def keys(cls) -> set:
+        return {f.name for f in fields(cls)}
+
+    @classmethod
+    def from_hparams(cls, hp: dict) -> "DataSettings":
+        """The data keys of the hparams (absent or null keys with a default take it)."""
+        defaults = cls()
+        given = {
+            k: hp[k]
+            for k in cls.keys()
+            if k in hp and (hp[k] is not None or getattr(defaults, k) is None)
+        }
+        if given.get("trials_dirs") is None:
+            given.pop("trials_dirs", None)
+        return cls(**given)
+
+    def held_out(self, manifest: Manifest) -> tuple:
+        """(training, evaluation) speakers of one corpus, as every attacker holds them out."""
+        return speaker_halves(
+            manifest, eval_fraction=self.eval_speaker_fraction, seed=self.split_seed
+        )
+
+    def evaluation_corpus(self) -> Manifest:
+        """The evaluation corpus alone (its held-out speakers when there is no eval_folder)."""
+        if self.eval_folder:
+            return load_spec(self.eval_folder, cache_folder=self.cache_folder)
+        return self.held_out(load_specs(self.data_folder, cache_folder=self.cache_folder))[1]
+
+
+@dataclass
+class DataPlan:
+    train: Manifest  # what the attacker trains on
+    enroll: Manifest  # where enrollment utterances come from
+    trials: Manifest  # where trial utterances come from
+    split: Optional[Split]  # enrollment and trial ids (None: the attacker makes its own trials)
+    eval_original: Manifest  # the original evaluation corpus: speakers, attributes, utt2spk
+    scenario: str = "original"
+
+    def enroll_utterances(self) -> list:
+        ids = {u for ids in self.split.enroll.values() for u in ids}
+        return [u for u in self.enroll if u.id in ids]
+
+    def trial_utterances(self) -> list:
+        ids = set(self.split.trial_ids)
+        return [u for u in self.trials if u.id in ids]
+
+    def utterances(self) -> list:
+        """Every utterance the attack reads."""
+        if self.split is None:
+            return [*self.train, *self.trials]
+        return [*self.train, *self.enroll_utterances(), *self.trial_utterances()]
+
+
+def load_anonymized(specs, data: DataSettings) -> Manifest:
+    """An anonymized corpus, each utterance marked as such (what its words are follows
+    :mod:`sparc_eval.data.words`; ``anon_keeps_words`` declares it for corpora made by other tools)."""
+    return mark_anonymized(
+        load_specs(specs, cache_folder=data.cache_folder),
+        name=data.anonymizer_name,
+        keeps_words=data.anon_keeps_words,
+    )
+
+
+def _train_and_evaluation(data: DataSettings) -> tuple:
+    train = load_specs(data.train_folders or data.data_folder, cache_folder=data.cache_folder)
+    if data.eval_folder:
+        evaluation = load_spec(data.eval_folder, cache_folder=data.cache_folder)
+    else:
+        train, evaluation = data.held_out(train)
+    if data.train_speaker_fraction < 1:
+        train = _training_share(train, data.train_speaker_fraction, data.split_seed)
+    overlap = set(train.speakers()) & set(evaluation.speakers())
+    if overlap and not data.allow_speaker_overlap:
+        raise DataError(
+            f"{len(overlap)} speakers are in both training and evaluation data, e.g. {sorted(overlap)[:3]}",
+            hint="attackers are evaluated on unseen speakers; set allow_speaker_overlap: True to override",
+        )
+    return train, evaluation
+
+
+def _training_share(train: Manifest, fraction: float, seed: int) -> Manifest:
+    """A seeded share of the training speakers (at least 2); a smaller share is a subset of a
+    larger one, so that learning-curve points differ only in how many speakers were added."""
+    speakers = sorted(train.speakers())
+    order = np.random.default_rng(seed).permutation(len(speakers))
+    keep = {speakers[i] for i in order[: max(2, int(round(fraction * len(speakers))))]}
+    return train.subset(lambda u: u.speaker in keep)
+
+
+def _anonymized_evaluation(data: DataSettings, split: Split) -> tuple:
+    """(anonymized trial corpus, anonymized enrollment corpus, ids of the split the anonymizer
+    failed on). Only the utterances the split reads need to be anonymized (the anonymizer card
+    anonymizes just those). Enrollment comes from ``anon_enroll_folder`` when it is given (the
+    attacker's own draws of a randomized anonymizer), else from ``anon_eval_folder``."""
+    if not data.anon_eval_folder:
+        raise DataError(
+            f"scenario {data.scenario} needs anon_eval_folder (the anonymized evaluation corpus)"
+        )
+    enroll_ids = {u for ids in split.enroll.values() for u in ids}
+    trials = load_anonymized(data.anon_eval_folder, data)
+    if not data.anon_enroll_folder:
+        return (
+            trials,
+            trials,
+            _missing(trials, enroll_ids | set(split.trial_ids), data.anon_eval_folder),
+        )
+    enroll = load_anonymized(data.anon_enroll_folder, data)
+    missing = _missing(trials, set(split.trial_ids), data.anon_eval_folder)
+    return (
+        trials,
+        enroll,
+        sorted({*missing, *_missing(enroll, enroll_ids, data.anon_enroll_folder)}),
+    )
+
+
+def _missing(anonymized: Manifest, needed: set, folder) -> list:
+    """The ids of ``needed`` that ``anonymized`` lacks: a few anonymizer failures are left out
+    with a warning, more is an error."""
+    missing = sorted(needed - set(anonymized.by_id()))
+    if len(missing) > MAX_MISSING_SHARE * len(needed):
+        raise DataError(
+            f"{len(missing)} of the {len(needed)} enrollment and trial utterances are missing from the "
+            f"anonymized corpus, e.g. {missing[:3]}",
+            path=folder,
+            hint="anonymize the whole evaluation corpus (failures are listed in its failures.jsonl)",
+        )
+    if missing:  # a few failures of the anonymizer: evaluate without them, and say so
+        warnings.warn(
+            f"{len(missing)} enrollment and trial utterances are missing from the anonymized corpus "
+            f"(e.g. {missing[:3]}); they are left out of the evaluation",
+            stacklevel=4,
+        )
+    return missing
+
+
+def plan_data(data: DataSettings) -> DataPlan:
+    """Load the corpora a scenario needs and split the evaluation speakers."""
+    train, evaluation = _train_and_evaluation(data)
+    split = make_split(
+        evaluation,
+        enrolls_dir=data.enrolls_dir,
+        trials_dirs=data.trials_dirs,
+        enroll_list=data.enroll_list,
+        trial_list=data.trial_list,
+        seed=data.split_seed,
+        n_enroll=data.n_enroll,
+        max_per_speaker=data.max_per_speaker,
+        min_duration=data.min_duration,
+        max_duration=data.max_duration,
+    )
+    anonymized = anon_enroll = None
+    missing = []
+    if data.scenario != "original":
+        anonymized, anon_enroll, missing = _anonymized_evaluation(data, split)
+    if data.scenario == "semi-informed":
+        if not data.anon_train_folders:
+            raise DataError(
+                "scenario semi-informed needs anon_train_folders (the anonymized training corpus)"
+            )
+        keep = set(train.speakers())
+        train = load_anonymized(data.anon_train_folders, data).subset(lambda u: u.speaker in keep)
+    enroll = anon_enroll if data.scenario in ("lazy-informed", "semi-informed") else evaluation
+    trials = anonymized if data.scenario != "original" else evaluation
+    if (
+        missing
+    ):  # the split is made on the full corpus (fixed lists name every utterance), then thinned
+        split = without_utterances(split, set(missing))
+    return DataPlan(train, enroll, trials, split, evaluation, data.scenario)
+
+
+def without_utterances(split: Split, gone: set) -> Split:
+    """The split without the utterances in ``gone``, each listed in ``dropped``."""
+    enroll = {s: [u for u in ids if u not in gone] for s, ids in split.enroll.items()}
+    empty = [s for s, ids in enroll.items() if not ids]
+    if empty:
+        raise DataError(
+            f"enrollment speakers {empty[:3]} lost every enrollment utterance to anonymizer failures",
+            hint="re-run the anonymizer on the utterances listed in its failures.jsonl",
+        )
+    pairs = None if split.pairs is None else [p for p in split.pairs if p[1] not in gone]
+    dropped = dict(split.dropped)
+    dropped.update(
+        {
+            f"utterance {u}": "missing from the anonymized corpus (the anonymizer failed on it)"
+            for u in sorted(gone)
+        }
+    )
+    return Split(
+        enroll, [t for t in split.trial_ids if t not in gone], pairs, dropped, split.source
+    )

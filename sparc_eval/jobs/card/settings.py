@@ -1,0 +1,333 @@
+"""The anonymizer card's settings, read from its hparams once (``CardSettings.from_hparams``).
+Each default lives here or in the settings it reuses (DataSettings, EvaluationSettings, the
+leakage comparison's attacker specs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ...attack.cells import CellContext
+from ...attack.evaluation import EvaluationSettings
+from ...data.plan import SCENARIOS, DataSettings
+from ...errors import DataError
+from ..leakage.settings import ATTACKER_COMMON, attacker_specs, file_value, file_values
+
+ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
+DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
+WEAK_ATTACKER_EER = (
+    0.40  # an attacker at least this close to chance on original speech certifies nothing
+)
+MAX_CI_WIDTH = 0.25  # a 95% CI wider than this (half of the 0-50% EER range) supports no verdict
+# whose random draws anonymize the attacker's enrollment and training speech: its own (VoicePrivacy:
+# the attacker has the system, not the user's secret choices), or the user's (a stronger, named variant)
+ATTACKER_DRAWS = ("own", "user")
+# card keys an hparams file may leave out (settable by --key=value all the same)
+CARD_DEFAULTED_KEYS = frozenset({"attacker_draws", "attacker_seed"})
+
+
+@dataclass(frozen=True)
+class AnonymizerSpec:
+    name: str  # how the card names it
+    anonymizer: object  # a registered name / dotted path, or an anonymizer object
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CardSettings:
+    output_folder: Path
+    anonymizers: tuple  # AnonymizerSpec
+    data: DataSettings  # the original corpora and split (scenario original)
+    attackers: tuple  # leakage.cells.AttackerSpec
+    scenarios: tuple
+    content_attacker: Optional[str]
+    utility: dict  # name -> utility metric object (sparc_eval.utility.metrics)
+    evaluation: EvaluationSettings
+    common: dict = field(default_factory=dict)  # keys set on every attacker recipe that has them
+    runner: dict = field(
+        default_factory=dict
+    )  # anonymization: runner, batch_size, num_workers, num_gpus
+    weak_attacker_eer: float = WEAK_ATTACKER_EER
+    max_ci_width: float = MAX_CI_WIDTH
+    pseudonymise: bool = False
+    learning_curve: bool = (
+        False  # trained attackers again on nested shares of their training speakers
+    )
+    learning_fractions: tuple = (0.25, 0.5)
+    attacker_draws: str = "own"
+    attacker_seed: Optional[int] = None  # None: derived from each anonymizer's own seed
+    plots: bool = True
+    progress: bool = True
+    num_threads: Optional[int] = None
+    original_content: Optional[str] = (
+        None  # content digest of the original training speech (set by the run)
+    )
+
+    @property
+    def seed(self) -> int:
+        return self.evaluation.bootstrap.seed
+
+    @property
+    def cache_folder(self) -> str:
+        return self.data.cache_folder
+
+    @classmethod
+    def from_hparams(cls, hp: dict) -> "CardSettings":
+        data = DataSettings.from_hparams({**hp, "scenario": "original"})
+        attackers = tuple(attacker_specs(hp))
+        content = hp.get("content_attacker")
+        if content is not None and content not in [a.name for a in attackers]:
+            raise DataError(
+                f"content_attacker {content!r} is not an enabled attacker ({[a.name for a in attackers]})",
+                hint="enable it in attackers_enabled, or set content_attacker: null",
+            )
+        if content is not None:
+            check_content_attacker(next(a for a in attackers if a.name == content))
+        check_split_keys(data, attackers)
+        return cls(
+            output_folder=Path(hp["output_folder"]),
+            anonymizers=anonymizer_specs(hp),
+            data=data,
+            attackers=attackers,
+            scenarios=scenarios_of(hp),
+            content_attacker=content,
+            utility=utility_metrics(hp),
+            evaluation=EvaluationSettings.from_hparams(hp),
+            common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
+            runner={
+                k: hp[k]
+                for k in ("runner", "batch_size", "num_workers", "num_gpus")
+                if hp.get(k) is not None
+            },
+            weak_attacker_eer=float(hp.get("weak_attacker_eer", WEAK_ATTACKER_EER)),
+            max_ci_width=float(hp.get("max_ci_width", MAX_CI_WIDTH)),
+            pseudonymise=bool(hp.get("pseudonymise", False)),
+            plots=bool(hp.get("plots", True)),
+            learning_curve=bool(hp.get("learning_curve", False)),
+            learning_fractions=learning_fractions(hp.get("learning_fractions")),
+            progress=bool(hp.get("progress", True)),
+            num_threads=hp.get("num_threads"),
+            attacker_draws=attacker_draws_of(hp.get("attacker_draws")),
+            attacker_seed=None if hp.get("attacker_seed") is None else int(hp["attacker_seed"]),
+        )
+
+    def cell_context(self, log) -> CellContext:
+        return CellContext(
+            settings=self.evaluation,
+            common=self.common,
+            cache_folder=self.cache_folder,
+            plots=self.plots,
+            log=log,
+            prefix="card",
+        )
+
+
+# the split keys every attacker must share with the card (data_plan.DataSettings)
+SPLIT_KEYS = (
+    "eval_folder",
+    "train_folders",
+    "eval_speaker_fraction",
+    "split_seed",
+    "enrolls_dir",
+    "trials_dirs",
+    "enroll_list",
+    "trial_list",
+    "n_enroll",
+    "max_per_speaker",
+    "min_duration",
+    "max_duration",
+)
+
+
+def attacker_settings(spec) -> dict:
+    """The plain top-level keys of an hparams attacker as it will load: its file's values (read
+    once, parsed as YAML scalars and lists; tagged values such as ``!new:`` left out), its card
+    overrides on top."""
+    import yaml
+
+    out = {}
+    for key, text in file_values(spec.hparams).items():
+        if not text or text.startswith("!"):
+            continue
+        try:
+            out[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            out[key] = text
+    return {**out, **spec.overrides}
+
+
+def declared_needs(spec) -> dict:
+    """What an attacker reads (audio, words, the card's split), known before any work: an object's
+    ``needs``, else the class its hparams file names: its ``declared_needs(setting)`` when the
+    needs depend on the hparams (ECAPA: the feature type), else its ``needs``."""
+    from ...plugins import load_object
+
+    needs = getattr(spec.attacker, "needs", None)
+    if needs is None:
+        path = (file_value(spec.hparams, "attacker") or "").split(":", 1)[-1].strip()
+        cls = load_object(path) if path else None
+        declared = getattr(cls, "declared_needs", None)
+        settings = attacker_settings(spec)
+        needs = declared(settings.get) if callable(declared) else getattr(cls, "needs", None)
+    return {
+        "audio": bool(getattr(needs, "audio", False)),
+        "words": bool(getattr(needs, "words", False)),
+        "split": bool(getattr(needs, "split", True)),
+    }
+
+
+def check_content_attacker(spec) -> None:
+    """The content rows need an attacker that reads the words and not the sound, on the card's trials."""
+    needs = declared_needs(spec)
+    if not needs["words"] or needs["audio"] or not needs["split"]:
+        reads = (
+            "the audio"
+            if needs["audio"]
+            else ("trials of its own" if not needs["split"] else "no words")
+        )
+        raise DataError(
+            f"content_attacker {spec.name!r} reads {reads}: the content rows need a words-only attacker "
+            "on the card's utterance trials",
+            hint="content_attacker: phones (phone-only ECAPA on G2P), tfidf_utterances, or null",
+        )
+
+
+def check_split_keys(data: DataSettings, specs) -> None:
+    """Every hparams attacker evaluates the card's utterances: a split key its file (or its card
+    overrides) sets to another value than the card's, where the card leaves it at the default and so
+    does not pass it on, is an error naming the keys."""
+    default = DataSettings()
+    for spec in specs:
+        if not spec.hparams:
+            continue
+        differ, settings = {}, attacker_settings(spec)
+        for key in SPLIT_KEYS:
+            if getattr(data, key) != getattr(default, key):
+                continue  # the card passes its own value on: the file's is overridden
+            value = settings.get(key)
+            if value not in (None, []) and value != getattr(data, key):
+                differ[key] = (value, getattr(data, key))
+        if differ:
+            said = ", ".join(f"{k}: {v[0]!r} (card: {v[1]!r})" for k, v in differ.items())
+            raise DataError(
+                f"attacker {spec.name!r} ({spec.hparams}) sets split keys the card does not share: {said}",
+                hint="set them on the card (--key=value) so every attacker scores the same utterances, "
+                "or remove them from the attacker's hparams",
+            )
+
+
+def attacker_draws_of(value) -> str:
+    value = value or "own"
+    if value not in ATTACKER_DRAWS:
+        raise DataError(
+            f"attacker_draws {value!r} is not one of {list(ATTACKER_DRAWS)}",
+            hint="own: the attacker anonymizes its speech with its own draws (VoicePrivacy); "
+            "user: it reuses the user's draws (a stronger attacker)",
+        )
+    return value
+
+
+def learning_fractions(value) -> tuple:
+    fractions = tuple(float(f) for f in (value or (0.25, 0.5)))
+    if any(not 0 < f < 1 for f in fractions) or 0.5 not in fractions:
+        raise DataError(
+            f"learning_fractions {list(fractions)} must lie in (0, 1) and include 0.5",
+            hint="100% is the attacker's main cell; the 50% point decides the warning",
+        )
+    return tuple(sorted(set(fractions)))
+
+
+def scenarios_of(hp: dict) -> tuple:
+    given = hp.get("scenarios") or list(DEFAULT_SCENARIOS)
+    given = [given] if isinstance(given, str) else list(given)
+    bad = [s for s in given if s not in ANONYMIZED_SCENARIOS]
+    if bad:
+        raise DataError(
+            f"scenarios {bad} are not among {list(ANONYMIZED_SCENARIOS)}",
+            hint="original speech is always evaluated (attacker strength, the content bound)",
+        )
+    return tuple(dict.fromkeys(given))
+
+
+def _anonymizer_name(value) -> str:
+    """How the card names an anonymizer: its declared ``name`` (what ``sparc-eval anonymize`` and
+    the manifest use), else its class name; a registered name is its own name."""
+    from ...anonymization.runner import name_of
+    from ...plugins import anonymizer_class
+
+    if not isinstance(value, str):
+        return name_of(value)
+    if "." not in value and ":" not in value:
+        return value
+    declared = getattr(anonymizer_class(value), "name", None)
+    return declared if isinstance(declared, str) and declared else _path_name(value)
+
+
+def _path_name(dotted: str) -> str:
+    """The last part of a dotted path (``package.module.Name`` or ``package.module:Name``)."""
+    return dotted.replace(":", ".").rsplit(".", 1)[-1]
+
+
+def _options_for(value, name: str, options: dict) -> tuple:
+    """(key, options) of ``anonymizer_options`` for one anonymizer: keyed by its card name, its
+    class name or its dotted path."""
+    if not isinstance(value, str):
+        return None, {}
+    for key in (name, value, _path_name(value)):
+        if key in options:
+            return key, options[key] or {}
+    return None, {}
+
+
+def anonymizer_specs(hp: dict) -> tuple:
+    """``anonymizer``: one or a list of registered names, dotted paths or objects (``!new:``);
+    ``anonymizer_options`` maps a name (the card's, the class's or the dotted path) to its keyword
+    arguments."""
+    given = hp.get("anonymizer")
+    if given in (None, "", []):
+        raise DataError(
+            "no anonymizer to evaluate",
+            hint="--anonymizer=mcadams (or a list: --anonymizer=[mcadams,stt_tts])",
+        )
+    given = given if isinstance(given, (list, tuple)) else [given]
+    options = hp.get("anonymizer_options") or {}
+    out, seen, used = [], set(), set()
+    for value in given:
+        name = _anonymizer_name(value)
+        if (
+            name in seen and isinstance(value, str) and "." in value
+        ):  # one class at two settings: its path's name
+            name = _path_name(value)
+        if name in seen:
+            raise DataError(f"anonymizer {name!r} is listed twice")
+        seen.add(name)
+        key, opts = _options_for(value, name, options)
+        used.add(key)
+        out.append(AnonymizerSpec(name, value, dict(opts)))
+    unknown = set(options) - used
+    if unknown:
+        raise DataError(
+            f"anonymizer_options names {sorted(unknown)}, which are not evaluated ({sorted(seen)})"
+        )
+    return tuple(out)
+
+
+def utility_metrics(hp: dict) -> dict:
+    metrics = hp.get("utility") or {}
+    enabled = hp.get("utility_enabled")
+    if enabled is not None:
+        enabled = [enabled] if isinstance(enabled, str) else list(enabled)
+        unknown = [n for n in enabled if n not in metrics]
+        if unknown:
+            raise DataError(
+                f"utility_enabled names {unknown}, which are not in utility: {list(metrics)}"
+            )
+        metrics = {n: metrics[n] for n in enabled}
+    for name, metric in metrics.items():
+        if not callable(getattr(metric, "compute", None)):
+            raise DataError(
+                f"utility.{name} ({type(metric).__name__}) is not a utility metric: it lacks compute()",
+                hint="see sparc_eval/utility/metrics.py for the contract",
+            )
+    return dict(metrics)

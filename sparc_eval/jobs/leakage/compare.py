@@ -1,0 +1,129 @@
+""" "A leaks more than B", with its uncertainty.
+
+Two cells are compared by the difference of their EERs (b - a) and its bootstrap CI:
+
+- paired on trials, when both scored the same trials (two ECAPA attackers on one split, two
+  text scorers on one trial list): every resample draws the same trials for both;
+- paired on speakers, when their trials differ but their test speakers are the same (a text
+  and an ECAPA attacker on one corpus; one attacker with and without shared text): every
+  resample draws the same speakers for both;
+- unpaired otherwise (two corpora): each cell is resampled on its own.
+
+Pairing lets what makes a trial or a speaker easy cancel in the difference.
+
+The resampling unit is the test speaker by default: trials of one speaker are not independent,
+and corpora differ above all in their speakers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...attack.trials import Trials
+from ...metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from ...metrics.small import MIN_SPEAKERS, few_speakers_reason
+
+
+def compare_cells(
+    a: Trials,
+    b: Trials,
+    *,
+    n_boot: int,
+    seed: int,
+    unit: str = "speaker",
+    min_speakers: int = MIN_SPEAKERS,
+) -> dict:
+    """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
+    EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
+    says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers."""
+    ka, kb = a.keys(), b.keys()
+    same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
+    if same_trials:
+        a, b = a.select(np.argsort(ka)), b.select(np.argsort(kb))
+        same_trials = bool(np.array_equal(a.label, b.label))
+
+    def groups(t):
+        return t.test_speaker if unit == "speaker" else None
+
+    if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
+        paired = "trials"
+        both = np.isfinite(a.score) & np.isfinite(b.score)
+        a, b = a.select(both), b.select(both)
+        result = paired_bootstrap(
+            a.score, b.score, a.label, n_boot=n_boot, seed=seed, unit=unit, groups=groups(a)
+        )
+    elif unit == "speaker" and set(a.scored().test_speaker.tolist()) == set(
+        b.scored().test_speaker.tolist()
+    ):
+        paired = "speakers"
+        a, b = a.scored(), b.scored()
+        result = speaker_paired_bootstrap(
+            a.score,
+            a.label,
+            a.test_speaker,
+            b.score,
+            b.label,
+            b.test_speaker,
+            n_boot=n_boot,
+            seed=seed,
+        )
+    else:
+        paired = False
+        a, b = a.scored(), b.scored()
+        result = unpaired_bootstrap(
+            a.score,
+            a.label,
+            b.score,
+            b.label,
+            n_boot=n_boot,
+            seed=seed,
+            unit=unit,
+            groups_a=groups(a),
+            groups_b=groups(b),
+        )
+    d = result.as_dict()
+    n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
+    return {
+        "paired": paired,
+        "unit": unit,
+        "n_boot": n_boot,
+        "n_valid": d["n_valid"],
+        "eer_a": d["a"]["eer"],
+        "eer_b": d["b"]["eer"],
+        "eer_diff": d["diff"]["eer"],
+        "eer_diff_ci95": d["ci95"]["eer"],
+        "eer_p_value": d["p_value"]["eer"],
+        "auc_diff": d["diff"]["auc"],
+        "auc_diff_ci95": d["ci95"]["auc"],
+        "n_trials_a": len(a),
+        "n_trials_b": len(b),
+        "n_speakers_a": n_a,
+        "n_speakers_b": n_b,
+        "small": few_speakers_reason(n_a, n_b, min_speakers),
+    }
+
+
+def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
+    """One of three sentences by where the 95% CI of the EER difference (b - a) lies: below 0,
+    above 0, or around it; none when the comparison is small (too few test speakers)."""
+    if comparison.get("small"):
+        return f"no verdict: {comparison['small']}"
+    lo, hi = comparison["eer_diff_ci95"]
+    if lo is None or hi is None or comparison.get("eer_diff", 0) is None:
+        return "no interval (too few valid resamples)"
+    if hi < 0:
+        return below
+    if lo > 0:
+        return above
+    return within
+
+
+def verdict(comparison: dict, name_a: str, name_b: str, verb: str = "leaks more") -> str:
+    """A sentence a reader can quote: which leaks more (corpora) or which identifies speakers
+    better (attackers), or that the data cannot tell."""
+    return ci_verdict(
+        comparison,
+        below=f"{name_b} {verb} (lower EER)",
+        above=f"{name_a} {verb} (lower EER)",
+        within="no significant difference (the 95% CI contains 0)",
+    )

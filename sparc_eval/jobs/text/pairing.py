@@ -1,0 +1,474 @@
+"""What the trial builders of every task share (the rules are in :mod:`~sparc_eval.jobs.text.trials`).
+
+:class:`TrialPairing` holds one manifest's appearances and probes at one P, the eligibility
+tables (speaker, episode, series codes per appearance), the candidate pools of a probe (same
+episode; other episodes after the topic filter), the overlap and name screens, the
+topic-matched drawing of cross-episode pairs, and the turning of plans into a
+:class:`~.trial_set.TrialSet` at each L. What a task draws from a pool is in
+:mod:`.speaker_trials` and :mod:`.attribute_trials`; :class:`~.trials.TrialBuilder` puts them
+together.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from ...errors import DataError
+from .probes import Probe, appearances, clean_id, cut_probes
+from .topic import TopicIndex, has_topic_metadata
+from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
+
+if TYPE_CHECKING:
+    from .trials import TrialConfig
+
+EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
+MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
+_NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def norm_utt(text: str) -> str:
+    """An utterance as the overlap screen compares it: lower-cased, white space collapsed."""
+    return " ".join(text.lower().split())
+
+
+def probe_rng(seed: int, *parts) -> np.random.Generator:
+    """A generator seeded by ``seed`` and ``parts`` (task, P, probe id): a probe's own draws."""
+    key = zlib.crc32("|".join(str(p) for p in parts).encode("utf-8"))
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, key])
+
+
+def int_codes(values):
+    """Integer codes for a list of hashables; None -> -1."""
+    table, out = {}, []
+    for v in values:
+        if v is None:
+            out.append(-1)
+        else:
+            out.append(table.setdefault(v, len(table)))
+    return np.asarray(out, dtype=np.int64)
+
+
+def group_index(codes: np.ndarray) -> dict:
+    """code -> the ascending indices holding it (codes < 0 left out): one sort, not a pass per code."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    groups = np.split(order, starts[1:])
+    return {int(sorted_codes[i]): g for i, g in zip(starts, groups) if sorted_codes[i] >= 0}
+
+
+def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
+    """The members of ``universe`` (ascending indices) that ``accept`` (a vectorised mask) keeps,
+    yielded in a uniformly random order, lazily.
+
+    A universe of up to ``EXACT_POOL_MAX`` is filtered and shuffled whole (so every corpus that
+    size or smaller keeps the trials earlier versions drew). A larger one is sampled by rejection:
+    uniform positions, each tried once, in growing batches, so a probe that needs one partner
+    reads a few dozen candidates, not the corpus; once ``MAX_TRIES`` candidates or a quarter of the
+    universe have been tried (few members accepted), the untried rest is filtered and shuffled in
+    one vectorised pass. The first tries of uniform draws are a uniform random order of the ones
+    tried, and the rest shuffled after any such stopping point keeps the whole order uniform, so
+    both paths draw partners uniformly without replacement.
+    """
+    if len(universe) <= EXACT_POOL_MAX:
+        candidates = universe[accept(universe)]
+        if len(candidates):
+            yield from rng.permutation(candidates).tolist()
+        return
+    n, tried, batch = len(universe), set(), 16
+    while 4 * len(tried) < n and len(tried) < MAX_TRIES:
+        positions = rng.integers(0, n, size=batch)
+        kept = accept(universe[positions])
+        for pos, ok in zip(positions.tolist(), kept.tolist()):
+            if pos not in tried:
+                tried.add(pos)
+                if ok:
+                    yield int(universe[pos])
+        batch *= 2
+    untried = np.ones(n, dtype=bool)
+    untried[np.fromiter(tried, dtype=np.int64, count=len(tried))] = False
+    rest = universe[untried]
+    yield from rng.permutation(rest[accept(rest)]).tolist()
+
+
+def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
+    """speaker -> compiled regex of its name tokens, for speakers with a known name.
+
+    :param config: where a speaker's name is found (``speaker_names``, then ``name_fields``).
+    :type config: ~sparc_eval.jobs.text.trials.TrialConfig
+    """
+    out = {}
+    for spk in speakers:
+        name = None
+        if config.speaker_names and spk in config.speaker_names:
+            name = config.speaker_names[spk]
+        if name is None:
+            attrs = attributes.get(spk, {})
+            name = next((attrs.get(f) for f in config.name_fields if attrs.get(f)), None)
+        if name is None and _NAME_RE.match(str(spk).strip()):
+            name = str(spk)
+        if not name:
+            continue
+        tokens = sorted(
+            {t.lower() for t in re.split(r"[\s.\-_]+", str(name)) if len(t) >= 3 and t.isalpha()}
+        )
+        if tokens:
+            out[spk] = re.compile(
+                r"\b(?:" + "|".join(re.escape(t) for t in tokens) + r")\b", re.IGNORECASE
+            )
+    return out
+
+
+@dataclass
+class Pool:
+    """One probe's candidates: same-episode appearances and, under the topic control, the
+    other-episode ones (after the topic filter) with their topic similarity, category Jaccard and
+    which share the probe's series. Without it the other episodes are not listed: a task draws
+    them lazily (:meth:`TrialPairing.cross_take`), since listing them per probe is quadratic."""
+
+    rng: np.random.Generator
+    same_ep: np.ndarray
+    cross: np.ndarray
+    sims: Optional[np.ndarray]
+    jac: Optional[np.ndarray]
+    same_series: np.ndarray
+
+    def strata(self, builder, mask) -> np.ndarray:
+        return builder.strata(self.sims[mask], self.jac[mask])
+
+
+@dataclass
+class Plan:
+    probe: Probe
+    partner: int  # appearance index
+    position: str  # "tail" (same episode) or "head" (other episode)
+    type: str
+    label: bool
+
+
+# ----------------------------------------------------------------------------- pairing
+
+
+class TrialPairing:
+    """Probes, eligibility tables, pools and screens for one manifest at one P (all tasks, all L).
+
+    :param config: the trial settings.
+    :type config: ~sparc_eval.jobs.text.trials.TrialConfig
+    """
+
+    def __init__(self, manifest, config: "TrialConfig", *, L_max: Optional[int] = None):
+        self.config = config
+        self.manifest = manifest
+        self.L_max = int(L_max or config.L)
+        self.apps = appearances(manifest)
+        if not self.apps:
+            raise DataError(
+                f"{getattr(manifest, 'name', 'manifest')}: no utterance with text",
+                hint="SPARC trials need transcripts",
+            )
+        self.attributes = manifest.speaker_attributes()
+        ep_names = self._index_appearances()
+        self._cut_probes()
+        self.short_for_L = int((self.app_n < self.L_max).sum())
+        # topic control
+        mode = config.topic_control
+        if mode == "auto":
+            mode = "on" if has_topic_metadata(manifest) else "off"
+        self.topic_on = mode in ("on", True)
+        self.topic = TopicIndex(manifest, ep_names) if self.topic_on else None
+        self.names = (
+            name_patterns(sorted({a.speaker for a in self.apps}), self.attributes, config)
+            if config.name_screen != "off"
+            else {}
+        )
+        self._task = None
+        self._norm_cache = {}
+        self._stats = {}
+
+    def _index_appearances(self) -> list:
+        """Speaker, episode and series codes and utterance counts per appearance, appearances
+        per episode; returns the episode names (sorted; the episode codes index them)."""
+        ep_names = sorted({a.episode for a in self.apps})
+        ep_index = {e: i for i, e in enumerate(ep_names)}
+        self.app_spk = int_codes([a.speaker for a in self.apps])
+        self.app_ep = np.asarray([ep_index[a.episode] for a in self.apps], dtype=np.int64)
+        self.app_series = int_codes([a.series for a in self.apps])
+        self.app_n = np.asarray([len(a.ids) for a in self.apps], dtype=np.int64)
+        self.all_apps = np.arange(len(self.apps), dtype=np.int64)
+        self.speaker_apps = group_index(self.app_spk)
+        self.by_episode = defaultdict(list)
+        for a in self.apps:
+            self.by_episode[self.app_ep[a.index]].append(a.index)
+        return ep_names
+
+    def _cut_probes(self) -> None:
+        config = self.config
+        self.probes, self.n_cut, self.n_skipped, self.short_for_P = [], 0, 0, 0
+        self.n_capped = 0
+        for a in self.apps:
+            ps, c, s = cut_probes(
+                a, int(config.P), int(config.tolerance), bool(config.strict), int(config.max_probes)
+            )
+            self.probes.extend(ps)
+            self.n_cut += c
+            self.n_skipped += s
+            if not ps:
+                self.short_for_P += 1
+            elif len(ps) == config.max_probes:
+                more, _, _ = cut_probes(
+                    a, int(config.P), int(config.tolerance), bool(config.strict), 10**9
+                )
+                self.n_capped += len(more) - len(ps)
+
+    # -- enrollment utterance indices of an appearance for a plan
+    def enroll_indices(self, plan: Plan, L: int) -> list:
+        app = self.apps[plan.partner]
+        if plan.position == "head":
+            return list(range(min(L, len(app.ids))))
+        if plan.partner == plan.probe.app:
+            rest = [i for i in range(len(app.ids)) if not plan.probe.start <= i < plan.probe.stop]
+        else:
+            rest = list(range(len(app.ids)))
+        return rest[-L:]
+
+    # -- screens
+    def _norm_set(self, app: int, idx) -> set:
+        out = set()
+        a = self.apps[app]
+        for i in idx:
+            if a.words[i] >= self.config.overlap_min_words:
+                key = (app, i)
+                if key not in self._norm_cache:
+                    self._norm_cache[key] = norm_utt(a.texts[i])
+                out.add(self._norm_cache[key])
+        return out
+
+    def screen(self, plan: Plan, counts: Counter) -> bool:
+        """True when the trial passes the overlap and name screens (checked with L_max)."""
+        probe = plan.probe
+        idx = self.enroll_indices(plan, self.L_max)
+        enroll_app = self.apps[plan.partner]
+        if self.config.overlap_screen:
+            probe_norm = {
+                norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words
+            }
+            if probe_norm & self._norm_set(plan.partner, idx):
+                counts["excluded_overlap"] += 1
+                return False
+        if self.names and (
+            self.config.name_screen == "all" or (self._task == "speaker" and plan.label)
+        ):
+            probe_spk = self.apps[probe.app].speaker
+            pat = self.names.get(probe_spk)
+            if pat is not None and any(pat.search(enroll_app.texts[i]) for i in idx):
+                counts["excluded_name"] += 1
+                return False
+            pat = self.names.get(enroll_app.speaker)
+            if pat is not None and any(pat.search(t) for t in probe.texts):
+                counts["excluded_name"] += 1
+                return False
+        return True
+
+    # -- pools and draws
+    def pool(self, probe: Probe, task: str, counts: Counter) -> Pool:
+        """The probe's candidates, with its own generator (seeded by seed, task, P, probe id)."""
+        a = probe.app
+        same_ep = np.asarray([b for b in self.by_episode[self.app_ep[a]] if b != a], dtype=np.int64)
+        rng = probe_rng(self.config.seed, task, self.config.P, probe.id)
+        if not self.topic_on:
+            return Pool(rng, same_ep, None, None, None, None)
+        cross, sims, jac = self._cross_candidates(probe, counts)
+        return Pool(rng, same_ep, cross, sims, jac, self.same_series(a, cross))
+
+    def _cross_candidates(self, probe: Probe, counts: Counter):
+        """Appearances in other episodes, after the topic filter (the topic control only)."""
+        a = probe.app
+        cands = np.flatnonzero(self.app_ep != self.app_ep[a])
+        sims = jac = None
+        if len(cands):
+            sims = self.topic.similarity(self.app_ep[a], self.app_ep[cands])
+            keep = sims <= self.config.topic_max_similarity
+            counts["excluded_topic_similarity"] += int((~keep).sum())
+            cands, sims = cands[keep], sims[keep]
+            jac = self.topic.jaccard(self.app_ep[a], self.app_ep[cands])
+        return cands, sims, jac
+
+    def same_series(self, a: int, cands: np.ndarray) -> np.ndarray:
+        """Which candidates share the probe's series (both known and equal)."""
+        return (self.app_series[cands] == self.app_series[a]) & (self.app_series[cands] >= 0)
+
+    def strata(self, sims, jac):
+        s = np.digitize(sims, self.config.topic_sim_edges)
+        j = np.digitize(jac, self.config.topic_jaccard_edges)
+        return s * 100 + j
+
+    def take(self, rng, probe, candidates, k, position, label_of, counts, type_of):
+        """Up to k screened partners from candidates (random order)."""
+        if k <= 0 or len(candidates) == 0:
+            return []
+        return self._screened(
+            rng.permutation(np.asarray(candidates)).tolist(),
+            probe,
+            k,
+            position,
+            label_of,
+            counts,
+            type_of,
+        )
+
+    def cross_take(self, rng, probe, universe, accept, k, label_of, counts, type_of):
+        """Up to k screened head partners from other episodes: the members of ``universe`` (ascending
+        appearance indices) that ``accept`` keeps and that lie outside the probe's episode, drawn
+        lazily (:func:`draw_order`)."""
+        if k <= 0:
+            return []
+        ep = self.app_ep[probe.app]
+        order = draw_order(rng, universe, lambda c: (self.app_ep[c] != ep) & accept(c))
+        return self._screened(order, probe, k, "head", label_of, counts, type_of)
+
+    def _screened(self, order, probe, k, position, label_of, counts, type_of) -> list:
+        out = []
+        for c in order:
+            label = label_of(int(c))
+            plan = Plan(probe, int(c), position, type_of(label), label)
+            if self.screen(plan, counts):
+                out.append(plan)
+                if len(out) >= k:
+                    break
+        return out
+
+    def matched(
+        self,
+        rng,
+        probe,
+        pos_cands,
+        neg_cands,
+        strata_pos,
+        strata_neg,
+        k,
+        counts,
+        label_pos,
+        label_neg,
+    ):
+        """Topic-controlled cross-episode pairs: up to k positives, each with a same-stratum negative."""
+        plans, used = [], np.zeros(len(neg_cands), dtype=bool)
+        for i in rng.permutation(len(pos_cands)):
+            if len(plans) >= 2 * k:
+                break
+            pos = Plan(probe, int(pos_cands[i]), "head", HP, label_pos)
+            if not self.screen(pos, counts):
+                continue
+            pool = np.flatnonzero((strata_neg == strata_pos[i]) & ~used)
+            neg = None
+            for j in rng.permutation(pool):
+                plan = Plan(probe, int(neg_cands[j]), "head", EN, label_neg)
+                if self.screen(plan, counts):
+                    neg, used[j] = plan, True
+                    break
+            if neg is None:
+                counts["unmatched_positives"] += 1
+                continue
+            plans.extend([pos, neg])
+        return plans
+
+    # -- trial sets
+    def materialise(self, task: str, plans: list, L: int) -> TrialSet:
+        """The TrialSet of plans at L: each unique text and side (probe or enrollment) once."""
+        texts, index, sides, side_index = [], {}, [], {}
+        probe_side, enroll_side, labels, records = [], [], [], []
+
+        def text_id(t):
+            if t not in index:
+                index[t] = len(texts)
+                texts.append(t)
+            return index[t]
+
+        def side(key, utts):
+            if key not in side_index:
+                side_index[key] = len(sides)
+                sides.append(tuple(text_id(t) for t in utts))
+            return side_index[key]
+
+        n_short = 0
+        for n, plan in enumerate(plans):
+            idx = self.enroll_indices(plan, L)
+            n_short += len(idx) < L
+            record = self._record(task, n, plan, L, idx)
+            probe_side.append(side(("p", plan.probe.id), plan.probe.texts))
+            enroll_side.append(
+                side(("e", record["enroll"]["id"]), [self.apps[plan.partner].texts[i] for i in idx])
+            )
+            labels.append(plan.label)
+            records.append(record)
+        meta = {"task": task, "P": int(self.config.P), "L": L, "enrollments_short_of_L": n_short}
+        return TrialSet(texts, sides, probe_side, enroll_side, labels, records, meta=meta)
+
+    def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
+        """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""
+        probe, partner = plan.probe, self.apps[plan.partner]
+        papp = self.apps[probe.app]
+        P = int(self.config.P)
+        where = (
+            "head"
+            if plan.position == "head"
+            else (f"tail-without-p{probe.k}" if plan.partner == probe.app else "tail")
+        )
+        enroll_id = f"{clean_id(partner.speaker)}/{clean_id(partner.episode)}/{where}-L{L}"
+        return {
+            "id": f"{task}/P{P}_L{L}/{n:06d}",
+            "task": task,
+            "P": P,
+            "L": L,
+            "type": plan.type,
+            "label": int(plan.label),
+            "conditions": list(TYPE_CONDITIONS[plan.type]),
+            "same_episode": plan.position == "tail",
+            "probe": {
+                "id": probe.id,
+                "speaker": papp.speaker,
+                "episode": papp.episode,
+                "utt_ids": papp.ids[probe.start : probe.stop],
+                "n_words": probe.n_words,
+                "cut_words": probe.cut_words,
+            },
+            "enroll": {
+                "id": enroll_id,
+                "speaker": partner.speaker,
+                "episode": partner.episode,
+                "utt_ids": [partner.ids[i] for i in idx],
+                "position": plan.position,
+            },
+        }
+
+    def stats(self, task: str) -> dict:
+        """Counts for the report: appearances skipped, probes cut/skipped, trials excluded.
+        ``appearances_too_short_for_L``: appearances with fewer utterances than the largest L
+        (they enroll with what they have)."""
+        c = self._stats.get(task, Counter())
+        return {
+            "appearances": len(self.apps),
+            "appearances_too_short_for_P": self.short_for_P,
+            "appearances_too_short_for_L": self.short_for_L,
+            "probes": len(self.probes),
+            "probes_cut": self.n_cut,
+            "probes_skipped_strict": self.n_skipped,
+            "probes_beyond_cap": self.n_capped,
+            "probes_unknown_label": c.get("probes_unknown_label", 0),
+            "probes_without_trials": c.get("probes_without_trials", 0),
+            "excluded_overlap": c.get("excluded_overlap", 0),
+            "excluded_name": c.get("excluded_name", 0),
+            "excluded_topic_similarity": c.get("excluded_topic_similarity", 0),
+            "unmatched_positives": c.get("unmatched_positives", 0),
+            "topic_control": self.topic_on,
+            "speakers_with_names": len(self.names),
+            "L_screened": self.L_max,
+        }

@@ -1,0 +1,344 @@
+"""The text evaluation's settings, read from its hparams once (:meth:`TextRunSettings.from_hparams`);
+the library (:func:`sparc_eval.jobs.text.evaluate.evaluate_from_settings`) takes these, never the
+hparams dict. Each default lives in one place: a field of :class:`TextRunSettings`, of
+:class:`~sparc_eval.jobs.text.trials.TrialConfig` (the trial keys and ``seed``) or of
+:class:`~sparc_eval.jobs.text.shared_text.SharedTextConfig` (the ``shared_text_*`` keys). A key that
+is absent, null or empty takes its default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+
+from ...data.words import TEXT_CHOICES
+from ...digest import text_digest
+from ...errors import DataError
+from .compare import BASE_SETTING
+from .protocol import check_protocol
+from .ray_scoring import RUNNERS, ScoringRunner
+from .shared_text import AUTO, SharedTextConfig
+from .trials import TrialConfig
+
+__all__ = [
+    "BOOTSTRAP_UNITS",
+    "TRIAL_KEYS",
+    "hparams_digest",
+    "TextRunSettings",
+    "parse_settings",
+    "scorer_list",
+    "scoring_from_hparams",
+    "shared_text_from_hparams",
+    "trial_config_from_hparams",
+]
+
+BOOTSTRAP_UNITS = ("speaker", "trial")
+REQUIRED = ("data_folder", "output_folder", "scorer")
+#: the hparams keys that set a field of the same name of
+#: :class:`~sparc_eval.jobs.text.trials.TrialConfig`.
+TRIAL_KEYS = (
+    "tolerance",
+    "strict",
+    "max_probes",
+    "partners",
+    "attribute_partners",
+    "match_negatives",
+    "negatives_cross_series",
+    "positives_cross_series",
+    "overlap_screen",
+    "overlap_min_words",
+    "name_screen",
+    "name_fields",
+    "topic_control",
+    "topic_max_similarity",
+    "topic_sim_edges",
+    "topic_jaccard_edges",
+    "trial_sample",
+)
+SHARED_TEXT_KEYS = {
+    "shared_text_n": "n",
+    "shared_text_min_speakers": "min_speakers",
+    "shared_text_min_fraction": "min_fraction",
+}
+
+
+def _unset(value) -> bool:
+    return value is None or (isinstance(value, (str, list, tuple)) and not value)
+
+
+def _integer(key: str, value, minimum: Optional[int] = None) -> int:
+    try:
+        if isinstance(value, bool) or int(value) != float(value):
+            raise ValueError
+        out = int(value)
+    except (TypeError, ValueError):
+        raise DataError(f"hparams: {key} must be an integer, not {value!r}") from None
+    if minimum is not None and out < minimum:
+        raise DataError(f"hparams: {key} must be >= {minimum}, not {out}")
+    return out
+
+
+def _auto_or(value, cast):
+    return value if value == AUTO else cast(value)
+
+
+def parse_settings(P=None, L=None, settings=None) -> list:
+    """[(P, L), ...]: explicit ``settings`` pairs, else every combination of ``P`` x ``L``
+    (each defaulting to the base setting's)."""
+    if settings:
+        out = []
+        for s in settings:
+            if isinstance(s, str):
+                m = re.fullmatch(r"P(\d+)_L(\d+)", s.strip())
+                if not m:
+                    raise DataError(f"setting {s!r} is not P<P>_L<L>")
+                out.append((int(m.group(1)), int(m.group(2))))
+            else:
+                p, l_ = s
+                out.append((int(p), int(l_)))
+        return out
+    Ps = [int(x) for x in np.atleast_1d(P if P is not None else [BASE_SETTING[0]])]
+    Ls = [int(x) for x in np.atleast_1d(L if L is not None else [BASE_SETTING[1]])]
+    return [(p, l_) for p in Ps for l_ in Ls]
+
+
+def scorer_list(scorer) -> list:
+    """One scorer or several (a list); names must differ (they key the results)."""
+    scorers = list(scorer) if isinstance(scorer, (list, tuple)) else [scorer]
+    if not scorers:
+        raise DataError("no scorer to evaluate")
+    names = [s.name for s in scorers]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(
+            f"several scorers are named {repeated}",
+            hint="give each its own name (model_name, name)",
+        )
+    return scorers
+
+
+def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
+    """The ``shared_text*`` keys; by default ``auto``: on iff the corpus's loader marks read
+    passages (EdAcc), since SPARC's protocol removes nothing."""
+    shared = hparams.get("shared_text", AUTO)
+    enabled = shared.get("enabled", AUTO) if isinstance(shared, dict) else shared
+    cast = {"n": int, "min_speakers": lambda v: _auto_or(v, int), "min_fraction": float}
+    values = {
+        name: cast[name](hparams[key])
+        for key, name in SHARED_TEXT_KEYS.items()
+        if hparams.get(key) is not None
+    }
+    return SharedTextConfig(enabled=_auto_or(enabled, bool), **values)
+
+
+def trial_config_from_hparams(hparams: dict) -> TrialConfig:
+    """The trial keys (:data:`~sparc_eval.jobs.text.settings.TRIAL_KEYS`), ``seed`` and the
+    ``shared_text*`` keys as a TrialConfig."""
+    values = {k: hparams[k] for k in TRIAL_KEYS if hparams.get(k) is not None}
+    if "match_negatives" in values:
+        values["match_negatives"] = tuple(values["match_negatives"] or ())
+    for k in ("topic_sim_edges", "topic_jaccard_edges", "name_fields"):
+        if k in values:
+            values[k] = tuple(values[k])
+    if hparams.get("seed") is not None:
+        values["seed"] = _integer("seed", hparams["seed"])
+    try:
+        return TrialConfig(shared_text=shared_text_from_hparams(hparams), **values)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"trial settings: {err}") from None
+
+
+# how the trials are scored, not what: left out of hparams_sha256 (the scores are the same)
+SCORING_KEYS = ("runner", "ray_address", "num_workers", "score_batch_size")
+
+
+def hparams_digest(hparams: dict) -> str:
+    """What results.json records as ``run.hparams_sha256``: every key but the scorer objects and
+    the ``SCORING_KEYS`` (in ``overrides`` too)."""
+
+    def kept(k, v):
+        return (
+            {o: x for o, x in v.items() if o not in SCORING_KEYS}
+            if k == "overrides" and isinstance(v, dict)
+            else v
+        )
+
+    return text_digest(
+        repr(
+            sorted(
+                (k, repr(kept(k, v)))
+                for k, v in hparams.items()
+                if k != "scorer" and k not in SCORING_KEYS
+            )
+        )
+    )
+
+
+def _flag(key: str, value) -> bool:
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise DataError(f"hparams: {key} is true or false, not {value!r}")
+
+
+def _choice(choices):
+    def read(key: str, value) -> str:
+        if value not in choices:
+            raise DataError(f"hparams: {key} is one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    return read
+
+
+def _protocol(key: str, value) -> str:
+    try:
+        check_protocol(value)
+    except ValueError as err:
+        raise DataError(f"hparams: {key}: {err}") from None
+    return value
+
+
+def _tasks(key: str, value) -> tuple:
+    tasks = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(t, str) and t for t in tasks):
+        raise DataError(
+            f"hparams: {key} is a list of task names (speaker or attribute names), not {value!r}",
+            hint="tasks: [speaker, sex, age, accent]",
+        )
+    return tasks
+
+
+def _columns(key: str, value):
+    if not isinstance(value, (dict, str, Path)):
+        raise DataError(
+            f"hparams: {key} is a column mapping (a dict or a YAML file), not {value!r}"
+        )
+    return value
+
+
+# hparams key -> reader(key, value) of the TextRunSettings field of that name
+_READERS = {
+    "columns": _columns,
+    "words": _choice(TEXT_CHOICES),
+    "anonymized": _flag,
+    "anon_keeps_words": _flag,
+    "dataset": lambda _k, v: str(v),
+    "tasks": _tasks,
+    "n_boot": lambda k, v: _integer(k, v, 0),
+    "bootstrap_unit": _choice(BOOTSTRAP_UNITS),
+    "protocol": _protocol,
+    "plots": _flag,
+    "panel_ci": _flag,
+    "save_trials": _flag,
+    "trials_with_text": _flag,
+    "hparams_file": lambda _k, v: v,
+    "overrides": lambda _k, v: v,
+}
+
+
+def scoring_from_hparams(hp: dict) -> ScoringRunner:
+    """``runner`` (local | ray), ``ray_address``, ``num_workers`` and ``score_batch_size``
+    (:mod:`.ray_scoring`); absent keys keep today's scoring: all trials at once, here."""
+    runner = _choice(RUNNERS)("runner", hp["runner"]) if not _unset(hp.get("runner")) else "local"
+    address = hp.get("ray_address")
+    if not _unset(address) and not isinstance(address, str):
+        raise DataError(
+            f"hparams: ray_address is a Ray address (auto, ray://host:10001), not {address!r}"
+        )
+    workers = hp.get("num_workers", ScoringRunner.num_workers)
+    batch = hp.get("score_batch_size")
+    return ScoringRunner(
+        runner=runner,
+        address=None if _unset(address) else address,
+        num_workers=None if workers is None else _integer("num_workers", workers, 1),
+        batch_size=None if batch is None else _integer("score_batch_size", batch, 1),
+    )
+
+
+def _pl_settings(hp: dict, config: TrialConfig) -> tuple:
+    """The (P, L) settings, each checked against the trial settings (``tolerance`` < P)."""
+    try:
+        pairs = tuple(parse_settings(hp.get("P"), hp.get("L"), hp.get("settings")))
+    except (TypeError, ValueError) as err:
+        raise DataError(f"hparams: P, L and settings are (lists of) integers ({err})") from None
+    if not pairs:
+        raise DataError("hparams: no (P, L) settings to evaluate", hint="P: [200, 50], L: [20, 5]")
+    for P, L in pairs:
+        try:
+            replace(config, P=P, L=L)
+        except ValueError as err:
+            raise DataError(f"hparams: setting P{P}_L{L}: {err}") from None
+    return pairs
+
+
+@dataclass(frozen=True)
+class TextRunSettings:
+    """Everything one text evaluation (``recipes/evaluate_text.py``) reads from its hparams."""
+
+    data_folder: Union[str, Path]
+    output_folder: Path
+    scorers: tuple  # scorer objects (attackers.text), names distinct
+    trial_config: TrialConfig  # trial keys, seed, shared_text*
+    pl_settings: tuple = (BASE_SETTING,)  # ((P, L), ...) from P x L or settings
+    tasks: tuple = ("speaker",)
+    columns: object = None  # SPARC export column mapping: dict or YAML file
+    words: str = "spoken"  # sparc_eval.data.words: spoken | reference | asr
+    anonymized: bool = False  # a corpus anonymized by another tool
+    anon_keeps_words: Optional[bool] = None
+    dataset: Optional[str] = None  # name in reports; None: data_folder
+    n_boot: int = 1000
+    bootstrap_unit: str = "speaker"
+    protocol: str = "naturalvoices"
+    plots: bool = True
+    panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
+    save_trials: bool = True
+    trials_with_text: bool = False
+    hparams_file: Optional[str] = None
+    overrides: Optional[dict] = None
+    hparams_sha256: Optional[str] = None
+    scoring: ScoringRunner = ScoringRunner()  # runner, ray_address, num_workers, score_batch_size
+
+    @property
+    def seed(self) -> int:
+        return self.trial_config.seed
+
+    @property
+    def dataset_name(self) -> str:
+        return self.dataset or str(self.data_folder)
+
+    @classmethod
+    def from_hparams(cls, hp: dict) -> "TextRunSettings":
+        """Read and check every key once; a bad value is a DataError naming its key."""
+        for need in REQUIRED:
+            if hp.get(need) in (None, ""):
+                raise DataError(f"hparams: {need!r} is required")
+        config = trial_config_from_hparams(hp)
+        values = {
+            key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))
+        }
+        return cls(
+            data_folder=hp["data_folder"],
+            output_folder=Path(hp["output_folder"]),
+            scorers=tuple(scorer_list(hp["scorer"])),
+            trial_config=config,
+            pl_settings=_pl_settings(hp, config),
+            hparams_sha256=hparams_digest(hp),
+            scoring=scoring_from_hparams(hp),
+            **values,
+        )
+
+    def run_info(self, deviations: dict) -> dict:
+        """What results.json's ``run`` records of the hparams (and the words' ``deviations``)."""
+        info = {
+            "hparams_file": self.hparams_file,
+            "overrides": self.overrides,
+            "hparams_sha256": self.hparams_sha256,
+            "words": self.words,
+            "deviations": deviations,
+        }
+        if self.scoring.runner != "local":
+            info["scoring"] = self.scoring.settings()
+        return info

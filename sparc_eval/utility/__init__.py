@@ -1,0 +1,2 @@
+"""Utility: what anonymized speech keeps for its users. :mod:`.metrics` holds the card's utility
+metrics (WER, rho_F0, G_VD) and their registry; :mod:`.wer` the word error rate itself."""
