@@ -413,7 +413,6 @@ def staged_preset(manifest, s, meter: Meter) -> int:
         out_dir=s.output_folder,
         save_trials=s.save_trials,
         trials_with_text=s.trials_with_text,
-        log=lambda *_: None,
         scoring=s.scoring,
     )
     with meter.stage("setup"):

@@ -31,6 +31,7 @@ COMMANDS = {
         "sparc_eval.anonymization.cli",
         "anonymize a corpus into 16 kHz wav files and a manifest",
     ),
+    "train": ("sparc_eval.attack.train", "train an attacker and evaluate it (an attacker recipe)"),
     "leakage": (
         "sparc_eval.jobs.leakage.cli",
         "compare content leakage across corpora and attackers",
@@ -60,9 +61,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# subcommands that read the hparams syntax themselves (HPARAMS --key=value ...): main(argv, prog)
+HPARAMS_SYNTAX = ("anonymize", "train")
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
+    if command in HPARAMS_SYNTAX:
+        module = importlib.import_module(COMMANDS[command][0])
+        return int(module.main(argv[1:], prog=f"sparc-eval {command}") or 0)
     parser = build_parser(command)
     args = parser.parse_args(argv)
     if command is None:

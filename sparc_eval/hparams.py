@@ -1,16 +1,27 @@
-"""What every hyperpyyaml recipe's command line shares: ``HPARAMS.yaml --key=value ...``, the
-hparams loaded with those overrides, errors printed as one line with exit status 2, and the
-path of results.json as the last line printed. Used by ``recipes/evaluate_text.py`` /
-``sparc-eval text`` and ``recipes/compare_leakage.py`` / ``sparc-eval leakage``.
+"""Hparams files and their overrides: the one reader and the one override syntax of every recipe
+and ``sparc-eval`` subcommand.
+
+The syntax is SpeechBrain's: ``HPARAMS.yaml --key=value ...`` (or ``--key value``), values are
+YAML (``0.8``, ``[1, 2]``, ``true``), nested values are YAML fragments
+(``--anonymizer_options="{mcadams: {alpha: 0.7}}"``), and a flag alone (``--merge``) is true.
+A file is read once (:class:`HparamsFile`), however often it is loaded with other overrides.
+Errors are printed as one line with exit status 2; a recipe prints its results.json last.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import re
 import sys
+from functools import cached_property
 from pathlib import Path
 
 from .errors import DataError
+
+logger = logging.getLogger(__name__)
+RENAMED_UNTIL = "0.5.0"  # old option spellings are accepted until this release
+_TOP_LEVEL = re.compile(r"^([A-Za-z_]\w*)\s*:\s*([^#\n]*?)\s*(#.*)?$", re.M)
 
 
 def parse_value(text: str):
@@ -41,88 +52,137 @@ def parse_overrides(overrides) -> dict:
     return parsed
 
 
-def parse_arguments(argv):
-    """(hparams file, overrides dict) from ``file --key=value --key value ...``."""
+def parse_arguments(argv, *, file_required: bool = True, repeatable=()) -> tuple:
+    """(hparams file or None, overrides dict) from ``[file] --key=value --key value --flag ...``;
+    a ``repeatable`` key collects its values in a list (an old spelling such as ``--param``)."""
     argv = list(argv)
-    if not argv or argv[0].startswith("--"):
+    hparams_file = None
+    if argv and not argv[0].startswith("--"):
+        hparams_file = argv.pop(0)
+    elif file_required:
         raise DataError("usage: HPARAMS.yaml [--key=value ...]")
-    hparams_file, overrides, rest = argv[0], {}, argv[1:]
-    while rest:
-        arg = rest.pop(0)
-        if not arg.startswith("--"):
+    overrides = {}
+    while argv:
+        arg = argv.pop(0)
+        if not arg.startswith("--") or arg == "--":
             raise DataError(f"unexpected argument {arg!r}", hint="overrides are --key=value")
         key, eq, value = arg[2:].partition("=")
-        if not eq:
-            if not rest:
-                raise DataError(f"--{key} needs a value")
-            value = rest.pop(0)
-        overrides[key] = parse_value(value)
+        if eq:
+            value = value if key in repeatable else parse_value(value)
+        elif argv and not argv[0].startswith("--"):
+            value = argv.pop(0) if key in repeatable else parse_value(argv.pop(0))
+        else:
+            value = True  # a flag alone: --merge, --wer
+        if key in repeatable:
+            overrides.setdefault(key, []).append(value)
+        else:
+            overrides[key] = value
     return hparams_file, overrides
 
 
-def defined_keys(hparams_file) -> set:
-    """The top-level keys an hparams file defines (what hyperpyyaml accepts as overrides)."""
-    import re
+def apply_renamed(overrides: dict, renamed: dict, *, prog: str) -> dict:
+    """Old option spellings under their new keys, each with a message naming the new one.
+    ``renamed``: {old: new key} or {old: (new key, convert(value, overrides))}."""
+    out = dict(overrides)
+    for old, new in renamed.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        key, convert = new if isinstance(new, tuple) else (new, None)
+        logger.warning(
+            "%s: --%s is now --%s (the old spelling works until sparc-eval %s)",
+            prog,
+            old,
+            key,
+            RENAMED_UNTIL,
+        )
+        out[key] = convert(value, out) if convert else value
+    return out
 
-    try:
-        text = Path(hparams_file).read_text(encoding="utf-8")
-    except OSError as err:
-        raise DataError(
-            f"cannot read the hparams file ({err.strerror})", path=hparams_file
-        ) from None
-    return set(re.findall(r"^([A-Za-z_]\w*)\s*:", text, re.M))
+
+class HparamsFile:
+    """One hparams file, read once: its top-level keys and values as written, and the hparams
+    loaded with any overrides (as often as a run needs: each load builds new objects)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        try:
+            self.text = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            raise DataError(
+                f"cannot read the hparams file ({err.strerror})", path=self.path
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"HparamsFile({self.path!r})"
+
+    @cached_property
+    def written(self) -> dict:
+        """Every top-level key with its value as written (text; objects and nesting unparsed)."""
+        return {m.group(1): m.group(2) for m in _TOP_LEVEL.finditer(self.text)}
+
+    @property
+    def keys(self) -> set:
+        """The top-level keys the file defines (what hyperpyyaml accepts as overrides)."""
+        return set(self.written)
+
+    def load(self, overrides=None, *, library_keys=frozenset()) -> dict:
+        """hyperpyyaml with overrides; unknown keys are DataErrors. Overrides of ``library_keys``
+        (keys whose defaults live in the library, e.g. the data keys) that the file does not
+        define are set after loading instead of failing."""
+        from hyperpyyaml import load_hyperpyyaml
+
+        given = dict(overrides or {})
+        late = {k: v for k, v in given.items() if k in library_keys and k not in self.keys}
+        early = {k: v for k, v in given.items() if k not in late}
+        try:
+            hparams = load_hyperpyyaml(self.text, early)
+        except KeyError as err:
+            raise DataError(
+                f"unknown override {err}",
+                path=self.path,
+                hint="every --key=value must name a key of the hparams file",
+            ) from None
+        except (ValueError, ImportError, AttributeError) as err:
+            raise DataError(
+                f"cannot load the hparams ({err})",
+                path=self.path,
+                hint="set required (!PLACEHOLDER) keys with --key=value",
+            ) from None
+        hparams.update(late)
+        hparams["hparams_file"] = self.path
+        hparams["overrides"] = given
+        return hparams
 
 
 def load_hparams(hparams_file, overrides: dict, *, library_keys=frozenset()) -> dict:
-    """hyperpyyaml with overrides; unknown keys and unreadable files are DataErrors. Overrides of
-    ``library_keys`` (keys whose defaults live in the library, e.g. the data keys) that the file
-    does not define are set after loading instead of failing."""
-    from hyperpyyaml import load_hyperpyyaml
-
-    given, late = dict(overrides), {}
-    if library_keys:
-        defined = defined_keys(hparams_file)
-        late = {k: v for k, v in given.items() if k in library_keys and k not in defined}
-        overrides = {k: v for k, v in given.items() if k not in late}
-    try:
-        with open(hparams_file, encoding="utf-8") as fin:
-            hparams = load_hyperpyyaml(fin, overrides)
-    except OSError as err:
-        raise DataError(
-            f"cannot read the hparams file ({err.strerror})", path=hparams_file
-        ) from None
-    except KeyError as err:
-        raise DataError(
-            f"unknown override {err}",
-            path=hparams_file,
-            hint="every --key=value must name a key of the hparams file",
-        ) from None
-    except (ValueError, ImportError, AttributeError) as err:
-        raise DataError(
-            f"cannot load the hparams ({err})",
-            path=hparams_file,
-            hint="set required (!PLACEHOLDER) keys with --key=value",
-        ) from None
-    hparams.update(late)
-    hparams["hparams_file"] = str(hparams_file)
-    hparams["overrides"] = given
-    return hparams
+    """The hparams of a file loaded once with ``overrides`` (see :meth:`sparc_eval.hparams.HparamsFile.load`)."""
+    return HparamsFile(hparams_file).load(overrides, library_keys=library_keys)
 
 
 def run_recipe(argv, body, *, prog: str, library_keys=frozenset()) -> int:
     """Parse ``argv`` (sys.argv[1:] when None), load the hparams and call
-    ``body(hparams, hparams_file, overrides, log)``, which returns the results.json path."""
-    try:
+    ``body(hparams, hparams_file, overrides)``, which returns the results.json path."""
+    from .logs import cli_logging
+
+    cli_logging()
+
+    def call():
         hparams_file, overrides = parse_arguments(sys.argv[1:] if argv is None else argv)
         hparams = load_hparams(hparams_file, overrides, library_keys=library_keys)
-        path = body(
-            hparams, hparams_file, overrides, lambda msg: print(msg, file=sys.stderr, flush=True)
-        )
+        print(body(hparams, hparams_file, overrides))
+        return 0
+
+    return reporting_data_errors(prog, call)
+
+
+def reporting_data_errors(prog: str, call) -> int:
+    """``call()``'s exit code, or 2 with ``prog: error: ...`` on stderr when its input is bad."""
+    try:
+        return call()
     except DataError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
-    print(path)
-    return 0
 
 
 def register_recipe(
@@ -133,3 +193,10 @@ def register_recipe(
     p.add_argument("hparams", help=f"hparams file, e.g. {example}")
     p.add_argument("overrides", nargs=argparse.REMAINDER, help="--key=value overrides")
     p.set_defaults(func=run)
+
+
+def register_passthrough(subparsers, name: str, main, *, help: str, description: str) -> None:
+    """A ``sparc-eval NAME ...`` subcommand whose arguments all go to ``main(argv, prog=...)``
+    (it parses the hparams syntax itself; :mod:`sparc_eval.cli` dispatches to it)."""
+    p = subparsers.add_parser(name, help=help, description=description, add_help=False)
+    p.set_defaults(func=None, raw=main)

@@ -1,7 +1,6 @@
 """The corpus runner: outputs, cache and resume, failures, shards, Ray, CLI and recipe, on a few
 real LibriSpeech samples listed in a manifest the tests write."""
 
-import argparse
 import errno
 import json
 import subprocess
@@ -300,10 +299,11 @@ def test_ray_runner_gives_the_local_outputs(corpus, tmp_path):
 
 
 def _cli(*args):
-    parser = argparse.ArgumentParser()
-    anonymize_cli.register(parser.add_subparsers())
-    ns = parser.parse_args(["anonymize", *map(str, args)])
-    return ns.func(ns)
+    """sparc-eval anonymize with the old spellings (--param, --no-progress) of 0.3."""
+    code = anonymize_cli.main(list(map(str, args)))
+    if code == 2:
+        raise DataError("see stderr")
+    return code
 
 
 def test_cli(corpus, tmp_path, capsys):
@@ -352,8 +352,11 @@ def test_cli(corpus, tmp_path, capsys):
         == f"manifest: {out_dir / 'manifest.jsonl'}"
     )
     assert len(load_corpus(out_dir)) == 6
-    with pytest.raises(DataError, match="unknown anonymizer 'nope'"):
-        _cli("--anonymizer", "nope", "--input", src, "--out", out_dir)
+    assert (
+        anonymize_cli.main(["--anonymizer", "nope", "--input", str(src), "--out", str(out_dir)])
+        == 2
+    )
+    assert "unknown anonymizer 'nope'" in capsys.readouterr().err
     assert anonymize_cli.parse_params(
         ["a=0.5", "r=[0.5, 0.9]", "tts_options.variant=f3", "s=x"]
     ) == {"a": 0.5, "r": [0.5, 0.9], "tts_options": {"variant": "f3"}, "s": "x"}
@@ -366,8 +369,8 @@ def test_recipe(corpus, tmp_path):
             sys.executable,
             str(REPO / "recipes" / "anonymize.py"),
             str(REPO / "hparams" / "anon" / "mcadams.yaml"),
-            f"--input_folder={Path(corpus.name).parent}",
-            f"--output_folder={out_dir}",
+            f"--input={Path(corpus.name).parent}",
+            f"--out={out_dir}",
             "--random_per_speaker=[0.5,0.9]",
             "--progress=False",
         ],
@@ -377,7 +380,7 @@ def test_recipe(corpus, tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == str(out_dir / "manifest.jsonl")
+    assert proc.stdout.strip().splitlines()[-1] == f"manifest: {out_dir / 'manifest.jsonl'}"
     out = load_corpus(out_dir)
     assert len(out) == 6 and all(0.5 <= u.extra["mcadams_alpha"] <= 0.9 for u in out)
     assert (out_dir / "hyperparams.yaml").is_file()
@@ -392,7 +395,55 @@ def test_recipe(corpus, tmp_path):
         cwd=REPO,
         timeout=120,
     )
-    assert missing.returncode == 2 and "input_folder" in missing.stderr
+    assert missing.returncode == 2 and "'input' is a !PLACEHOLDER" in missing.stderr
+
+
+def test_one_front_door_takes_the_old_spellings_with_a_message(corpus, tmp_path, caplog):
+    """recipes/anonymize.py's 0.3 keys (input_folder, output_folder, compute_wer) and sparc-eval
+    anonymize's dashed flags reach the same run, each with a message naming its new key."""
+    src = Path(corpus.name).parent
+    old = [
+        "hparams/anon/identity.yaml",
+        f"--input_folder={src}",
+        f"--output_folder={tmp_path / 'old'}",
+        "--compute_wer=False",
+        "--batch-size",
+        "2",
+        "--skip-missing",
+        "--num-workers=1",
+        "--num-cpus=1",
+        "--num-gpus=0",
+        "--ray-address=none",
+        "--wer-asr=faster-whisper",
+        "--wer-param",
+        "model=tiny.en",
+    ]
+    settings, _, _ = anonymize_cli.read_settings(old, "test")
+    said = caplog.text
+    caplog.clear()
+    for was, now in anonymize_cli.RENAMED.items():
+        if was not in ("param", "no-progress"):  # exercised by test_cli
+            assert f"--{was} is now --{now if isinstance(now, str) else now[0]}" in said
+    assert (settings.input, settings.out, settings.wer) == (str(src), str(tmp_path / "old"), False)
+    assert (settings.batch_size, settings.skip_missing, settings.num_workers) == (2, True, 1)
+    assert settings.wer_asr_options == {"model": "tiny.en"}
+    new, _, _ = anonymize_cli.read_settings(
+        [
+            f"--input={src}",
+            "--out",
+            str(tmp_path / "new"),
+            "--anonymizer=mcadams",
+            "--anonymizer_options={alpha: 0.7, tts_options: {variant: f3}}",
+            "--merge",
+        ],
+        "test",
+    )
+    assert new.anonymizer_options == {"alpha": 0.7, "tts_options": {"variant": "f3"}}
+    assert new.merge is True and not caplog.records  # the new keys: no message
+    with pytest.raises(DataError, match="unknown option"):
+        anonymize_cli.read_settings(
+            ["--anonymizer=identity", "--input=x", "--out=y", "--nope=1"], "t"
+        )
 
 
 def test_sparc_eval_cli_wiring(corpus, tmp_path, capsys):

@@ -3,6 +3,8 @@ attack, read against the words, utility, pairwise comparison, card.md, and the r
 
 import json
 import sys
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,15 +69,53 @@ def _args(small_demo, out, *extra):
     ]
 
 
+RUN_COUNTS = {"hparams_reads": Counter(), "plans": 0}  # of the card fixture's run
+
+
+@contextmanager
+def counting_reads_and_plans():
+    """Counts, while the card runs, each hparams file's reads and plan_data's runs."""
+    from sparc_eval.data import plan as plan_module
+    from sparc_eval.hparams import HparamsFile
+
+    read, plan_data = HparamsFile.__init__, plan_module.plan_data
+
+    def counted_read(self, path):
+        RUN_COUNTS["hparams_reads"][Path(path).name] += 1
+        read(self, path)
+
+    def counted_plan(data):
+        RUN_COUNTS["plans"] += 1
+        return plan_data(data)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(HparamsFile, "__init__", counted_read)
+        mp.setattr(plan_module, "plan_data", counted_plan)
+        yield
+
+
 @pytest.fixture(scope="module")
 def card(small_demo, tmp_path_factory, recipe):
     pytest.importorskip("resemblyzer")
     out = tmp_path_factory.mktemp("card")
-    code = recipe("evaluate_anonymizer").main(
-        _args(small_demo, out, "--anonymizer=[identity,mcadams]")
-    )
+    with counting_reads_and_plans():
+        code = recipe("evaluate_anonymizer").main(
+            _args(small_demo, out, "--anonymizer=[identity,mcadams]")
+        )
     assert code == 0
     return out, json.loads((out / "results.json").read_text())
+
+
+def test_each_hparams_file_is_read_once_and_each_scenario_planned_once(card):
+    """Typed settings flow down (issue 27): the card reads its own and each attacker's hparams
+    file once, and plans the original corpus and each (anonymizer, scenario) once for every cell."""
+    _, doc = card
+    reads = RUN_COUNTS["hparams_reads"]
+    assert [n for n in reads if n.endswith("_card.yaml")] and all(
+        count == 1 for n, count in reads.items() if n.endswith("_card.yaml")
+    )
+    assert reads["resemblyzer.yaml"] == 1 and reads["bag_of_phones.yaml"] == 1
+    assert RUN_COUNTS["plans"] == 1 + len(doc["run"]["anonymizers"]) * 2  # 2 scenarios
 
 
 def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):

@@ -49,3 +49,45 @@ def test_a_planted_lazy_import_is_caught(tmp_path):
         "sparc_eval/planted.py:3 imports attackers.ecapa_attacker",
         "sparc_eval/planted.py:5 imports recipes.train_attacker",
     ]
+
+
+def absolute_imports(path: Path, root: Path) -> list:
+    """(line, module) of every import in a library file, relative ones resolved to dotted names."""
+    # the package a relative import starts from: the folder of a module or of an __init__
+    package = list(path.relative_to(root.parent).with_suffix("").parts)[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            found.append((node.lineno, ".".join(base + ([node.module] if node.module else []))))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+    return found
+
+
+def test_the_library_parts_below_the_jobs_never_import_them():
+    """docs/architecture.md: data, speech, anonymization, attack, utility, metrics and phones (and
+    the root modules) serve the jobs; a job's module imported by them would turn the layers round."""
+    root = REPO / "sparc_eval"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        part = path.relative_to(root).parts[0]
+        if part in (
+            "jobs",
+            "cli.py",
+            "moved.py",
+        ):  # cli dispatches to jobs by name; moved maps old names
+            continue
+        for line, module in absolute_imports(path, root):
+            if module == "sparc_eval.jobs" or module.startswith("sparc_eval.jobs."):
+                found.append(f"{path.relative_to(REPO)}:{line} imports {module}")
+    assert found == []
+
+
+def test_a_planted_upward_import_is_caught(tmp_path):
+    module = tmp_path / "sparc_eval" / "data" / "planted.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("from ..jobs.card.run import corpus_spec\n")
+    assert absolute_imports(module, tmp_path / "sparc_eval") == [(1, "sparc_eval.jobs.card.run")]

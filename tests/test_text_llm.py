@@ -284,7 +284,6 @@ def test_missing_scores_are_counted_in_results(server, tmp_path):
         n_boot=0,
         output_folder=tmp_path / "out",
         plots=False,
-        log=lambda *_: None,
     )
     block = doc["tasks"]["speaker"]["P3_L1"]
     assert block["missing_scores"] > 0

@@ -408,7 +408,6 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
         n_boot=30,
         output_folder=out,
         plots=False,
-        log=lambda *_: None,
     )
     assert doc["run"]["scorers"] == ["tfidf", "stylometric"] and set(doc["scorers"]) == {
         "tfidf",
@@ -464,7 +463,6 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
         n_boot=40,
         output_folder=out,
         plots=False,
-        log=lambda *_: None,
     )
     assert (
         doc["run"]["bootstrap_unit"] == "speaker"
@@ -494,7 +492,6 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
         settings=[(50, 5)],
         n_boot=40,
         bootstrap_unit="trial",
-        log=lambda *_: None,
     )
     assert (
         doc["run"]["bootstrap_unit"] == "trial"
@@ -515,7 +512,6 @@ def test_unscored_trials_are_listed_and_left_out_of_the_score_file(tmp_path):
         n_boot=0,
         output_folder=out,
         plots=False,
-        log=lambda *_: None,
     )
     block = doc["tasks"]["speaker"]["P50_L5"]
     trials = [
@@ -541,7 +537,6 @@ def test_results_carry_environment_and_deviations(tmp_path):
         config=TrialConfig(tolerance=1),
         output_folder=out,
         plots=False,
-        log=lambda *_: None,
     )
     run = doc["run"]
     assert {"python", "packages", "cpu_count"} <= set(run["environment"])
@@ -596,13 +591,11 @@ def test_text_attackers_read_the_words_anonymized_speech_says(tmp_path):
         "overlap_screen": False,
     }
     spoken = _json.loads(
-        evaluate_from_hparams(
-            {**base, "output_folder": str(tmp_path / "s")}, log=lambda m: None
-        ).read_text()
+        evaluate_from_hparams({**base, "output_folder": str(tmp_path / "s")}).read_text()
     )
     forced = _json.loads(
         evaluate_from_hparams(
-            {**base, "output_folder": str(tmp_path / "r"), "words": "reference"}, log=lambda m: None
+            {**base, "output_folder": str(tmp_path / "r"), "words": "reference"}
         ).read_text()
     )
     eer = [
@@ -645,5 +638,5 @@ def test_text_corpus_anonymized_by_another_tool_must_declare_its_words(tmp_path)
         "anonymized": True,
     }
     with pytest.raises(DataError, match="anon_keeps_words"):
-        evaluate_from_hparams(hp, log=lambda m: None)
-    assert evaluate_from_hparams({**hp, "anon_keeps_words": True}, log=lambda m: None).is_file()
+        evaluate_from_hparams(hp)
+    assert evaluate_from_hparams({**hp, "anon_keeps_words": True}).is_file()

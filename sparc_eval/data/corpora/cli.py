@@ -20,7 +20,9 @@ def register(subparsers) -> None:
         "--json", action="store_true", help="print one JSON object instead of name: value lines"
     )
     info.add_argument(
-        "--layout", help="skip detection: librispeech, kaldi, edacc, spane, manifest, sparc"
+        "--layout",
+        help="skip detection: a registered loader (librispeech, kaldi, edacc, spane, manifest, "
+        "sparc, or a plug-in's)",
     )
     info.add_argument("--root", help="replaces {root} in SpAnE datafile paths")
     info.add_argument("--split", default="test", help="EdAcc release split (default: test)")

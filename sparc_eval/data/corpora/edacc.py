@@ -26,6 +26,20 @@ from ..manifest import Manifest, clean_age, clean_value, normalise_sex
 from .kaldi import load_kaldi_dir, read_table
 from .spane import EDACC_ID
 
+
+class EdAccLoader:
+    """An EdAcc release folder (``linguistic_background.csv`` and ``dev/`` or ``test/``)."""
+
+    name = "edacc"
+    priority = 30
+
+    def detects(self, path: Path) -> bool:
+        return path.is_dir() and is_edacc_release(path)
+
+    def load(self, path, *, split: str = "test", skip_missing: bool = False, **_unused) -> Manifest:
+        return load_edacc_release(path, split=split, skip_missing=skip_missing)
+
+
 # attribute -> header keywords (lower-case); the first header containing any of them is used
 _HEADER_KEYWORDS = {
     "speaker": ("participant_id", "participant id"),

@@ -18,6 +18,21 @@ LIBRISPEECH_ID = re.compile(r"^(?P<spk>[^-]+)-(?P<chapter>[^-]+)-\d+$")
 TRIAL_LABELS = {"target": True, "nontarget": False}
 
 
+class KaldiLoader:
+    """A Kaldi data directory: a folder holding ``utt2spk``."""
+
+    name = "kaldi"
+    priority = 20
+
+    def detects(self, path: Path) -> bool:
+        return path.is_dir() and (path / "utt2spk").is_file()
+
+    def load(
+        self, path, *, skip_missing: bool = False, keep_unreadable: bool = False, **_unused
+    ) -> Manifest:
+        return load_kaldi_dir(path, skip_missing=skip_missing, keep_unreadable=keep_unreadable)
+
+
 def read_table(path, *, min_fields: int = 2, rest: bool = True) -> dict:
     """``<key> <value...>`` lines into a dict; blank lines skipped, duplicates are an error.
 

@@ -13,6 +13,24 @@ from ...errors import DataError
 from ..manifest import AudioRef, Manifest, Utterance, normalise_sex, resolve_audio
 
 
+class LibriSpeechLoader:
+    """A LibriSpeech subset folder, or a folder holding subsets (``LibriSpeech/``)."""
+
+    name = "librispeech"
+    priority = 40
+
+    def detects(self, path: Path) -> bool:
+        return path.is_dir() and (
+            is_librispeech_subset(path)
+            or any(is_librispeech_subset(p) for p in path.iterdir() if p.is_dir())
+        )
+
+    def load(
+        self, path, *, skip_missing: bool = False, keep_unreadable: bool = False, **_unused
+    ) -> Manifest:
+        return load_librispeech(path, skip_missing=skip_missing, keep_unreadable=keep_unreadable)
+
+
 def read_speakers_txt(path) -> dict:
     """``SPEAKERS.TXT``: ``ID | SEX | SUBSET | MINUTES | NAME`` -> {speaker: {"sex", "subset"}}."""
     path = Path(path)

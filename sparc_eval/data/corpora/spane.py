@@ -25,9 +25,23 @@ from ..manifest import (
     resolve_audio,
 )
 from .kaldi import LIBRISPEECH_ID
+from .registry import json_lines_keys
 
 EDACC_ID = re.compile(r"^(?P<conv>EDACC-C\d+)(?:_P\d+)?-\d+$")
 _CORE = {"path", "label", "text", "duration", "gender", "age", "accent"}
+
+
+class SpAnELoader:
+    """A SpAnE (or EdAcc) datafile: JSON lines whose first record has ``path`` and ``label``."""
+
+    name = "spane"
+    priority = 50
+
+    def detects(self, path: Path) -> bool:
+        return not path.is_dir() and {"path", "label"} <= json_lines_keys(path)
+
+    def load(self, path, *, root=None, skip_missing: bool = False, **_unused) -> Manifest:
+        return load_spane_datafile(path, root=root, skip_missing=skip_missing)
 
 
 def episode_of(utt_id: str, speaker: str):

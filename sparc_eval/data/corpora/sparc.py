@@ -31,6 +31,7 @@ from ..manifest import (
     read_json_lines,
     resolve_audio,
 )
+from .registry import json_lines_keys
 
 DEFAULT_COLUMNS = {
     "id": ["id", "utterance_id", "segment_id", "utt_id"],
@@ -50,6 +51,22 @@ DEFAULT_COLUMNS = {
 }
 REQUIRED = ("speaker", "episode", "text")
 _EXTRA_FIELDS = ("title", "description", "category", "start", "end")
+
+
+class SparcLoader:
+    """A SPARC export: a parquet file, a folder holding parquet files, or a JSON-lines file no
+    other loader claims (asked last)."""
+
+    name = "sparc"
+    priority = 60
+
+    def detects(self, path: Path) -> bool:
+        if path.is_dir():
+            return any(p.suffix == ".parquet" for p in path.iterdir())
+        return path.suffix == ".parquet" or bool(json_lines_keys(path))
+
+    def load(self, path, *, columns=None, skip_missing: bool = False, **_unused) -> Manifest:
+        return load_sparc(path, columns=columns, skip_missing=skip_missing)
 
 
 def read_column_mapping(mapping) -> dict:

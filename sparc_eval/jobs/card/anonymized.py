@@ -21,6 +21,7 @@ anonymizer fails on, on either side, is left out of every attacker alike.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -31,6 +32,8 @@ from ...data.plan import DataPlan
 from ...digest import text_digest
 from ...errors import DataError
 from .settings import AnonymizerSpec, CardSettings
+
+logger = logging.getLogger(__name__)
 
 REUSES_ENROLLMENT = ("lazy-informed", "semi-informed")  # scenarios whose enrollment is anonymized
 
@@ -62,10 +65,10 @@ def _failures(folder: Path) -> dict:
     return out
 
 
-def _run(s: CardSettings, anonymizer, name: str, manifest: Manifest, folder: Path, log) -> tuple:
+def _run(card: CardSettings, anonymizer, name: str, manifest: Manifest, folder: Path) -> tuple:
     """(anonymization.json's counts, {failed id: reason}, the anonymized manifest)."""
-    log(f"[card] anonymizing {len(manifest)} utterances with {name} into {folder}")
-    result = anonymize_corpus(manifest, anonymizer, folder, progress=s.progress, **s.runner)
+    logger.info("[card] anonymizing %d utterances with %s into %s", len(manifest), name, folder)
+    result = anonymize_corpus(manifest, anonymizer, folder, progress=card.progress, **card.runner)
     report = result.report
     keep = ("utterances", "finished", "processed", "cached", "failed", "rtf", "timings_s")
     return {k: report[k] for k in keep if k in report}, _failures(folder), result
@@ -91,12 +94,12 @@ def draw_mode(anonymizer) -> str:
     return getattr(anonymizer, "draws", None) or "unknown"
 
 
-def attacker_side(s: CardSettings, user) -> tuple:
+def attacker_side(card: CardSettings, user) -> tuple:
     """(the anonymizer the attacker uses, the record of how both sides were drawn)."""
     mode = draw_mode(user)
     if mode == "deterministic":
         return user, {"mode": mode, "attacker": "the user's audio (no draws)"}
-    if s.attacker_draws == "user":
+    if card.attacker_draws == "user":
         return user, {"mode": mode, "attacker": "the user's draws (attacker_draws: user)"}
     with_seed = getattr(user, "with_seed", None)
     if not callable(with_seed):
@@ -105,7 +108,7 @@ def attacker_side(s: CardSettings, user) -> tuple:
             "attacker": "the user's draws (the anonymizer has no with_seed(seed))",
         }
     user_seed = getattr(user, "seed", None)
-    seed = derived_attacker_seed(user_seed) if s.attacker_seed is None else s.attacker_seed
+    seed = derived_attacker_seed(user_seed) if card.attacker_seed is None else card.attacker_seed
     if seed == user_seed:
         raise DataError(
             f"attacker_seed {seed} is the anonymizer's own seed: the attacker would have the user's draws",
@@ -114,25 +117,25 @@ def attacker_side(s: CardSettings, user) -> tuple:
     return with_seed(seed), {"mode": mode, "attacker": "its own draws", "attacker_seed": seed}
 
 
-def anonymize_needed(s: CardSettings, plan: DataPlan, log=print) -> dict:
+def anonymize_needed(card: CardSettings, plan: DataPlan) -> dict:
     """{anonymizer name: AnonymizedCorpora}, anonymizing what the scenarios need (and no more)."""
     needed = needed_utterances(plan)
-    return {spec.name: _anonymize_one(s, spec, plan, needed, log) for spec in s.anonymizers}
+    return {spec.name: _anonymize_one(card, spec, plan, needed) for spec in card.anonymizers}
 
 
 def _anonymize_one(
-    s: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed: Manifest, log
+    card: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed: Manifest
 ) -> AnonymizedCorpora:
     user = build_anonymizer(spec.anonymizer, spec.options or None)
-    attacker, draws = attacker_side(s, user)
-    base = s.output_folder / "anonymized" / spec.name
+    attacker, draws = attacker_side(card, user)
+    base = card.output_folder / "anonymized" / spec.name
     done = AnonymizedCorpora(spec.name, base / "eval", draws=draws)
-    done.reports["eval"], done.failures, _ = _run(s, user, spec.name, needed, done.eval_folder, log)
-    if attacker is not user and any(sc in REUSES_ENROLLMENT for sc in s.scenarios):
+    done.reports["eval"], done.failures, _ = _run(card, user, spec.name, needed, done.eval_folder)
+    if attacker is not user and any(sc in REUSES_ENROLLMENT for sc in card.scenarios):
         done.enroll_folder = base / "attacker" / "enroll"
         enroll = Manifest(plan.enroll_utterances(), name=f"{plan.eval_original.name} (enrollment)")
         done.reports["attacker_enroll"], failed, _ = _run(
-            s, attacker, f"{spec.name} (attacker)", enroll, done.enroll_folder, log
+            card, attacker, f"{spec.name} (attacker)", enroll, done.enroll_folder
         )
         done.failures.update(
             {
@@ -141,10 +144,10 @@ def _anonymize_one(
                 if u not in done.failures
             }
         )
-    if "semi-informed" in s.scenarios:
+    if "semi-informed" in card.scenarios:
         done.train_folder = base / "train"
         done.reports["train"], done.train_failures, train = _run(
-            s, attacker, f"{spec.name} (attacker)", plan.train, done.train_folder, log
+            card, attacker, f"{spec.name} (attacker)", plan.train, done.train_folder
         )
         done.train_content = train.content_digest()
     return done

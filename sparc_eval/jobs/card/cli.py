@@ -19,11 +19,8 @@ def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     # the data, evaluation and card keys the file leaves to the library's defaults can still be set
     return run_recipe(
         argv,
-        lambda hparams, hparams_file, overrides, log: evaluate_anonymizers(
-            CardSettings.from_hparams(hparams),
-            hparams_file=hparams_file,
-            overrides=overrides,
-            log=log,
+        lambda hparams, hparams_file, overrides: evaluate_anonymizers(
+            CardSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides
         ),
         prog=prog,
         library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS,

@@ -30,28 +30,30 @@ def _label(fraction: float) -> str:
     return f"train{round(100 * fraction)}"
 
 
-def learning_cells(s: CardSettings, cells: dict, evalset, anonymized: dict, ctx, run_cell) -> dict:
+def learning_cells(
+    card: CardSettings, cells: dict, evalset, anonymized: dict, ctx, run_cell
+) -> dict:
     """{(where, attacker, scenario): {fraction: cell}} for the shares below 100%; ``run_cell`` is
     the card's way of running one cell (``sparc_eval.jobs.card.run._cell``)."""
-    specs = {a.name: a for a in s.attackers}
+    specs = {a.name: a for a in card.attackers}
     out = {}
     for where in cells:
         corpora = None if where == ORIGINAL else anonymized[where]
         for attacker, sc in _trained(cells, where):
             points = {}
-            for fraction in s.learning_fractions:
+            for fraction in card.learning_fractions:
                 spec = replace(
                     specs[attacker],
                     overrides={**specs[attacker].overrides, "train_speaker_fraction": fraction},
                 )
                 points[fraction] = run_cell(
-                    s, spec, corpora, sc, evalset, ctx, variant=_label(fraction)
+                    card, spec, corpora, sc, evalset, ctx, variant=_label(fraction)
                 )
             out[(where, attacker, sc)] = points
     return out
 
 
-def learning_curves(s: CardSettings, cells: dict, extra: dict, reader) -> list:
+def learning_curves(card: CardSettings, cells: dict, extra: dict, reader) -> list:
     rows = []
     for (where, attacker, sc), points in extra.items():
         full = cells[where][attacker][sc]
@@ -68,7 +70,7 @@ def learning_curves(s: CardSettings, cells: dict, extra: dict, reader) -> list:
         }
         half = points.get(0.5)
         if half and half.get("status") == "ok":
-            found = reader.compare_folders(half["folder"], full["folder"], s)
+            found = reader.compare_folders(half["folder"], full["folder"], card)
             if found:
                 lo, hi = found["eer_diff_ci95"]
                 row["diff_50_100"], row["ci95"] = found["eer_diff"], [lo, hi]

@@ -608,16 +608,16 @@ def plot_per_speaker(path, doc: dict, pseudonyms: dict):
     return _save(fig, path)
 
 
-def write_card(out_dir, doc: dict, s) -> Path:
+def write_card(out_dir, doc: dict, card) -> Path:
     out_dir = Path(out_dir)
     figures = {}
-    if s.plots:
-        pseudonyms = pseudonyms_of(doc) if s.pseudonymise else {}
+    if card.plots:
+        pseudonyms = pseudonyms_of(doc) if card.pseudonymise else {}
         figures = {
             "EER per attacker and scenario": plot_eers(out_dir / "eer_by_attacker.png", doc),
             "DET curves": plot_det(out_dir / "det.png", doc, out_dir),
             "per-speaker EER": plot_per_speaker(out_dir / "per_speaker.png", doc, pseudonyms),
         }
     path = out_dir / "card.md"
-    write_text(path, render_card(doc, figures, s.pseudonymise))
+    write_text(path, render_card(doc, figures, card.pseudonymise))
     return path

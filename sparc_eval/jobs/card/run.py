@@ -16,15 +16,16 @@ Every attacker runs through the leakage comparison's cells (:mod:`sparc_eval.att
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ...atomic import write_json
-from ...attack.cells import AttackerSpec, CorpusSpec, not_applicable, run_cell
+from ...attack.cells import AttackerSpec, CellContext, CorpusSpec, not_applicable, run_cell
 from ...attack.evaluation_set import EvaluationSet
-from ...data.plan import DataSettings, load_anonymized, plan_data
+from ...data.plan import DataSettings, load_anonymized
 from ...data.words import spoken_manifest
 from ...errors import DataError
 from ...provenance import bootstrap_deviation, environment, versions
@@ -35,37 +36,35 @@ from .settings import CardSettings, attacker_settings
 
 ORIGINAL = "original"
 CONDITION = "all"  # the card evaluates every utterance (no shared-text condition)
+logger = logging.getLogger(__name__)
 TEXT_SCENARIOS = (
     "original",
     "lazy-informed",
 )  # a text attacker reads one corpus's words for both sides
 
 
-def _base_data_keys(data: DataSettings) -> dict:
-    """The user's data keys that differ from the library's defaults (scenario and cache aside)."""
-    default = DataSettings()
-    return {
-        f.name: getattr(data, f.name)
-        for f in fields(DataSettings)
-        if f.name not in ("scenario", "cache_folder", "data_folder")
-        and getattr(data, f.name) != getattr(default, f.name)
-    }
-
-
-def corpus_spec(s: CardSettings, anonymized: AnonymizedCorpora | None, scenario: str) -> CorpusSpec:
-    keys = {**_base_data_keys(s.data), "scenario": scenario}
+def corpus_spec(
+    card: CardSettings, anonymized: AnonymizedCorpora | None, scenario: str
+) -> CorpusSpec:
+    """The card's corpus under one scenario: its own data settings with the anonymized speech."""
+    keys = {"scenario": scenario}
     if anonymized is not None:
         keys.update(anon_eval_folder=str(anonymized.eval_folder), anonymizer_name=anonymized.name)
         if anonymized.enroll_folder is not None and scenario in REUSES_ENROLLMENT:
             keys["anon_enroll_folder"] = str(anonymized.enroll_folder)
         if scenario == "semi-informed":
             keys["anon_train_folders"] = [str(anonymized.train_folder)]
-    name = ORIGINAL if anonymized is None else anonymized.name
-    return CorpusSpec(name, str(s.data.data_folder), None, keys)
+    return CorpusSpec(
+        ORIGINAL if anonymized is None else anonymized.name, replace(card.data, **keys)
+    )
 
 
 def model_folder(
-    s: CardSettings, attacker: AttackerSpec, anonymized, scenario: str, variant: str | None = None
+    card: CardSettings,
+    attacker: AttackerSpec,
+    anonymized,
+    scenario: str,
+    variant: str | None = None,
 ) -> str:
     """One model per attacker and training data, keyed by that speech's content: trained on
     original speech (``original_<content>``) for every scenario but semi-informed, whose attacker
@@ -79,8 +78,8 @@ def model_folder(
     )
     if attacker.model_folder:
         return str(attacker.model_folder) + (f"_{semi}" if semi else "") + suffix
-    original = f"{ORIGINAL}_{s.original_content[:12]}" if s.original_content else ORIGINAL
-    return str(s.output_folder / "models" / attacker.name / f"{semi or original}{suffix}")
+    original = f"{ORIGINAL}_{card.original_content[:12]}" if card.original_content else ORIGINAL
+    return str(card.output_folder / "models" / attacker.name / f"{semi or original}{suffix}")
 
 
 def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
@@ -95,7 +94,7 @@ def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
 
 
 def _cell(
-    s: CardSettings,
+    card: CardSettings,
     spec: AttackerSpec,
     anonymized,
     scenario: str,
@@ -120,21 +119,25 @@ def _cell(
             ),
         )
     if spec.hparams:
-        spec = replace(spec, model_folder=model_folder(s, spec, anonymized, scenario, variant))
+        spec = replace(spec, model_folder=model_folder(card, spec, anonymized, scenario, variant))
     cell_dir = (
-        s.output_folder
+        card.output_folder
         / "cells"
         / where
         / spec.name
         / (f"{scenario}@{variant}" if variant else scenario)
     )
-    ctx.log(
-        f"[card] {where} speech / {spec.name} / {scenario}" + (f" / {variant}" if variant else "")
+    logger.info(
+        "[card] %s speech / %s / %s%s",
+        where,
+        spec.name,
+        scenario,
+        f" / {variant}" if variant else "",
     )
     try:
         cell = run_cell(
             spec,
-            corpus_spec(s, anonymized, scenario),
+            corpus_spec(card, anonymized, scenario),
             evalset,
             CONDITION,
             cell_dir,
@@ -142,22 +145,21 @@ def _cell(
             text_manifest=text_manifest,
         )
     except DataError as err:  # this cell cannot run; the others can
-        ctx.log(f"[card] {where} / {spec.name} / {scenario}: FAILED: {err}")
+        logger.warning("[card] %s / %s / %s: FAILED: %s", where, spec.name, scenario, err)
         return not_applicable(spec, where, scenario, str(err), status="failed")
-    cell["folder"] = str(cell_dir.relative_to(s.output_folder))
+    cell["folder"] = str(cell_dir.relative_to(card.output_folder))
     cell["scenario"] = scenario
     return cell
 
 
 def run_cells(
-    s: CardSettings, evalset: EvaluationSet, anonymized: dict, speech: dict, log
+    card: CardSettings, evalset: EvaluationSet, anonymized: dict, speech: dict, ctx: CellContext
 ) -> OrderedDict:
     """cells[original | anonymizer][attacker][scenario]; text attackers read what each anonymizer's
     speech says (its own transcript or the kept words)."""
-    ctx = s.cell_context(log)
     cells = OrderedDict()
     cells[ORIGINAL] = OrderedDict(
-        (a.name, {ORIGINAL: _cell(s, a, None, ORIGINAL, evalset, ctx)}) for a in s.attackers
+        (a.name, {ORIGINAL: _cell(card, a, None, ORIGINAL, evalset, ctx)}) for a in card.attackers
     )
     for name, corpora in anonymized.items():
         words = spoken_manifest(speech[name])
@@ -165,16 +167,16 @@ def run_cells(
             (
                 a.name,
                 OrderedDict(
-                    (sc, _cell(s, a, corpora, sc, evalset, ctx, text_manifest=words))
-                    for sc in s.scenarios
+                    (sc, _cell(card, a, corpora, sc, evalset, ctx, text_manifest=words))
+                    for sc in card.scenarios
                 ),
             )
-            for a in s.attackers
+            for a in card.attackers
         )
     return cells
 
 
-def run_utility(s: CardSettings, evalset: EvaluationSet, speech: dict, log) -> tuple:
+def run_utility(card: CardSettings, evalset: EvaluationSet, speech: dict) -> tuple:
     """({anonymizer: {metric: result}}, {anonymizer: UtilityInput}); a metric that fails on one
     anonymizer is reported as failed there, the rest runs."""
     results, inputs = OrderedDict(), OrderedDict()
@@ -183,15 +185,15 @@ def run_utility(s: CardSettings, evalset: EvaluationSet, speech: dict, log) -> t
             name,
             evalset.manifest,
             anon,
-            cache_folder=s.cache_folder,
-            n_boot=s.evaluation.bootstrap.n_boot,
-            seed=s.seed,
-            progress=s.progress,
+            cache_folder=card.cache_folder,
+            n_boot=card.evaluation.bootstrap.n_boot,
+            seed=card.seed,
+            progress=card.progress,
         )
         inputs[name], results[name] = pair, OrderedDict()
-        for metric_name, metric in s.utility.items():
+        for metric_name, metric in card.utility.items():
             start = time.perf_counter()
-            log(f"[card] {name}: utility {metric_name}")
+            logger.info("[card] %s: utility %s", name, metric_name)
             try:
                 found = metric.compute(pair)
             except DataError as err:
@@ -213,7 +215,7 @@ def evaluation_set(plan, anonymized: dict) -> EvaluationSet:
     )
 
 
-def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, log=print) -> Path:
+def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=None) -> Path:
     """Anonymize, attack, measure utility, compare, and write results.json, card.md and figures;
     returns the path of results.json."""
     from ...metrics.results import json_safe
@@ -221,32 +223,31 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     from .verdicts import card_verdicts
 
     timings, start = OrderedDict(), time.perf_counter()
-    if s.num_threads:
+    if card.num_threads:
         import torch
 
-        torch.set_num_threads(int(s.num_threads))
-    plan = plan_data(s.data)
-    s = replace(
-        s, original_content=plan.train.content_digest()
+        torch.set_num_threads(int(card.num_threads))
+    ctx = card.cell_context()  # one per run: each corpus and scenario is planned once (ctx.plans)
+    plan = ctx.plans.get(card.data)
+    card = replace(
+        card, original_content=plan.train.content_digest()
     )  # the original speech's models are keyed by it
-    anonymized = anonymize_needed(s, plan, log=log)
+    anonymized = anonymize_needed(card, plan)
     timings["anonymization"] = time.perf_counter() - start
     evalset = evaluation_set(plan, anonymized)
     stage = time.perf_counter()
     speech = evaluated_speech(evalset, anonymized)
-    cells = run_cells(s, evalset, anonymized, speech, log)
+    cells = run_cells(card, evalset, anonymized, speech, ctx)
     extra = (
-        learning_cells(s, cells, evalset, anonymized, s.cell_context(log), _cell)
-        if s.learning_curve
-        else {}
+        learning_cells(card, cells, evalset, anonymized, ctx, _cell) if card.learning_curve else {}
     )
     timings["attacks"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    utility, inputs = run_utility(s, evalset, speech, log)
+    utility, inputs = run_utility(card, evalset, speech)
     timings["utility"] = time.perf_counter() - stage
     stage = time.perf_counter()
     verdicts = card_verdicts(
-        s,
+        card,
         cells,
         utility,
         inputs,
@@ -257,18 +258,18 @@ def evaluate_anonymizers(s: CardSettings, *, hparams_file=None, overrides=None, 
     timings["total"] = time.perf_counter() - start
     doc = OrderedDict(
         run=_run_record(
-            s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
+            card, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
         ),
         overall=None,
-        anonymizers=_anonymizer_records(s, anonymized),
+        anonymizers=_anonymizer_records(card, anonymized),
         cells=cells,
         utility=_strip(utility),
         **verdicts,
     )
     doc = json_safe(doc)
-    write_json(s.output_folder / "results.json", doc)
-    write_card(s.output_folder, doc, s)
-    return s.output_folder / "results.json"
+    write_json(card.output_folder / "results.json", doc)
+    write_card(card.output_folder, doc, card)
+    return card.output_folder / "results.json"
 
 
 def _strip(utility: dict) -> dict:
@@ -279,12 +280,12 @@ def _strip(utility: dict) -> dict:
     }
 
 
-def _anonymizer_records(s: CardSettings, anonymized: dict) -> dict:
+def _anonymizer_records(card: CardSettings, anonymized: dict) -> dict:
     given = {
         a.name: a.anonymizer
         if isinstance(a.anonymizer, str)
         else type(a.anonymizer).__module__ + "." + type(a.anonymizer).__qualname__
-        for a in s.anonymizers
+        for a in card.anonymizers
     }
     return {
         name: {
@@ -322,11 +323,11 @@ def _draw_deviations(anonymized: dict) -> dict:
     return found
 
 
-def _card_deviations(s: CardSettings, plan) -> dict:
+def _card_deviations(card: CardSettings, plan) -> dict:
     """What the card itself departs from (issue 25): the attack it leaves out first, then the
     split, training data, phones, model sizes, probe design and bootstrap unit."""
     found = {}
-    if "semi-informed" not in s.scenarios:
+    if "semi-informed" not in card.scenarios:
         found["scenarios: no semi-informed"] = (
             "no semi-informed attacker (trained on anonymized speech: the content-leakage paper's and VoicePrivacy "
             "2024's ranking scenario) was run; a stronger attacker than any here is left out, so privacy may be "
@@ -339,9 +340,9 @@ def _card_deviations(s: CardSettings, plan) -> dict:
             "pool both sexes and cross-sex pairs (VoicePrivacy scores same-sex lists): the verdicts read the pooled "
             "EER, the same-sex EERs are on the card"
         )
-    settings = {a.name: attacker_settings(a) for a in s.attackers if a.hparams}
+    settings = {a.name: attacker_settings(a) for a in card.attackers if a.hparams}
     trained = [
-        a for a in s.attackers if settings.get(a.name, {}).get("number_of_epochs") is not None
+        a for a in card.attackers if settings.get(a.name, {}).get("number_of_epochs") is not None
     ]
     if trained:
         found["training speakers"] = (
@@ -362,27 +363,27 @@ def _card_deviations(s: CardSettings, plan) -> dict:
                 "phones from the G2P of the words the speech says (a perfect phone recognizer), "
                 "not a phone recognizer on the audio (the content-leakage paper's)"
             )
-    for a in s.attackers:
+    for a in card.attackers:
         described = a.describe()
         if described.get("P") is not None:
             found[f"{a.name}: P {described['P']}, L {described['L']}"] = (
                 f"probes of {described['P']} words against {described['L']} enrollment utterances (SPARC's main "
                 "setting: 200 words, L 20; its ablation: 50 words, L 5)"
             )
-    unit = s.evaluation.bootstrap.unit
+    unit = card.evaluation.bootstrap.unit
     found["bootstrap unit"] = (
         f"95% CIs and paired tests resample {'test speakers' if unit == 'speaker' else 'trials'}"
-        f" ({s.evaluation.bootstrap.n_boot} resamples); the content-leakage paper reports "
+        f" ({card.evaluation.bootstrap.n_boot} resamples); the content-leakage paper reports "
         "no CI, SPARC bootstraps its trials"
     )
     return found
 
 
-def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, plan) -> dict:
+def _deviations(card: CardSettings, cells: dict, utility: dict, anonymized: dict, plan) -> dict:
     found = {
-        **bootstrap_deviation(s.evaluation.bootstrap.unit),
+        **bootstrap_deviation(card.evaluation.bootstrap.unit),
         **_draw_deviations(anonymized),
-        **_card_deviations(s, plan),
+        **_card_deviations(card, plan),
     }
     for by_attacker in cells.values():
         for attacker, by_scenario in by_attacker.items():
@@ -420,31 +421,31 @@ def _deviations(s: CardSettings, cells: dict, utility: dict, anonymized: dict, p
 
 
 def _run_record(
-    s, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
+    card, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
 ) -> dict:
     return {
         "kind": "anonymizer_card",
         "dataset": plan.eval_original.name,
-        "anonymizers": [a.name for a in s.anonymizers],
-        "attackers": {a.name: a.describe() for a in s.attackers},
-        "scenarios": [ORIGINAL, *s.scenarios],
-        "content_attacker": s.content_attacker,
-        "utility": list(s.utility),
+        "anonymizers": [a.name for a in card.anonymizers],
+        "attackers": {a.name: a.describe() for a in card.attackers},
+        "scenarios": [ORIGINAL, *card.scenarios],
+        "content_attacker": card.content_attacker,
+        "utility": list(card.utility),
         "hparams": str(hparams_file) if hparams_file else None,
         "overrides": overrides or None,
-        "seed": s.seed,
-        **s.evaluation.record(),
+        "seed": card.seed,
+        **card.evaluation.record(),
         "split": plan.split.source,
         "n_enroll_speakers": len(plan.split.enroll),
         "n_evaluated_utterances": len(evalset.manifest),
         "n_left_out": len(evalset.left_out_ids),
-        "weak_attacker_eer": s.weak_attacker_eer,
-        "max_ci_width": s.max_ci_width,
-        "pseudonymise": s.pseudonymise,
-        "attacker_draws": s.attacker_draws,
-        "attacker_seed": s.attacker_seed,
+        "weak_attacker_eer": card.weak_attacker_eer,
+        "max_ci_width": card.max_ci_width,
+        "pseudonymise": card.pseudonymise,
+        "attacker_draws": card.attacker_draws,
+        "attacker_seed": card.attacker_seed,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "deviations": _deviations(s, cells, utility, anonymized, plan),
+        "deviations": _deviations(card, cells, utility, anonymized, plan),
         "environment": environment(),
         **versions(),
     }

@@ -59,7 +59,7 @@ def same_sex_eers(trials, sex_of: dict, settings) -> dict:
     return out
 
 
-def same_sex(s, cells: dict, reader, speakers: dict) -> dict:
+def same_sex(card, cells: dict, reader, speakers: dict) -> dict:
     """{where: {attacker: {scenario: {sex: ...}}}} for every finished cell on the utterance trials."""
     sex_of = sex_table(speakers)
     if len(set(sex_of.values())) < 1:
@@ -70,7 +70,9 @@ def same_sex(s, cells: dict, reader, speakers: dict) -> dict:
             for sc, cell in by_sc.items():
                 if cell.get("status") != "ok" or probe_level(cell):
                     continue
-                found = same_sex_eers(reader.trials(cell["folder"]).scored(), sex_of, s.evaluation)
+                found = same_sex_eers(
+                    reader.trials(cell["folder"]).scored(), sex_of, card.evaluation
+                )
                 if found:
                     out.setdefault(where, {}).setdefault(attacker, {})[sc] = found
     return out

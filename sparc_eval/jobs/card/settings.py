@@ -12,7 +12,7 @@ from ...attack.cells import CellContext
 from ...attack.evaluation import EvaluationSettings
 from ...data.plan import SCENARIOS, DataSettings
 from ...errors import DataError
-from ..leakage.settings import ATTACKER_COMMON, attacker_specs, file_value, file_values
+from ..leakage.settings import ATTACKER_COMMON, attacker_specs
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
@@ -112,13 +112,12 @@ class CardSettings:
             attacker_seed=None if hp.get("attacker_seed") is None else int(hp["attacker_seed"]),
         )
 
-    def cell_context(self, log) -> CellContext:
+    def cell_context(self) -> CellContext:
         return CellContext(
             settings=self.evaluation,
             common=self.common,
             cache_folder=self.cache_folder,
             plots=self.plots,
-            log=log,
             prefix="card",
         )
 
@@ -147,7 +146,7 @@ def attacker_settings(spec) -> dict:
     import yaml
 
     out = {}
-    for key, text in file_values(spec.hparams).items():
+    for key, text in spec.file.written.items():
         if not text or text.startswith("!"):
             continue
         try:
@@ -165,7 +164,7 @@ def declared_needs(spec) -> dict:
 
     needs = getattr(spec.attacker, "needs", None)
     if needs is None:
-        path = (file_value(spec.hparams, "attacker") or "").split(":", 1)[-1].strip()
+        path = (spec.file.written.get("attacker") or "").split(":", 1)[-1].strip()
         cls = load_object(path) if path else None
         declared = getattr(cls, "declared_needs", None)
         settings = attacker_settings(spec)
@@ -314,6 +313,10 @@ def anonymizer_specs(hp: dict) -> tuple:
 
 
 def utility_metrics(hp: dict) -> dict:
+    """name -> metric object for the enabled ``utility:`` entries: an object (``!new:...``), or
+    ``{kind: <registered name>, <option>: <value>...}`` built here (only when enabled)."""
+    from ...utility.metrics import utility_metric_from_spec
+
     metrics = hp.get("utility") or {}
     enabled = hp.get("utility_enabled")
     if enabled is not None:
@@ -324,6 +327,12 @@ def utility_metrics(hp: dict) -> dict:
                 f"utility_enabled names {unknown}, which are not in utility: {list(metrics)}"
             )
         metrics = {n: metrics[n] for n in enabled}
+    metrics = {
+        name: utility_metric_from_spec(f"utility.{name}", metric)
+        if isinstance(metric, dict)
+        else metric
+        for name, metric in metrics.items()
+    }
     for name, metric in metrics.items():
         if not callable(getattr(metric, "compute", None)):
             raise DataError(

@@ -44,9 +44,9 @@ class CellTrials:
             self._trials[folder] = cell_trials(self.root / folder)
         return self._trials[folder]
 
-    def compare_folders(self, folder_a: str, folder_b: str, s: CardSettings):
+    def compare_folders(self, folder_a: str, folder_b: str, card: CardSettings):
         """b - a for two finished cells given by their folders (relative to the card's folder)."""
-        boot = s.evaluation.bootstrap
+        boot = card.evaluation.bootstrap
         if boot.n_boot <= 0:
             return None
         try:
@@ -56,16 +56,16 @@ class CellTrials:
                 n_boot=boot.n_boot,
                 seed=boot.seed,
                 unit=boot.unit,
-                min_speakers=s.evaluation.min_verdict_speakers,
+                min_speakers=card.evaluation.min_verdict_speakers,
             )
         except DataError:
             return None
 
-    def compare(self, a, b, s: CardSettings):
+    def compare(self, a, b, card: CardSettings):
         """b - a for two cells (where, attacker, scenario); None when either did not run."""
         if not (self.ok(*a) and self.ok(*b)):
             return None
-        return self.compare_folders(self.cell(*a)["folder"], self.cell(*b)["folder"], s)
+        return self.compare_folders(self.cell(*a)["folder"], self.cell(*b)["folder"], card)
 
 
 def _eer(cell: dict) -> dict | None:
@@ -110,13 +110,13 @@ def _is_text(cell: dict) -> bool:
     return _needs(cell, "words") and not _needs(cell, "split")
 
 
-def content_rows(s: CardSettings, cells: dict) -> dict:
+def content_rows(card: CardSettings, cells: dict) -> dict:
     reference = content_reference(cells)
-    if s.content_attacker is None:
+    if card.content_attacker is None:
         return {"not_applicable": "no content_attacker is set", "reference": reference}
-    bound = _eer(cells[ORIGINAL][s.content_attacker][ORIGINAL])
+    bound = _eer(cells[ORIGINAL][card.content_attacker][ORIGINAL])
     left = {
-        name: {sc: _eer(by[s.content_attacker][sc]) for sc in s.scenarios}
+        name: {sc: _eer(by[card.content_attacker][sc]) for sc in card.scenarios}
         for name, by in cells.items()
         if name != ORIGINAL
     }
@@ -132,7 +132,7 @@ def content_rows(s: CardSettings, cells: dict) -> dict:
                 },
             }
     return {
-        "attacker": s.content_attacker,
+        "attacker": card.content_attacker,
         "bound": bound,
         "left": left,
         "text": text,
@@ -169,7 +169,7 @@ def _against(found: dict, attacker: str) -> dict:
     }
 
 
-def voice_beyond_content(s: CardSettings, cells: dict, reader: CellTrials) -> list:
+def voice_beyond_content(card: CardSettings, cells: dict, reader: CellTrials) -> list:
     """Each audio attacker on anonymized speech against every words-only attacker on the same trials.
     ``content_eer``, ``diff``, ``ci95`` and ``paired`` keep their meaning (against the content
     attacker); ``against`` holds every words-only comparison, and the verdict reads them all."""
@@ -185,12 +185,12 @@ def voice_beyond_content(s: CardSettings, cells: dict, reader: CellTrials) -> li
                 against = [
                     _against(found, w)
                     for w in words
-                    if (found := reader.compare((name, w, sc), (name, attacker, sc), s))
+                    if (found := reader.compare((name, w, sc), (name, attacker, sc), card))
                 ]
                 if not against:
                     continue
                 content = (
-                    next((c for c in against if c["attacker"] == s.content_attacker), None) or {}
+                    next((c for c in against if c["attacker"] == card.content_attacker), None) or {}
                 )
                 rows.append(
                     {
@@ -210,7 +210,7 @@ def voice_beyond_content(s: CardSettings, cells: dict, reader: CellTrials) -> li
 
 
 def headlines(
-    s: CardSettings, cells: dict, content: dict, reader: CellTrials | None = None
+    card: CardSettings, cells: dict, content: dict, reader: CellTrials | None = None
 ) -> dict:
     """Per anonymizer: the lowest EER of the N attacker x scenario cells on its utterance trials,
     named, with the cross-fitted value beside it (a selected minimum is biased low); the probe-level
@@ -258,7 +258,7 @@ def headlines(
                 scenario=sc,
                 n_cells=len(found),
                 selected=True,
-                cross_fitted=_cross_fit(s, by, reader) if reader is not None else None,
+                cross_fitted=_cross_fit(card, by, reader) if reader is not None else None,
                 tpr_at_1pct=_tpr_at_1pct(by[attacker][sc]),
                 highest_tpr_at_1pct=_highest_tpr(by),
                 beyond_eer={  # the selected cell's panel (sparc_eval.metrics.panel)
@@ -278,14 +278,14 @@ def headlines(
     return out
 
 
-def _cross_fit(s: CardSettings, by: dict, reader: CellTrials) -> dict | None:
+def _cross_fit(card: CardSettings, by: dict, reader: CellTrials) -> dict | None:
     trials = {
         f"{attacker}/{sc}": reader.trials(cell["folder"]).scored()
         for attacker, by_sc in by.items()
         for sc, cell in by_sc.items()
         if cell.get("status") == "ok" and not probe_level(cell)
     }
-    return cross_fitted(trials, seed=s.seed) if trials else None
+    return cross_fitted(trials, seed=card.seed) if trials else None
 
 
 def _too_wide(e: dict | None, width: float) -> bool:
@@ -317,7 +317,7 @@ def _small_warnings(original: dict | None, anonymized: dict) -> list:
     ]
 
 
-def strength(s: CardSettings, cells: dict, reader: CellTrials | None = None) -> dict:
+def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) -> dict:
     """Each attacker's EER on original speech beside its anonymized EERs, the warnings a reader
     needs, and ``flags`` (weak, wide, small) that mark its rows wherever they appear. A words-only
     attacker's high EER is a content finding, not weakness: it is flagged weak only when another
@@ -335,30 +335,30 @@ def strength(s: CardSettings, cells: dict, reader: CellTrials | None = None) -> 
         if original is None:
             warnings.append(f"it did not run on original speech: {by[ORIGINAL].get('reason')}")
         elif words_only(by[ORIGINAL]):
-            better = _better_words(s, cells, attacker, reader)
+            better = _better_words(card, cells, attacker, reader)
             if better:
                 flags.append("weak")
                 warnings.append(
                     f"a weak words-only attacker: {', '.join(better)} finds significantly more from "
                     "the words on the same trials (paired 95% CI below 0)"
                 )
-            if original["eer"] >= s.weak_attacker_eer:
+            if original["eer"] >= card.weak_attacker_eer:
                 notes.append(
                     f"the words identify few speakers: EER {original['eer']:.1%} on original speech "
                     "(a content finding, not a weak attacker)"
                 )
-        elif original["eer"] >= s.weak_attacker_eer:
+        elif original["eer"] >= card.weak_attacker_eer:
             flags.append("weak")
             warnings.append(
                 f"too weak to certify anything: EER {original['eer']:.1%} on original speech "
-                f"(at least {s.weak_attacker_eer:.0%}, near chance)"
+                f"(at least {card.weak_attacker_eer:.0%}, near chance)"
             )
-        if _too_wide(original, s.max_ci_width) or any(
-            _too_wide(e, s.max_ci_width) for by_sc in anonymized.values() for e in by_sc.values()
+        if _too_wide(original, card.max_ci_width) or any(
+            _too_wide(e, card.max_ci_width) for by_sc in anonymized.values() for e in by_sc.values()
         ):
             flags.append("wide")
             warnings.append(
-                f"too few speakers for any verdict: a 95% CI is wider than {s.max_ci_width:.0%}"
+                f"too few speakers for any verdict: a 95% CI is wider than {card.max_ci_width:.0%}"
             )
         small = _small_warnings(original, anonymized)
         flags += ["small"] if small else []
@@ -372,7 +372,9 @@ def strength(s: CardSettings, cells: dict, reader: CellTrials | None = None) -> 
     return out
 
 
-def _better_words(s: CardSettings, cells: dict, attacker: str, reader: CellTrials | None) -> list:
+def _better_words(
+    card: CardSettings, cells: dict, attacker: str, reader: CellTrials | None
+) -> list:
     """The other words-only attackers significantly better than ``attacker`` on original speech."""
     if reader is None:
         return []
@@ -380,7 +382,7 @@ def _better_words(s: CardSettings, cells: dict, attacker: str, reader: CellTrial
     for other, by in cells[ORIGINAL].items():
         if other == attacker or not words_only(by[ORIGINAL]):
             continue
-        found = reader.compare((ORIGINAL, attacker, ORIGINAL), (ORIGINAL, other, ORIGINAL), s)
+        found = reader.compare((ORIGINAL, attacker, ORIGINAL), (ORIGINAL, other, ORIGINAL), card)
         if (
             found
             and not found.get("small")
@@ -391,9 +393,9 @@ def _better_words(s: CardSettings, cells: dict, attacker: str, reader: CellTrial
     return better
 
 
-def _utility_comparisons(s: CardSettings, a: str, b: str, utility: dict, inputs: dict) -> dict:
+def _utility_comparisons(card: CardSettings, a: str, b: str, utility: dict, inputs: dict) -> dict:
     out = {}
-    for metric_name, metric in s.utility.items():
+    for metric_name, metric in card.utility.items():
         ra, rb = utility[a].get(metric_name, {}), utility[b].get(metric_name, {})
         if ra.get("value") is None or rb.get("value") is None:
             continue
@@ -416,7 +418,7 @@ def _utility_comparisons(s: CardSettings, a: str, b: str, utility: dict, inputs:
 
 
 def anonymizer_comparisons(
-    s: CardSettings, cells: dict, utility: dict, inputs: dict, reader: CellTrials
+    card: CardSettings, cells: dict, utility: dict, inputs: dict, reader: CellTrials
 ) -> list:
     """Every pair of anonymizers: EER differences per attacker and scenario (same trials: paired),
     and utility differences."""
@@ -425,8 +427,8 @@ def anonymizer_comparisons(
     for a, b in combinations(names, 2):
         eers = []
         for attacker in cells[a]:
-            for sc in s.scenarios:
-                found = reader.compare((a, attacker, sc), (b, attacker, sc), s)
+            for sc in card.scenarios:
+                found = reader.compare((a, attacker, sc), (b, attacker, sc), card)
                 if found:
                     eers.append(
                         {
@@ -441,13 +443,18 @@ def anonymizer_comparisons(
                         }
                     )
         rows.append(
-            {"a": a, "b": b, "eer": eers, "utility": _utility_comparisons(s, a, b, utility, inputs)}
+            {
+                "a": a,
+                "b": b,
+                "eer": eers,
+                "utility": _utility_comparisons(card, a, b, utility, inputs),
+            }
         )
     return rows
 
 
 def card_verdicts(
-    s: CardSettings,
+    card: CardSettings,
     cells: dict,
     utility: dict,
     inputs: dict,
@@ -457,22 +464,22 @@ def card_verdicts(
     from .learning import learning_curves
     from .same_sex import same_sex
 
-    reader = CellTrials(s.output_folder, cells)
-    content = content_rows(s, cells)
-    curves = learning_curves(s, cells, learning or {}, reader)
-    found = strength(s, cells, reader)
+    reader = CellTrials(card.output_folder, cells)
+    content = content_rows(card, cells)
+    curves = learning_curves(card, cells, learning or {}, reader)
+    found = strength(card, cells, reader)
     for row in curves:
         if row["warning"]:
             found[row["attacker"]]["warnings"].append(row["warning"])
             found[row["attacker"]]["flags"].append("learning")
     return {
-        "headline": headlines(s, cells, content, reader),
+        "headline": headlines(card, cells, content, reader),
         "content": content,
-        "voice_beyond_content": voice_beyond_content(s, cells, reader),
+        "voice_beyond_content": voice_beyond_content(card, cells, reader),
         "strength": found,
         "learning_curves": curves
-        if s.learning_curve
+        if card.learning_curve
         else {"not_applicable": "learning_curve: False"},
-        "comparisons": anonymizer_comparisons(s, cells, utility, inputs, reader),
-        "same_sex": same_sex(s, cells, reader, speakers or {}),
+        "comparisons": anonymizer_comparisons(card, cells, utility, inputs, reader),
+        "same_sex": same_sex(card, cells, reader, speakers or {}),
     }

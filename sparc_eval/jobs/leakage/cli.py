@@ -17,11 +17,8 @@ def main(argv=None, *, prog: str = "compare_leakage") -> int:
 
     return run_recipe(
         argv,
-        lambda hparams, hparams_file, overrides, log: compare_leakage(
-            LeakageSettings.from_hparams(hparams),
-            hparams_file=hparams_file,
-            overrides=overrides,
-            log=log,
+        lambda hparams, hparams_file, overrides: compare_leakage(
+            LeakageSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides
         ),
         prog=prog,
     )

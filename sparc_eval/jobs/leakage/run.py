@@ -17,6 +17,7 @@ not applicable with its reason; the others run.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from itertools import combinations
@@ -49,8 +50,10 @@ from .compare import ci_verdict, compare_cells, verdict
 from .settings import LeakageSettings
 from .vocabulary import vocabulary_stats
 
+logger = logging.getLogger(__name__)
 
-def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
+
+def model_folder(settings: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec) -> str:
     """Where an hparams attacker's model lives: one per attacker and training data, so corpora
     evaluated by an attacker trained elsewhere share it (trained once, resumed after). A model
     trained on anonymized speech is keyed by that speech's content: re-anonymized training speech
@@ -64,7 +67,7 @@ def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec)
         trained_on += [
             "anonymized:",
             *anon,
-            load_specs(anon, cache_folder=s.cache_folder).content_digest(),
+            load_specs(anon, cache_folder=settings.cache_folder).content_digest(),
         ]
     if corpus.train_folders:
         where = "trained_" + text_digest("\n".join(map(str, trained_on)), 8)
@@ -73,17 +76,17 @@ def model_folder(s: LeakageSettings, attacker: AttackerSpec, corpus: CorpusSpec)
             "_semi_informed_" + text_digest(trained_on[-1], 8) if trained_on else ""
         )
     models = (
-        "models" if s.grid == "full" else f"models_{s.grid}"
+        "models" if settings.grid == "full" else f"models_{settings.grid}"
     )  # a quick model never resumes into a full one
-    return str(s.output_folder / models / attacker.name / where)
+    return str(settings.output_folder / models / attacker.name / where)
 
 
 # --- evaluation sets -----------------------------------------------------------------------------
 
 
-def load_evaluation_corpus(s: LeakageSettings, corpus: CorpusSpec):
+def load_evaluation_corpus(settings: LeakageSettings, corpus: CorpusSpec):
     """The corpus's evaluation speakers, as the attacker recipe holds them out."""
-    return corpus.data_settings(s.cache_folder).evaluation_corpus()
+    return corpus.data.evaluation_corpus()
 
 
 def scripted_agreement(manifest, removed: set):
@@ -101,18 +104,18 @@ def scripted_agreement(manifest, removed: set):
     }
 
 
-def build_evaluation_sets(s: LeakageSettings, log=print) -> dict:
+def build_evaluation_sets(settings: LeakageSettings) -> dict:
     from ..text.shared_text import detect_shared_text
 
-    loaded = {c.name: load_evaluation_corpus(s, c) for c in s.corpora}
+    loaded = {c.name: load_evaluation_corpus(settings, c) for c in settings.corpora}
     sizes = {name: len(m.speakers()) for name, m in loaded.items()}
-    n_speakers = balanced_count(s.balance_speakers, sizes, "balance_speakers")
+    n_speakers = balanced_count(settings.balance_speakers, sizes, "balance_speakers")
     sets = OrderedDict()
-    for c in s.corpora:
+    for c in settings.corpora:
         m = loaded[c.name]
-        keep = set(choose_speakers(m.speakers(), n_speakers, s.seed))
+        keep = set(choose_speakers(m.speakers(), n_speakers, settings.seed))
         manifest = m.subset(lambda u, keep=keep: u.speaker in keep)
-        detected = detect_shared_text(manifest, s.shared_text)
+        detected = detect_shared_text(manifest, settings.shared_text)
         ev = EvaluationSet(
             c.name, manifest, frozenset(detected.removed_ids), detected.stats(), sizes[c.name]
         )
@@ -120,21 +123,23 @@ def build_evaluation_sets(s: LeakageSettings, log=print) -> dict:
         if agreement:
             ev.shared_stats["scripted_flags"] = agreement
         sets[c.name] = ev
-        log(
+        logger.info(
             f"[leakage] {c.name}: {len(manifest)} utterances, {len(keep)} of {sizes[c.name]} evaluation speakers, "
             f"{len(ev.shared_ids)} shared-text utterances"
         )
     return sets
 
 
-def corpus_analysis(s: LeakageSettings, evalset: EvaluationSet, *, n_tokens: int) -> dict:
+def corpus_analysis(settings: LeakageSettings, evalset: EvaluationSet, *, n_tokens: int) -> dict:
     """Vocabulary and phone-frequency distinctiveness under each condition."""
     from ...phones.distinct import analyse
     from ...phones.features import PhoneFeatures
 
-    features = PhoneFeatures(source="transcript", cache_dir=Path(s.cache_folder) / "features")
+    features = PhoneFeatures(
+        source="transcript", cache_dir=Path(settings.cache_folder) / "features"
+    )
     out = OrderedDict()
-    for cond in s.conditions:
+    for cond in settings.conditions:
         view = evalset.view(cond)
         try:
             found, why = analyse(view, features), None
@@ -157,16 +162,18 @@ def corpus_analysis(s: LeakageSettings, evalset: EvaluationSet, *, n_tokens: int
 
 
 def _text_manifest(
-    s: LeakageSettings, corpus: CorpusSpec, evalset: EvaluationSet, deviations: dict
+    settings: LeakageSettings, corpus: CorpusSpec, evalset: EvaluationSet, deviations: dict
 ):
     """What attackers that read the words of a corpus's anonymized speech read (None: its own text)."""
-    reads_text = any(a.attacker is not None and a.attacker.needs.words for a in s.attackers)
-    data = corpus.data_settings(s.cache_folder)
+    reads_text = any(a.attacker is not None and a.attacker.needs.words for a in settings.attackers)
+    data = corpus.data
     if not (reads_text and data.scenario != "original" and data.anon_eval_folder):
         return None
     ids = {u.id for u in evalset.manifest}
     anon = mark_anonymized(
-        load_spec(data.anon_eval_folder, cache_folder=s.cache_folder).subset(lambda u: u.id in ids),
+        load_spec(data.anon_eval_folder, cache_folder=settings.cache_folder).subset(
+            lambda u: u.id in ids
+        ),
         name=data.anonymizer_name,
         keeps_words=data.anon_keeps_words,
     )
@@ -200,7 +207,7 @@ def _corpus_record(c: CorpusSpec, ev: EvaluationSet, analysis: dict, grouping: s
 
 
 def _corpus_cells(
-    s: LeakageSettings,
+    settings: LeakageSettings,
     corpus: CorpusSpec,
     evalset: EvaluationSet,
     ctx: CellContext,
@@ -208,31 +215,31 @@ def _corpus_cells(
     text_manifest,
 ) -> OrderedDict:
     cells = OrderedDict()
-    for attacker in s.attackers:
+    for attacker in settings.attackers:
         by_condition = cells[attacker.name] = OrderedDict()
-        for condition in s.conditions:
+        for condition in settings.conditions:
             if condition == "no_shared" and not evalset.shared_ids and "all" in by_condition:
                 # nothing to remove: the same trials and scores as condition all
                 cell = {**by_condition["all"], "condition": condition, "same_as": "all"}
             else:
-                cell = _run_cell(s, attacker, corpus, evalset, condition, ctx, text_manifest)
+                cell = _run_cell(settings, attacker, corpus, evalset, condition, ctx, text_manifest)
             by_condition[condition] = cell
             where = f"{corpus.name} / {attacker.name} / {condition}"
             if cell["status"] != "ok":
                 na[f"cells.{corpus.name}.{attacker.name}.{condition}"] = cell["reason"]
             else:
-                ctx.log(f"[leakage] {where}: EER {100 * cell['overall']['eer']:.1f}%")
+                logger.info("[leakage] %s: EER %.1f%%", where, 100 * cell["overall"]["eer"])
     return cells
 
 
-def _correlations(s: LeakageSettings, results_corpora, cells) -> OrderedDict:
+def _correlations(settings: LeakageSettings, results_corpora, cells) -> OrderedDict:
     """Per-speaker EER against phone-frequency distinctiveness and unique-word share."""
     from ...phones.frequencies import correlate
 
     correlations = OrderedDict()
-    for c in s.corpora:
+    for c in settings.corpora:
         correlations[c.name] = OrderedDict()
-        for cond in s.conditions:
+        for cond in settings.conditions:
             block = results_corpora[c.name]["conditions"][cond]
             distinct = {
                 s: v["distinctiveness"] for s, v in block["distinctiveness"]["speakers"].items()
@@ -242,7 +249,7 @@ def _correlations(s: LeakageSettings, results_corpora, cells) -> OrderedDict:
                 for s, v in block["vocabulary"]["speakers"].items()
                 if v["unique_token_share"] is not None
             }
-            for a in s.attackers:
+            for a in settings.attackers:
                 cell = cells[c.name][a.name][cond]
                 if cell["status"] != "ok" or not cell.get("per_speaker"):
                     continue
@@ -254,10 +261,10 @@ def _correlations(s: LeakageSettings, results_corpora, cells) -> OrderedDict:
     return correlations
 
 
-def _fairness(s: LeakageSettings, evalsets, cells) -> dict:
+def _fairness(settings: LeakageSettings, evalsets, cells) -> dict:
     return {
-        "balance_speakers": s.balance_speakers,
-        "balance_trial_utterances": s.balance_trial_utterances,
+        "balance_speakers": settings.balance_speakers,
+        "balance_trial_utterances": settings.balance_trial_utterances,
         "speakers_per_corpus": {n: len(e.speakers) for n, e in evalsets.items()},
         "speakers_available": {n: e.n_speakers_before_balance for n, e in evalsets.items()},
         "trial_speakers_per_cell": {
@@ -270,56 +277,57 @@ def _fairness(s: LeakageSettings, evalsets, cells) -> dict:
         "ecapa_training": {
             c.name: ("train_folders: " + ", ".join(c.train_folders))
             if c.train_folders
-            else f"the other {1 - c.data_settings(s.cache_folder).eval_speaker_fraction:.0%} of its own "
-            "speakers"
-            for c in s.corpora
+            else f"the other {1 - c.data.eval_speaker_fraction:.0%} of its own speakers"
+            for c in settings.corpora
         },
-        "bootstrap_unit": s.evaluation.bootstrap.unit,
+        "bootstrap_unit": settings.evaluation.bootstrap.unit,
         "text_attackers": "the same evaluation speakers; their trials per speaker are set by max_probes",
     }
 
 
-def compare_leakage(s: LeakageSettings, *, hparams_file=None, overrides=None, log=print) -> Path:
+def compare_leakage(settings: LeakageSettings, *, hparams_file=None, overrides=None) -> Path:
     """Run every cell, correlate, compare, write results.json / report.md / figures; returns
     the path of results.json."""
     from ...metrics.results import json_safe
     from .report import write_leakage_report
 
     start = time.perf_counter()
-    if s.num_threads:
+    if settings.num_threads:
         import torch
 
-        torch.set_num_threads(int(s.num_threads))
-    ctx = s.cell_context(log)
-    evalsets = build_evaluation_sets(s, log=log)
+        torch.set_num_threads(int(settings.num_threads))
+    ctx = settings.cell_context()
+    evalsets = build_evaluation_sets(settings)
     results_corpora, cells, na, extra_deviations = OrderedDict(), OrderedDict(), OrderedDict(), {}
-    n_tokens = sample_tokens(s, evalsets)
-    for c in s.corpora:
+    n_tokens = sample_tokens(settings, evalsets)
+    for c in settings.corpora:
         ev = evalsets[c.name]
-        analysis = corpus_analysis(s, ev, n_tokens=n_tokens)
+        analysis = corpus_analysis(settings, ev, n_tokens=n_tokens)
         results_corpora[c.name] = _corpus_record(
-            c, ev, analysis, s.evaluation.segments.accent_grouping
+            c, ev, analysis, settings.evaluation.segments.accent_grouping
         )
-        cells[c.name] = _corpus_cells(s, c, ev, ctx, na, _text_manifest(s, c, ev, extra_deviations))
-    comparisons = _comparisons(s, cells, na, log=log)
+        cells[c.name] = _corpus_cells(
+            settings, c, ev, ctx, na, _text_manifest(settings, c, ev, extra_deviations)
+        )
+    comparisons = _comparisons(settings, cells, na)
     na["overall"] = (
         "a comparison of several attackers and corpora: see cells.<corpus>.<attacker>.<condition>"
     )
     na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
     run = {
-        "dataset": [c.name for c in s.corpora],
-        "features": [a.name for a in s.attackers],
+        "dataset": [c.name for c in settings.corpora],
+        "features": [a.name for a in settings.attackers],
         "anonymizer": None,
-        "scenario": sorted({c.scenario for c in s.corpora}),
+        "scenario": sorted({c.scenario for c in settings.corpora}),
         "hparams": str(hparams_file) if hparams_file else None,
         "overrides": overrides or None,
-        "seed": s.seed,
-        "grid": s.grid,
-        "conditions": list(s.conditions),
-        **s.evaluation.record(),
-        "attackers": {a.name: a.describe() for a in s.attackers},
+        "seed": settings.seed,
+        "grid": settings.grid,
+        "conditions": list(settings.conditions),
+        **settings.evaluation.record(),
+        "attackers": {a.name: a.describe() for a in settings.attackers},
         "timings_s": {"total": round(time.perf_counter() - start, 3)},
-        "deviations": {**leakage_deviations(s, cells), **extra_deviations},
+        "deviations": {**leakage_deviations(settings, cells), **extra_deviations},
         "environment": environment(),
         **versions(),
     }
@@ -328,24 +336,24 @@ def compare_leakage(s: LeakageSettings, *, hparams_file=None, overrides=None, lo
         overall=None,
         per_speaker=None,
         segments={},
-        fairness=_fairness(s, evalsets, cells),
+        fairness=_fairness(settings, evalsets, cells),
         corpora=results_corpora,
         cells=cells,
-        correlations=_correlations(s, results_corpora, cells),
+        correlations=_correlations(settings, results_corpora, cells),
         comparisons=comparisons,
         not_applicable=na,
     )
     doc = json_safe(doc)
-    write_json(s.output_folder / "results.json", doc)
-    write_leakage_report(s.output_folder, doc, plots=s.plots)
-    return s.output_folder / "results.json"
+    write_json(settings.output_folder / "results.json", doc)
+    write_leakage_report(settings.output_folder, doc, plots=settings.plots)
+    return settings.output_folder / "results.json"
 
 
-def leakage_deviations(s: LeakageSettings, cells: dict) -> dict:
+def leakage_deviations(settings: LeakageSettings, cells: dict) -> dict:
     """The comparison's departures from the papers: its own (the quick grid, speaker balancing) and
     each attacker's, as its cells record them (``<attacker>: <name>``)."""
-    found = {**s.grid_deviations, **bootstrap_deviation(s.evaluation.bootstrap.unit)}
-    if s.balance_speakers not in (None, False):
+    found = {**settings.grid_deviations, **bootstrap_deviation(settings.evaluation.bootstrap.unit)}
+    if settings.balance_speakers not in (None, False):
         found["balance_speakers"] = (
             "corpora are evaluated on as many speakers as the smallest has (seeded "
             "draw); the paper evaluates every speaker (balance_speakers: null)"
@@ -362,25 +370,25 @@ def leakage_deviations(s: LeakageSettings, cells: dict) -> dict:
     return found
 
 
-def sample_tokens(s: LeakageSettings, evalsets: dict) -> int:
+def sample_tokens(settings: LeakageSettings, evalsets: dict) -> int:
     """The per-speaker TTR sample length: a number, or ``auto``: the smallest 10th percentile of
     tokens per speaker over corpora and conditions (at least 50), so that every corpus is measured
     on the same length and nine in ten speakers of each have that much text."""
     from .vocabulary import speaker_tokens
 
-    if s.vocabulary_sample_tokens != "auto":
-        return int(s.vocabulary_sample_tokens)
+    if settings.vocabulary_sample_tokens != "auto":
+        return int(settings.vocabulary_sample_tokens)
     lows = [
         np.percentile(counts, 10)
         for ev in evalsets.values()
-        for cond in s.conditions
+        for cond in settings.conditions
         if (counts := [len(t) for t in speaker_tokens(ev.view(cond)).values()])
     ]
     return max(50, int(min(lows))) if lows else 50
 
 
 def _run_cell(
-    s: LeakageSettings,
+    settings: LeakageSettings,
     attacker: AttackerSpec,
     corpus: CorpusSpec,
     evalset: EvaluationSet,
@@ -388,25 +396,27 @@ def _run_cell(
     ctx: CellContext,
     text_manifest,
 ) -> dict:
-    cell_dir = s.output_folder / "cells" / corpus.name / attacker.name / condition
+    cell_dir = settings.output_folder / "cells" / corpus.name / attacker.name / condition
     try:
         if attacker.hparams:
             attacker = AttackerSpec(
-                **{**vars(attacker), "model_folder": model_folder(s, attacker, corpus)}
+                **{**vars(attacker), "model_folder": model_folder(settings, attacker, corpus)}
             )
         return run_cell(
             attacker, corpus, evalset, condition, cell_dir, ctx, text_manifest=text_manifest
         )
     except DataError as err:  # this cell cannot run; the others can
-        ctx.log(f"[leakage] {corpus.name} / {attacker.name} / {condition}: FAILED: {err}")
+        logger.warning(
+            "[leakage] %s / %s / %s: FAILED: %s", corpus.name, attacker.name, condition, err
+        )
         return not_applicable(attacker, corpus.name, condition, str(err), status="failed")
 
 
 class _Comparer:
     """Paired bootstrap comparisons of finished cells, each cell's trials read once."""
 
-    def __init__(self, s: LeakageSettings, cells: dict, na: dict):
-        self.s, self.cells, self.na, self._trials = s, cells, na, {}
+    def __init__(self, settings: LeakageSettings, cells: dict, na: dict):
+        self.settings, self.cells, self.na, self._trials = settings, cells, na, {}
 
     def ok(self, corpus, attacker, cond) -> bool:
         return self.cells[corpus][attacker][cond]["status"] == "ok"
@@ -419,7 +429,7 @@ class _Comparer:
         if key not in self._trials:
             folder = self.cells[corpus][attacker][cond].get("same_as", cond)
             self._trials[key] = cell_trials(
-                self.s.output_folder / "cells" / corpus / attacker / folder
+                self.settings.output_folder / "cells" / corpus / attacker / folder
             )
         return self._trials[key]
 
@@ -427,7 +437,7 @@ class _Comparer:
         """x, y: (corpus, attacker, condition) of two cells; None (and why) if they cannot be compared."""
         if not (self.ok(*x) and self.ok(*y)):
             return None
-        boot = self.s.evaluation.bootstrap
+        boot = self.settings.evaluation.bootstrap
         try:
             return compare_cells(
                 self.trials(*x),
@@ -435,17 +445,17 @@ class _Comparer:
                 n_boot=boot.n_boot,
                 seed=boot.seed,
                 unit=boot.unit,
-                min_speakers=self.s.evaluation.min_verdict_speakers,
+                min_speakers=self.settings.evaluation.min_verdict_speakers,
             )
         except DataError as err:
             self.na["comparisons." + "~".join(".".join(side) for side in (x, y))] = str(err)
             return None
 
 
-def _corpus_comparisons(s: LeakageSettings, cmp: _Comparer, cond: str) -> list:
+def _corpus_comparisons(settings: LeakageSettings, cmp: _Comparer, cond: str) -> list:
     rows = []
-    for a in s.attackers:
-        for c1, c2 in combinations([c.name for c in s.corpora], 2):
+    for a in settings.attackers:
+        for c1, c2 in combinations([c.name for c in settings.corpora], 2):
             if cmp.same_as(c1, a.name, cond) and cmp.same_as(c2, a.name, cond):
                 continue  # neither corpus has shared text: the same comparison as under condition all
             found = cmp.compare((c1, a.name, cond), (c2, a.name, cond))
@@ -463,10 +473,10 @@ def _corpus_comparisons(s: LeakageSettings, cmp: _Comparer, cond: str) -> list:
     return rows
 
 
-def _attacker_comparisons(s: LeakageSettings, cmp: _Comparer, cond: str) -> list:
+def _attacker_comparisons(settings: LeakageSettings, cmp: _Comparer, cond: str) -> list:
     rows = []
-    for c in s.corpora:
-        for a1, a2 in combinations([a.name for a in s.attackers], 2):
+    for c in settings.corpora:
+        for a1, a2 in combinations([a.name for a in settings.attackers], 2):
             if cmp.ok(c.name, a1, cond) and cmp.same_as(c.name, a2, cond):
                 continue  # the same comparison as under condition all
             found = cmp.compare((c.name, a1, cond), (c.name, a2, cond))
@@ -484,11 +494,11 @@ def _attacker_comparisons(s: LeakageSettings, cmp: _Comparer, cond: str) -> list
     return rows
 
 
-def _shared_text_comparisons(s: LeakageSettings, cmp: _Comparer) -> list:
+def _shared_text_comparisons(settings: LeakageSettings, cmp: _Comparer) -> list:
     """What removing shared text changes, per corpus and attacker."""
     rows = []
-    for c in s.corpora:
-        for a in s.attackers:
+    for c in settings.corpora:
+        for a in settings.attackers:
             if cmp.same_as(c.name, a.name, "no_shared"):
                 continue
             found = cmp.compare((c.name, a.name, "all"), (c.name, a.name, "no_shared"))
@@ -506,19 +516,19 @@ def _shared_text_comparisons(s: LeakageSettings, cmp: _Comparer) -> list:
     return rows
 
 
-def _comparisons(s: LeakageSettings, cells: dict, na: dict, *, log) -> dict:
+def _comparisons(settings: LeakageSettings, cells: dict, na: dict) -> dict:
     """Corpora compared per attacker, attackers per corpus, within each condition."""
     result = {"corpora": [], "attackers": [], "shared_text": []}
-    if s.evaluation.bootstrap.n_boot <= 0:
+    if settings.evaluation.bootstrap.n_boot <= 0:
         na["comparisons"] = "bootstrap disabled (n_boot = 0)"
         return result
-    cmp = _Comparer(s, cells, na)
-    for cond in s.conditions:
-        result["corpora"] += _corpus_comparisons(s, cmp, cond)
-        result["attackers"] += _attacker_comparisons(s, cmp, cond)
-    if set(SHARED_TEXT_CONDITIONS) <= set(s.conditions):
-        result["shared_text"] = _shared_text_comparisons(s, cmp)
-    log(
+    cmp = _Comparer(settings, cells, na)
+    for cond in settings.conditions:
+        result["corpora"] += _corpus_comparisons(settings, cmp, cond)
+        result["attackers"] += _attacker_comparisons(settings, cmp, cond)
+    if set(SHARED_TEXT_CONDITIONS) <= set(settings.conditions):
+        result["shared_text"] = _shared_text_comparisons(settings, cmp)
+    logger.info(
         f"[leakage] {len(result['corpora'])} corpus, {len(result['attackers'])} attacker and "
         f"{len(result['shared_text'])} shared-text comparisons"
     )

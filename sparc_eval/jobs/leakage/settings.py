@@ -3,7 +3,6 @@ library below takes these, never the hparams dict. Each default lives here."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -12,6 +11,7 @@ from ...attack import attacker_class, check_attacker
 from ...attack.cells import AttackerSpec, CellContext, CorpusSpec
 from ...attack.evaluation import EvaluationSettings
 from ...attack.evaluation_set import SHARED_TEXT_CONDITIONS, balanced_count
+from ...data.plan import DataSettings
 from ...errors import DataError
 
 CORPUS_SETTINGS = {
@@ -75,7 +75,7 @@ class LeakageSettings:
         attackers = attacker_specs(hp)
         return cls(
             output_folder=Path(hp["output_folder"]),
-            corpora=tuple(corpus_specs(hp)),
+            corpora=tuple(corpus_specs(hp, str(hp.get("cache_folder", "results/cache")))),
             attackers=tuple(attackers),
             cache_folder=str(hp.get("cache_folder", "results/cache")),
             evaluation=EvaluationSettings.from_hparams({"segment_attributes": None, **hp}),
@@ -91,14 +91,13 @@ class LeakageSettings:
             grid_deviations=grid_deviations(hp, attackers),
         )
 
-    def cell_context(self, log) -> CellContext:
+    def cell_context(self) -> CellContext:
         return CellContext(
             settings=self.evaluation,
             common=self.common,
             cache_folder=self.cache_folder,
             trials_per_speaker=self.balance_trial_utterances,
             plots=self.plots,
-            log=log,
         )
 
 
@@ -131,7 +130,7 @@ def _enabled(names, wanted, what):
     return wanted
 
 
-def corpus_specs(hp: dict) -> list:
+def corpus_specs(hp: dict, cache_folder: str = "results/cache") -> list:
     corpora = hp.get("corpora") or {}
     if not isinstance(corpora, dict) or not corpora:
         raise DataError("hparams: corpora must map names to {data_folder: ...}")
@@ -146,16 +145,21 @@ def corpus_specs(hp: dict) -> list:
                 f"corpora.{name}: unknown keys {sorted(unknown)}",
                 hint=f"allowed: data_folder, train_folders, {', '.join(sorted(CORPUS_SETTINGS))}",
             )
-        train = spec.pop("train_folders", None)
-        out.append(
-            CorpusSpec(
-                name,
-                str(spec.pop("data_folder")),
-                [str(x) for x in ([train] if isinstance(train, str) else train or [])] or None,
-                spec,
-            )
-        )
+        extra = {k: v for k, v in spec.items() if k not in DataSettings.keys()}
+        extra.pop("data_folder", None)
+        out.append(CorpusSpec(name, corpus_data(spec, cache_folder), extra))
     return out
+
+
+def corpus_data(spec: dict, cache_folder: str) -> DataSettings:
+    """A corpus entry's data settings: with ``train_folders`` its ``data_folder`` is the
+    evaluation corpus; without, the attackers hold out part of its speakers."""
+    keys = dict(spec)
+    train = keys.pop("train_folders", None)
+    train = [str(x) for x in ([train] if isinstance(train, str) else train or [])] or None
+    folder = str(keys.pop("data_folder"))
+    where = {"train_folders": train, "eval_folder": folder} if train else {"data_folder": folder}
+    return DataSettings.from_hparams({**keys, **where, "cache_folder": cache_folder})
 
 
 def _object_spec(name: str, spec: dict, seed: int) -> AttackerSpec:
@@ -214,21 +218,6 @@ def quick_settings(hp: dict, attackers: dict) -> tuple:
     return names, {n: dict(v) for n, v in overrides.items()}
 
 
-def file_values(hparams_file) -> dict:
-    """Every top-level key of an attacker recipe's hparams file with its value as written (one read)."""
-    return {
-        m.group(1): m.group(2)
-        for m in re.finditer(
-            r"^([A-Za-z_]\w*)\s*:\s*([^#\n]*?)\s*(#.*)?$", Path(hparams_file).read_text(), re.M
-        )
-    }
-
-
-def file_value(hparams_file, key: str):
-    """A plain top-level value of an attacker recipe's hparams file, as written (None if absent)."""
-    return file_values(hparams_file).get(key)
-
-
 def grid_deviations(hp: dict, specs: list) -> dict:
     """The named departures of ``grid: quick``: the grid itself (which attackers it leaves out) and
     each quick override of an enabled attacker (``<attacker>: <key>_<value>``)."""
@@ -255,7 +244,7 @@ def grid_deviations(hp: dict, specs: list) -> dict:
             "overrides"
         ) or {}  # the attacker's own, before the quick ones
         for key, value in overrides.get(a.name, {}).items():
-            before = given.get(key, file_value(a.hparams, key))
+            before = given.get(key, a.file.written.get(key))
             found[f"{a.name}: {key}_{value}"] = (
                 f"{key} {value} in the quick grid (quick_overrides); {a.hparams} sets {before} (grid: full)"
                 + (

@@ -16,18 +16,16 @@ from ...hparams import load_hparams, parse_arguments, register_recipe, run_recip
 __all__ = ["evaluate", "load_hparams", "parse_arguments", "main", "register", "run"]
 
 
-def evaluate(hparams: dict, log):
+def evaluate(hparams: dict):
     """The recipe's body: the hparams as settings (read once), then the evaluation; results.json."""
     from .evaluate import evaluate_from_settings
     from .settings import TextRunSettings
 
-    return evaluate_from_settings(TextRunSettings.from_hparams(hparams), log=log)
+    return evaluate_from_settings(TextRunSettings.from_hparams(hparams))
 
 
 def main(argv=None, *, prog: str = "evaluate_text") -> int:
-    return run_recipe(
-        argv, lambda hparams, _file, _overrides, log: evaluate(hparams, log), prog=prog
-    )
+    return run_recipe(argv, lambda hparams, _file, _overrides: evaluate(hparams), prog=prog)
 
 
 def register(subparsers) -> None:

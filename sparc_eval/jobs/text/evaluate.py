@@ -33,6 +33,7 @@ the others.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import replace
@@ -68,6 +69,8 @@ from .trials import (
     has_topic_metadata,
     task_labeller,
 )
+
+logger = logging.getLogger(__name__)
 
 CONDITION_TYPES = {
     c: tuple(t for t in TRIAL_TYPES if c in TYPE_CONDITIONS[t]) for c in TRIAL_CONDITIONS
@@ -241,11 +244,10 @@ class _TextRun:
         out_dir,
         save_trials: bool,
         trials_with_text: bool,
-        log,
         scoring: Optional[ScoringRunner] = None,
         panel_ci: bool = False,
     ):
-        self.scorers, self.n_boot, self.seed, self.unit, self.log = scorers, n_boot, seed, unit, log
+        self.scorers, self.n_boot, self.seed, self.unit = scorers, n_boot, seed, unit
         self.scoring, self.panel_ci = scoring, panel_ci
         self.out_dir, self.save_trials, self.trials_with_text = (
             out_dir,
@@ -322,7 +324,9 @@ class _TextRun:
         self.curves[scorer.name][task][key] = curves
         comb = conds.get("combined")
         shown = "n/a" if comb is None else f"{comb['eer']:.3f}"
-        self.log(f"[text] {scorer.name} {task} {key}: {len(ts)} trials, combined EER {shown}")
+        logger.info(
+            "[text] %s %s %s: %d trials, combined EER %s", scorer.name, task, key, len(ts), shown
+        )
         return scores
 
 
@@ -444,7 +448,6 @@ def evaluate_text(
     save_trials: bool = True,
     trials_with_text: bool = False,
     run_info: Optional[dict] = None,
-    log=print,
     bootstrap_unit: str = "speaker",
     protocol: str = "naturalvoices",
     scoring: Optional[ScoringRunner] = None,
@@ -463,7 +466,9 @@ def evaluate_text(
     for s in scorers:
         s.preflight()  # a missing API key or model fails here, before any work
     out_dir = Path(output_folder) if output_folder else None
-    log(f"[text] scorer {', '.join(s.name for s in scorers)}; {len(manifest)} utterances")
+    logger.info(
+        "[text] scorer %s; %d utterances", ", ".join(s.name for s in scorers), len(manifest)
+    )
     run = _TextRun(
         scorers,
         tasks,
@@ -473,7 +478,6 @@ def evaluate_text(
         out_dir=out_dir,
         save_trials=save_trials,
         trials_with_text=trials_with_text,
-        log=log,
         scoring=scoring,
         panel_ci=panel_ci,
     )
@@ -481,7 +485,7 @@ def evaluate_text(
     clean, shared = remove_shared_text(manifest, config.shared_text)
     run.timings["shared_text"] = time.perf_counter() - t0
     st = shared.settings
-    log(
+    logger.info(
         f"[text] shared text: removed {shared.n_removed} of {shared.n_utterances} utterances (n={st['n']}, "
         f"min_speakers={st['min_speakers']}, min_fraction={st['min_fraction']}, enabled={st['enabled']})"
     )
@@ -664,7 +668,7 @@ def load_text_corpus(settings: TextRunSettings):
     return spoken_manifest(manifest, settings.words), deviations
 
 
-def evaluate_from_settings(settings: TextRunSettings, *, log=print) -> Path:
+def evaluate_from_settings(settings: TextRunSettings) -> Path:
     """What ``recipes/evaluate_text.py`` runs: load the corpus, evaluate, write; returns results.json."""
     for scorer in settings.scorers:
         scorer.preflight()  # before loading anything
@@ -685,14 +689,13 @@ def evaluate_from_settings(settings: TextRunSettings, *, log=print) -> Path:
         bootstrap_unit=settings.bootstrap_unit,
         protocol=settings.protocol,
         run_info=settings.run_info(words_deviation),
-        log=log,
         scoring=settings.scoring,
         panel_ci=settings.panel_ci,
     )
     return settings.output_folder / "results.json"
 
 
-def evaluate_from_hparams(hparams: dict, *, log=print) -> Path:
+def evaluate_from_hparams(hparams: dict) -> Path:
     """:func:`evaluate_from_settings` of ``TextRunSettings.from_hparams(hparams)`` (a shorthand for
     callers that hold an hparams dict; the recipe reads the settings itself)."""
-    return evaluate_from_settings(TextRunSettings.from_hparams(hparams), log=log)
+    return evaluate_from_settings(TextRunSettings.from_hparams(hparams))

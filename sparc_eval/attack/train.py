@@ -1,0 +1,88 @@
+"""Training an attacker and evaluating it: ``sparc-eval train`` and ``recipes/train_attacker.py``
+are this one implementation.
+
+    sparc-eval train hparams/phones.yaml [--data_folder=PATH] [--key=value ...]
+    torchrun --nproc_per_node=N recipes/train_attacker.py hparams/phones.yaml ...
+
+The hparams name the attacker (``attacker:``, :mod:`sparc_eval.attack.contract`), its data,
+features and training; SpeechBrain parses the command line (its ``--key=value`` overrides and
+run options such as ``--device``). Writes results.json, report.md, scores.txt, plots, the
+training log and checkpoints under output_folder; the last line printed is the path of
+results.json. Re-running resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
+    """Data prepared once on the main process, the attacker trained on every rank, scored and
+    evaluated on the main one: the run's AttackResult."""
+    from ..data.plan import DataSettings
+    from .evaluation import EvaluationSettings
+    from .run import load_attack, prepare_attack, run_attack
+
+    sb.utils.distributed.ddp_init_group(run_opts)
+    loaded = {}
+
+    def load():
+        loaded["attack"] = load_attack(hparams_file, overrides, run_opts)
+
+    def prepare():  # data preparation (the demo corpus, manifests, features) on the main process
+        load()
+        _, plan, attacker = loaded["attack"]
+        prepare_attack(attacker, plan)
+
+    sb.utils.distributed.run_on_main(prepare, post_func=load)
+    hparams, plan, attacker = loaded["attack"]
+    sb.create_experiment_directory(
+        experiment_directory=hparams["output_folder"],
+        hyperparams_to_save=hparams_file,
+        overrides=overrides,
+    )
+    return run_attack(
+        attacker,
+        plan,
+        hparams.get("results_folder") or hparams["output_folder"],
+        settings=EvaluationSettings.from_hparams(hparams),
+        data=DataSettings.from_hparams(hparams),
+        run_info={
+            "hparams": str(hparams_file),
+            "overrides": overrides or None,
+            "seed": hparams.get("seed"),
+        },
+        plots=hparams.get("plots", True),
+        is_main=sb.utils.distributed.if_main_process(),
+    )
+
+
+def main(argv=None, *, prog: str = "train_attacker") -> int:
+    from ..hparams import parse_overrides, reporting_data_errors
+    from ..logs import cli_logging
+    from ..speechbrain_compat import import_speechbrain
+
+    cli_logging()
+    sb = import_speechbrain()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    hparams_file, run_opts, overrides = sb.parse_arguments(argv)
+
+    def call():
+        result = train_and_evaluate(hparams_file, parse_overrides(overrides), run_opts, sb)
+        if result.results_path is not None:
+            print(result.results_path)
+        return 0
+
+    return reporting_data_errors(prog, call)
+
+
+def register(subparsers) -> None:
+    from ..hparams import register_passthrough
+
+    register_passthrough(
+        subparsers,
+        "train",
+        main,
+        help="train an attacker and evaluate it (recipes/train_attacker.py)",
+        description=__doc__.split("\n\n")[0],
+    )
