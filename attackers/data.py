@@ -1,8 +1,8 @@
 """SpeechBrain datasets over manifest utterances, for the ECAPA attacker.
 
-Each item provides ``inputs`` (a waveform for mel features, a (T, D) one-hot matrix for phone
-features) and ``speaker_index``. Training items are random crops (``chunk``: seconds of audio or
-number of phones), drawn from Python's ``random``, which the recipe seeds.
+Each item provides ``inputs`` (a waveform for mel and ssl features, a (T, D) one-hot matrix for
+phone features) and ``speaker_index``. Training items are random crops (``chunk``: seconds of
+audio or number of phones), drawn from Python's ``random``, which the recipe seeds.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import torch
 
 from sparc_eval.speech.audio import read_utterance
 from sparc_eval.speechbrain_compat import import_speechbrain
+
+from .features import WAVEFORM_FEATURES
 
 sb = import_speechbrain()
 from speechbrain.dataio.dataset import DynamicItemDataset  # noqa: E402
@@ -39,20 +41,20 @@ def make_dataset(
 ) -> DynamicItemDataset:
     """A DynamicItemDataset of ``utterances``.
 
-    ``features`` (id -> matrix) is required for phone features; mel features read the audio.
+    ``features`` (id -> matrix) is required for phone features; mel and ssl features read the audio.
     ``chunk`` crops training items; ``sort`` orders by length for padding-efficient inference.
     """
     by_id = {u.id: u for u in utterances}
     data = {}
     for utt in utterances:
-        if feature_type == "mel":
+        if feature_type in WAVEFORM_FEATURES:
             length = utt.duration or 0.0
         else:
             length = float(features[utt.id].shape[0])
         data[utt.id] = {"speaker": utt.speaker, "length": length}
     dataset = DynamicItemDataset(data)
 
-    if feature_type == "mel":
+    if feature_type in WAVEFORM_FEATURES:
         crop = None if chunk is None else int(chunk * SAMPLE_RATE)
 
         @sb.utils.data_pipeline.takes("id")

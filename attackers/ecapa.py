@@ -1,19 +1,26 @@
 """The ECAPA-TDNN speaker-recognition attacker, as a SpeechBrain Brain.
 
 One Brain serves every feature type: ``compute_features`` in the hparams turns a padded batch
-into (batch, time, dim) features: an 80-band Fbank of the waveform for ``mel``, the identity for
-precomputed phone one-hot matrices. The classifier is trained with additive angular margin
-(AAM-softmax), as in SpeechBrain's VoxCeleb recipe and the VoicePrivacy attacker; at test time
-only the embedding model is used.
+into (batch, time, dim) features: an 80-band Fbank of the waveform for ``mel``, the weighted
+layers of a self-supervised model for ``ssl`` (:mod:`.ssl_upstream`, which also takes the
+lengths), the identity for precomputed phone one-hot matrices. The classifier is trained with
+additive angular margin (AAM-softmax), as in SpeechBrain's VoxCeleb recipe and the VoicePrivacy
+attacker; at test time only the embedding model is used. Waveforms are augmented in training
+when the hparams define ``wav_augment``, and a scheduler with ``on_batch_end`` (VoicePrivacy
+2026's cyclic learning rate) steps after every batch. ``init_from`` starts a model from a
+pretrained ECAPA-TDNN (:func:`load_pretrained`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from sparc_eval.errors import DataError
 from sparc_eval.speechbrain_compat import import_speechbrain
 
 sb = import_speechbrain()
@@ -51,7 +58,16 @@ class AttackerBrain(sb.Brain):
 
     def features(self, batch, stage):
         inputs, lens = batch.inputs
-        feats = self.modules.compute_features(inputs)
+        augment = getattr(self.hparams, "wav_augment", None)
+        if stage == sb.Stage.TRAIN and augment is not None:
+            inputs, lens = augment(inputs, lens)
+        compute = self.modules.compute_features
+        if getattr(self.hparams, "feature_type", None) == "ssl":
+            if stage == sb.Stage.TEST:  # embedding on the main process alone: not the DDP wrapper
+                compute = getattr(compute, "module", compute)
+            feats = compute(inputs, lens)
+        else:
+            feats = compute(inputs)
         if "normalize" in self.modules:
             feats = self.modules.normalize(feats, lens)
         return pad_to_min_length(feats, lens, self.hparams.min_frames)
@@ -67,12 +83,21 @@ class AttackerBrain(sb.Brain):
         """The loss (``compute_cost``) against the speaker indices; outside training the
         predictions also go into the stage's error rate."""
         speakers, _ = batch.speaker_index
+        augment = getattr(self.hparams, "wav_augment", None)
+        if stage == sb.Stage.TRAIN and augment is not None:
+            speakers = augment.replicate_labels(speakers)
         loss = self.hparams.compute_cost(predictions, speakers)
         if stage != sb.Stage.TRAIN:
             self.error_metrics.append(
                 batch.id, predictions.squeeze(1).argmax(dim=-1), speakers.squeeze(1)
             )
         return loss
+
+    def on_fit_batch_end(self, batch, outputs, loss, should_step):
+        """Per-batch schedulers (VoicePrivacy 2026's cyclic learning rate) step here."""
+        scheduler = self.hparams.lr_annealing
+        if should_step and hasattr(scheduler, "on_batch_end"):
+            scheduler.on_batch_end(self.optimizer)
 
     def on_stage_start(self, stage, epoch=None):
         """Outside training, a fresh error-rate count for the stage."""
@@ -114,6 +139,47 @@ class AttackerBrain(sb.Brain):
             for utt_id, vector in zip(batch.id, emb):
                 out[utt_id] = vector.astype(np.float32)
         return out
+
+
+def load_pretrained(model: torch.nn.Module, path) -> Path:
+    """Initialise ``model`` (an ECAPA-TDNN) from ``path``: a SpeechBrain model folder's
+    ``embedding_model.ckpt``, or that file. The sizes must match: a mismatch is an error naming
+    the tensor and both shapes, never a silent partial load."""
+    file = Path(path) / "embedding_model.ckpt" if Path(path).is_dir() else Path(path)
+    if not file.is_file():
+        raise DataError(
+            "init_from: no ECAPA-TDNN checkpoint here",
+            path=file,
+            hint="give a SpeechBrain model folder holding embedding_model.ckpt, or that file",
+        )
+    state = torch.load(file, map_location="cpu", weights_only=True)
+    state = state.get("state_dict", state)
+    state = {k.removeprefix("module."): v for k, v in state.items()}  # saved from a DDP wrapper
+    problems = _mismatches(model.state_dict(), state)
+    if problems:
+        raise DataError(
+            f"init_from does not fit this ECAPA-TDNN: {'; '.join(problems[:4])}",
+            path=file,
+            hint="channels, attention_channels, emb_dim and the input size (the upstream's "
+            "hidden size for ssl) must be those it was trained with",
+        )
+    model.load_state_dict(state)
+    return file
+
+
+def _mismatches(expected: dict, state: dict) -> list:
+    shapes = [
+        f"{key}: checkpoint {tuple(value.shape)}, model {tuple(expected[key].shape)}"
+        for key, value in state.items()
+        if key in expected and tuple(value.shape) != tuple(expected[key].shape)
+    ]
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    return (
+        shapes
+        + ([f"missing {', '.join(missing[:3])}"] if missing else [])
+        + ([f"unexpected {', '.join(unexpected[:3])}"] if unexpected else [])
+    )
 
 
 class _ErrorRate:

@@ -2,9 +2,12 @@
 softmax (SpeechBrain), scored by cosine against speaker-level mean enrollment embeddings.
 
 Plugged in by its hparams files (``attacker: !name:attackers.ecapa_attacker.EcapaAttacker`` in
-hparams/mel.yaml, phones.yaml, phone_durations.yaml): it is built from the whole hparams, since
-its Brain takes the modules, optimiser and checkpointer they define. Training resumes from the
-output folder's checkpoints when the model is the same (:mod:`.resume`).
+hparams/mel.yaml, phones.yaml, phone_durations.yaml, ssl_ecapa.yaml): it is built from the whole
+hparams, since its Brain takes the modules, optimiser and checkpointer they define. Training
+resumes from the output folder's checkpoints when the model is the same (:mod:`.resume`); a new
+model may start from a pretrained ECAPA-TDNN (``init_from``). With ``feature_type: ssl`` the
+self-supervised upstream (:mod:`.ssl_upstream`) is built once, at ``fit``, and becomes the Brain's
+``compute_features`` module and a checkpointed recoverable.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sparc_eval.attack import Needs
 from sparc_eval.attack.scoring import score_pairs
 from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
 
-from .features import FeatureSettings
+from .features import WAVEFORM_FEATURES, FeatureSettings
 from .model_size import size_deviation, size_name, size_overrides
 from .resume import check_resume, fingerprint_of
 
@@ -35,7 +39,11 @@ class TrainingSettings:
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "TrainingSettings":
-        chunk = hp.get("chunk_seconds") if hp["feature_type"] == "mel" else hp.get("chunk_phones")
+        chunk = (
+            hp.get("chunk_seconds")
+            if hp["feature_type"] in WAVEFORM_FEATURES
+            else hp.get("chunk_phones")
+        )
         return cls(
             batch_size=hp["batch_size"],
             eval_batch_size=hp.get("eval_batch_size") or hp["batch_size"],
@@ -68,6 +76,9 @@ class EcapaAttacker:
             audio=self.features.needs_audio, words=self.features.reads_words, training=True
         )
         self.brain, self.n_train_utterances, self._extractor = None, None, self.features.extractor()
+        self._scored = (
+            None  # (plan, its embeddings) of the last score(): embeddings(plan) reuses them
+        )
         self.timings_s = {}  # features, training, embeddings, scoring: results.json run.timings_s
         if hparams.get("num_threads"):
             import torch
@@ -134,6 +145,8 @@ class EcapaAttacker:
             valid_utts, feature_type=kind, features=feats, speaker_index=index, sort=True
         )
         check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp, train))
+        self._install_upstream()
+        self._initialise()
         self.brain = AttackerBrain(
             modules=hp["modules"],
             opt_class=hp["opt_class"],
@@ -156,6 +169,32 @@ class EcapaAttacker:
             )
         self.n_train_speakers, self.n_train_utterances = len(speakers), len(train_utts)
 
+    def _install_upstream(self) -> None:
+        """ssl: the upstream, built once (its hparams entry is a ``!name:`` factory, so loading the
+        hparams twice does not load the model twice), computes the features and is checkpointed."""
+        hp = self.hp
+        if self.features.feature_type != "ssl" or "compute_features" in hp["modules"]:
+            return
+        upstream = hp["ssl_upstream"]
+        upstream = (
+            upstream() if callable(upstream) and not hasattr(upstream, "forward") else upstream
+        )
+        hp["modules"]["compute_features"] = upstream
+        hp["checkpointer"].add_recoverable("ssl_upstream", upstream)
+
+    def _initialise(self) -> None:
+        """``init_from``: the embedding model (and, from one of our own checkpoint folders, the
+        ssl layer weights) start from a pretrained model; the folder's own checkpoints, if any,
+        take over when the Brain resumes."""
+        from .ecapa import load_pretrained
+
+        if not self.hp.get("init_from"):
+            return
+        load_pretrained(self.hp["embedding_model"], self.hp["init_from"])
+        weights = Path(self.hp["init_from"]) / "ssl_upstream.ckpt"
+        if self.features.feature_type == "ssl" and weights.is_file():
+            self.hp["modules"]["compute_features"].load(weights)
+
     def _embed(self, utterances) -> dict:
         from .data import make_dataset
 
@@ -170,14 +209,25 @@ class EcapaAttacker:
                 dataset, batch_size=self.training.eval_batch_size, progress=self.training.progress
             )
 
-    def score(self, plan) -> Trials:
+    def embeddings(self, plan) -> dict:
+        """{utterance id: embedding} of the plan's enrollment and trial utterances, by the trained
+        model (those score() used, when it scored this plan)."""
+        if self._scored is not None and self._scored[0] is plan:
+            return self._scored[1]
         if self.brain is None:
-            raise DataError("the ECAPA attacker scores after fit()")
+            raise DataError("the ECAPA attacker embeds after fit()")
         self.brain.checkpointer.recover_if_possible(min_key="error_rate")
         embeddings = {
             **self._embed(plan.enroll_utterances()),
             **self._embed(plan.trial_utterances()),
         }
+        self._scored = (plan, embeddings)
+        return embeddings
+
+    def score(self, plan) -> Trials:
+        if self.brain is None:
+            raise DataError("the ECAPA attacker scores after fit()")
+        embeddings = self.embeddings(plan)
         utt2spk = plan.eval_original.utt2spk()
         with self._timed("scoring"):
             pairs = plan.split.trial_pairs(utt2spk)
@@ -187,10 +237,14 @@ class EcapaAttacker:
 
     def describe(self) -> dict:
         hp, out = self.hp, {"features": self.features.feature_type}
-        out["phone_text"] = (
-            self.features.phone_text if self.features.feature_type != "mel" else None
-        )
+        out["phone_text"] = None if self.features.from_waveform else self.features.phone_text
         out["model_size"] = size_name(hp)
+        if self.features.feature_type == "ssl":
+            out.update(
+                ssl_source=str(hp["ssl_source"]),
+                freeze_upstream=bool(hp.get("freeze_upstream", True)),
+                init_from=None if not hp.get("init_from") else str(hp["init_from"]),
+            )
         if self.n_train_utterances is not None:
             out.update(
                 n_train_speakers=self.n_train_speakers, n_train_utterances=self.n_train_utterances
@@ -198,4 +252,10 @@ class EcapaAttacker:
         return out
 
     def deviations(self, plan) -> dict:
-        return {**size_deviation(self.hp), **self.features.deviations(plan.utterances())}
+        if self.features.feature_type == "ssl":
+            from .ssl_upstream import vpc2026_deviations
+
+            sizes = vpc2026_deviations(self.hp)  # its reference is VoicePrivacy 2026, not SpAnE
+        else:
+            sizes = size_deviation(self.hp)
+        return {**sizes, **self.features.deviations(plan.utterances())}

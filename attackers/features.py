@@ -1,5 +1,6 @@
-"""What an ECAPA attacker's input is: mel spectrograms (from audio, in the model), or phone
-one-hot rows (+ durations) from the words an utterance says or from a phone recognizer.
+"""What an ECAPA attacker's input is: mel spectrograms or the layers of a self-supervised model
+(``ssl``, :mod:`.ssl_upstream`), both computed from audio in the model, or phone one-hot rows
+(+ durations) from the words an utterance says or from a phone recognizer.
 
 Phones of anonymized speech are those of the words it says (``phone_text: spoken``, the default;
 :mod:`sparc_eval.data.words`): the anonymizer's own transcript (STT-TTS), or the reference text of an
@@ -14,7 +15,8 @@ from pathlib import Path
 from sparc_eval.data.words import reference_text_deviation
 from sparc_eval.errors import DataError
 
-FEATURE_TYPES = ("mel", "phones", "phone_durations")
+FEATURE_TYPES = ("mel", "ssl", "phones", "phone_durations")
+WAVEFORM_FEATURES = ("mel", "ssl")  # computed in the model from the waveform
 N_PHONES = 39  # the CMU phone set without stress
 
 
@@ -27,6 +29,7 @@ class FeatureSettings:
     silence: object = "auto"  # auto | True | False
     n_mels: int = 80
     cache_folder: str = "results/cache"
+    ssl_source: object = None  # ssl: a local Hugging Face snapshot folder
 
     def __post_init__(self):
         if self.feature_type not in FEATURE_TYPES:
@@ -38,7 +41,15 @@ class FeatureSettings:
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "FeatureSettings":
-        keys = ("phone_source", "phone_text", "recognizer", "silence", "n_mels", "cache_folder")
+        keys = (
+            "phone_source",
+            "phone_text",
+            "recognizer",
+            "silence",
+            "n_mels",
+            "cache_folder",
+            "ssl_source",
+        )
         return cls(hp["feature_type"], **{k: hp[k] for k in keys if hp.get(k) is not None})
 
     @property
@@ -56,22 +67,30 @@ class FeatureSettings:
     def input_size(self) -> int:
         if self.feature_type == "mel":
             return self.n_mels
+        if self.feature_type == "ssl":
+            from .ssl_upstream import hidden_size
+
+            return hidden_size(self.ssl_source)
         return N_PHONES + (1 if self.uses_silence else 0)
+
+    @property
+    def from_waveform(self) -> bool:
+        return self.feature_type in WAVEFORM_FEATURES
 
     @property
     def reads_words(self) -> bool:
         """Whether the features depend on the words an utterance says (G2P, or forced alignment)."""
-        return self.feature_type != "mel" and (
+        return not self.from_waveform and (
             self.source == "transcript" or self.recognizer == "align"
         )
 
     @property
     def needs_audio(self) -> bool:
-        return self.feature_type == "mel" or self.source == "audio"
+        return self.from_waveform or self.source == "audio"
 
     def extractor(self):
-        """None for mel (computed in the model from audio), else a PhoneFeatures extractor."""
-        if self.feature_type == "mel":
+        """None for mel and ssl (computed in the model from audio), else PhoneFeatures."""
+        if self.from_waveform:
             return None
         from sparc_eval.phones.features import PhoneFeatures
 
@@ -88,7 +107,7 @@ class FeatureSettings:
         out = {}
         if self.reads_words:
             out.update(reference_text_deviation(utterances, self.phone_text))
-        if self.source == "audio" and self.feature_type != "mel" and not self.uses_silence:
+        if self.source == "audio" and not self.from_waveform and not self.uses_silence:
             out["no_silence"] = (
                 "the recognizer's silence symbol is dropped (the paper keeps it as a phone)"
             )

@@ -142,7 +142,7 @@ def fingerprint_of(hp: dict, train=None) -> dict:
         for k, v in hp.items()
         if not k.startswith("__") and _plain(v) and k not in skip
     }
-    if hp.get("feature_type") != "mel":
+    if hp.get("feature_type") in ("phones", "phone_durations"):
         out["silence"] = FeatureSettings.from_hparams(
             hp
         ).uses_silence  # resolved: auto and its value agree

@@ -143,6 +143,8 @@ class HparamsFile:
                 path=self.path,
                 hint="every --key=value must name a key of the hparams file",
             ) from None
+        except DataError:  # an object the file builds refused its settings: its message says why
+            raise
         except (ValueError, ImportError, AttributeError) as err:
             raise DataError(
                 f"cannot load the hparams ({err})",

@@ -10,12 +10,25 @@ import sys
 _HANDLER_NAME = "sparc_eval.cli"
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is when a message comes (a redirected or captured stream),
+    not the one it was when the handler was added."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value):  # StreamHandler.__init__ sets it: the property decides
+        pass
+
+
 def cli_logging(level: int = logging.INFO) -> None:
     """One stderr handler on the ``sparc_eval`` logger, message only (added once)."""
     root = logging.getLogger("sparc_eval")
     if any(getattr(h, "name", None) == _HANDLER_NAME for h in root.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CurrentStderr()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(logging.Formatter("%(message)s"))
     root.addHandler(handler)

@@ -295,6 +295,7 @@ def cell_summary(evaluation, trials: Trials) -> dict:
         "segments_left_out": left_out,
         "n_trial_speakers": trials.scored().n_test_speakers(),
         "n_missing_scores": trials.n_unscored,
+        "singling_out": evaluation.get("singling_out"),
     }
 
 
@@ -353,6 +354,11 @@ def run_cell(
         **attacker.describe(),
         "needs": asdict(attacker.needs),
         "deviations": result.run_info["deviations"],
+        **{
+            k: result.run_info[k]
+            for k in ("scenario_label", "attacker_notes")
+            if k in result.run_info
+        },
     }
     if spec.model_folder:
         base["model_folder"] = spec.model_folder

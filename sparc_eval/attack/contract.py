@@ -12,6 +12,16 @@ An attacker is any object with::
     prepare(plan) -> None             # optional: cacheable work (features) done once, on the main process
     scores_are_llrs: bool             # optional: its scores are calibrated LLRs (act Cllr reported as such)
     refusal(plan) -> str | None       # optional: why it cannot run on this plan (e.g. a scenario it does not serve)
+    scenario_label(plan) -> str       # optional: the scenario as it serves it, when that differs from the
+                                      #   plan's (a pretrained encoder whose PLDA back-end is fitted on
+                                      #   anonymized speech: "semi-informed (back-end)"); results.json's
+                                      #   run.scenario_label
+    notes: dict                       # optional: plain values it found while scoring (a back-end against
+                                      #   cosine on the same trials), copied to results.json's
+                                      #   run.attacker_notes
+    embeddings(plan) -> dict          # optional, embedding attackers: {utterance id: vector} of the
+                                      #   plan's enrollment and trial utterances (for analyses that
+                                      #   compare voices, e.g. linkability or G_VD)
 
 Attackers live in ``attackers/`` (or any package) and reach the library through hparams: an
 ``attacker:`` key built by ``!new:package.module.Class`` (an object), or by

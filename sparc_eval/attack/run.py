@@ -160,10 +160,31 @@ def attack(
             key = what if what.startswith("utterance ") else f"speaker {what}"
             evaluation["not_applicable"][key] = why
     timings["metrics"] = time.perf_counter() - start
+    start = time.perf_counter()
+    evaluation["singling_out"] = singling_out(attacker, plan)
+    timings["singling_out"] = time.perf_counter() - start
     timings.update(
         getattr(attacker, "timings_s", None) or {}
     )  # an attacker's finer stages, if it times them
     return AttackResult(trials, evaluation, timings)
+
+
+def singling_out(attacker, plan: DataPlan) -> dict:
+    """Singling out (Vauquier et al. 2025) of the attacker's embeddings of the plan's enrollment
+    and trial utterances; ``not_applicable`` with the reason when it gives none."""
+    from ..metrics.singling_out import singling_out_block
+
+    embeddings = getattr(attacker, "embeddings", None)
+    if not callable(embeddings):
+        return {
+            "not_applicable": f"the {attacker.name} attacker gives no embeddings (embeddings(plan))"
+        }
+    if plan.split is None:
+        return {
+            "not_applicable": "the attacker makes trials of its own protocol (no enrollment split)"
+        }
+    utt2spk = plan.eval_original.utt2spk()
+    return singling_out_block(embeddings(plan), utt2spk, enroll=plan.split.enroll)
 
 
 def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = None) -> dict:
@@ -182,6 +203,19 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
         "attacker": attacker.name,
         **attacker.describe(),
     }
+
+
+def attacker_record(attacker, plan: DataPlan) -> dict:
+    """results.json's ``run`` keys from the contract's optional members, when the attacker has
+    them: ``scenario_label`` (how it serves the scenario) and ``attacker_notes`` (its notes)."""
+    record = {}
+    label = getattr(attacker, "scenario_label", None)
+    if callable(label):
+        record["scenario_label"] = label(plan)
+    notes = getattr(attacker, "notes", None)
+    if notes:
+        record["attacker_notes"] = dict(notes)
+    return record
 
 
 def run_attack(
@@ -213,6 +247,7 @@ def run_attack(
         **{k: round(v, 3) for k, v in result.timings_s.items()},
         **info.get("timings_s", {}),
     }
+    info.update(attacker_record(attacker, plan))
     info["deviations"] = merge_deviations(
         attacker.deviations(plan),
         bootstrap_deviation(settings.bootstrap.unit),

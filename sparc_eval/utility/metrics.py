@@ -382,8 +382,9 @@ def diagonal_dominance(m: np.ndarray) -> float:
 
 
 class VoiceDistinctiveness:
-    """G_VD from a speaker encoder with ``embeddings(utterances) -> {id: vector}`` (the card's
-    default: the pretrained Resemblyzer attacker, whose embeddings it has already cached)."""
+    """G_VD from a speaker encoder with ``embed(utterances) -> {id: vector}`` (an embedding
+    attacker: the card's default is Resemblyzer, whose embeddings it has already cached) or, as
+    in 0.3, ``embeddings(utterances)`` (an attacker's ``embeddings`` now takes a plan)."""
 
     name = "gvd"
     definition = (
@@ -393,9 +394,10 @@ class VoiceDistinctiveness:
     )
 
     def __init__(self, encoder):
-        if not callable(getattr(encoder, "embeddings", None)):
+        self.embed = getattr(encoder, "embed", None) or getattr(encoder, "embeddings", None)
+        if not callable(self.embed):
             raise DataError(
-                f"G_VD needs an encoder with embeddings(utterances) ({type(encoder).__name__} has none)"
+                f"G_VD needs an encoder with embed(utterances) ({type(encoder).__name__} has none)"
             )
         self.encoder = encoder
 
@@ -412,8 +414,8 @@ class VoiceDistinctiveness:
             }
         keep = [(o, a) for o, a in pairs if o.speaker in counts and counts[o.speaker] >= 2]
         utt2spk = {o.id: o.speaker for o, _ in keep}
-        m_oo = similarity_matrix(self.encoder.embeddings([o for o, _ in keep]), utt2spk, speakers)
-        m_aa = similarity_matrix(self.encoder.embeddings([a for _, a in keep]), utt2spk, speakers)
+        m_oo = similarity_matrix(self.embed([o for o, _ in keep]), utt2spk, speakers)
+        m_aa = similarity_matrix(self.embed([a for _, a in keep]), utt2spk, speakers)
         d_oo, d_aa = diagonal_dominance(m_oo), diagonal_dominance(m_aa)
         value = 10 * math.log10(d_aa / d_oo) if d_oo > 0 and d_aa > 0 else None
         return {

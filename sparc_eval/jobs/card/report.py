@@ -46,14 +46,73 @@ def _eer_ci(e) -> str:
 def _cell_text(cell: dict) -> str:
     if cell.get("status") == "ok":
         o = cell["overall"]
-        return _eer_ci(
+        text = _eer_ci(
             {
                 "eer": o["eer"],
                 "ci95": (o.get("ci95") or {}).get("eer"),
                 "small": o.get("small_evaluation"),
             }
         )
+        return text + (" (back-end)" if _back_end(cell) else "")
     return "n/a" if cell.get("status") == "not_applicable" else "failed"
+
+
+def _back_end(cell: dict) -> bool:
+    """A semi-informed cell served by back-end adaptation, never the scenario's full retraining."""
+    return str(cell.get("scenario_label") or "").endswith("(back-end)")
+
+
+def _cells(doc: dict):
+    """(anonymizer, attacker, scenario, cell) of every cell, original speech first."""
+    for name, by in doc["cells"].items():
+        for attacker, by_sc in by.items():
+            for scenario, cell in by_sc.items():
+                yield name, attacker, scenario, cell
+
+
+def _back_end_notes(doc: dict) -> list:
+    cells = [(a, sc, c) for _, a, sc, c in _cells(doc) if c.get("status") == "ok" and _back_end(c)]
+    if not cells:
+        return []
+    lines = [
+        "- (back-end): semi-informed by back-end adaptation: a pretrained encoder whose PLDA was "
+        "fitted on anonymized training speech, weaker than VoicePrivacy's semi-informed attacker "
+        "(which retrains or fine-tunes the whole verifier); read it beside a trained one, not instead"
+    ]
+    for a, sc, c in cells:
+        backend = (c.get("attacker_notes") or {}).get("backend") or {}
+        if backend and not backend.get("beats_cosine", True):
+            lines.append(
+                f"- {a} / {sc}: PLDA did not beat cosine scoring on the same trials (EER "
+                f"{_pct(backend['plda_eer'])} against {_pct(backend['cosine_eer'])})"
+            )
+    return lines
+
+
+def _singling_out(doc: dict) -> list:
+    rows = [
+        (name, a, sc, c["singling_out"])
+        for name, a, sc, c in _cells(doc)
+        if c.get("status") == "ok" and "rate" in (c.get("singling_out") or {})
+    ]
+    if not rows:
+        return []
+    lines = [
+        "## Singling out (attackers that give embeddings)",
+        "",
+        "Share of enrolled speakers the attacker isolates among N test speakers (Vauquier et al. "
+        "2025; chance tends to 1/e): rate [95% CI, resampling enrolled speakers], chance at that N.",
+        "",
+        "| speech | attacker | scenario | N | rate [95% CI] | chance |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, a, sc, so in rows:
+        lo, hi = so.get("ci95") or (None, None)
+        ci = f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
+        lines.append(
+            f"| {name} | {a} | {sc} | {so['N']} | {_pct(so['rate'])}{ci} | {_pct(so['chance'])} |"
+        )
+    return lines + [""]
 
 
 def _headline(doc: dict) -> list:
@@ -169,7 +228,7 @@ def _privacy_table(doc: dict) -> list:
             if c.get("status") != "ok"
         }
     )
-    marks = _mark_legend(doc)
+    marks = _mark_legend(doc) + _back_end_notes(doc)
     return (
         lines
         + [""]
@@ -478,6 +537,7 @@ def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
         _privacy_table,
         _content,
         _beyond,
+        _singling_out,
         _strength,
         _same_sex,
         _learning,
