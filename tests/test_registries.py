@@ -24,7 +24,7 @@ from sparc_eval.utility.metrics import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-BUILT_IN_LAYOUTS = ("manifest", "kaldi", "edacc", "librispeech", "spane", "sparc")
+BUILT_IN_LAYOUTS = ("manifest", "kaldi", "edacc", "librispeech", "spane", "audio_folder", "sparc")
 
 
 def register(monkeypatch, group: str, name: str, obj) -> None:
@@ -89,7 +89,7 @@ def test_the_built_in_loaders_are_registered_in_detection_order():
     assert set(declared) == set(BUILT_IN_LAYOUTS)
     assert {n: installed.get(n) for n in declared} == declared  # the metadata is up to date
     assert LAYOUTS == BUILT_IN_LAYOUTS
-    assert [loader.priority for loader in corpus_loaders()] == [10, 20, 30, 40, 50, 60]
+    assert [loader.priority for loader in corpus_loaders()] == [10, 20, 30, 40, 50, 55, 60]
 
 
 def test_a_registered_loader_is_detected_and_loaded(monkeypatch, speakers_tsv):
@@ -105,6 +105,7 @@ def test_a_registered_loader_is_detected_and_loaded(monkeypatch, speakers_tsv):
         "librispeech",
         "speakers_tsv",
         "spane",
+        "audio_folder",
         "sparc",
     )
     assert detect_layout(speakers_tsv) == "speakers_tsv"

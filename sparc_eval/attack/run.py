@@ -159,6 +159,12 @@ def attack(
         for what, why in plan.split.dropped.items():
             key = what if what.startswith("utterance ") else f"speaker {what}"
             evaluation["not_applicable"][key] = why
+    if plan.lists is not None:  # VoicePrivacy lists: one row per list, beside the pooled metrics
+        from .subsets import list_rows
+
+        evaluation["lists"] = list_rows(
+            trials, plan.lists, settings, attacker_label(attacker), llr=llr
+        )
     timings["metrics"] = time.perf_counter() - start
     start = time.perf_counter()
     evaluation["singling_out"] = singling_out(attacker, plan)
@@ -167,6 +173,13 @@ def attack(
         getattr(attacker, "timings_s", None) or {}
     )  # an attacker's finer stages, if it times them
     return AttackResult(trials, evaluation, timings)
+
+
+def attacker_label(attacker) -> str:
+    """How the per-list table names the attacker: its name, and the model folder it loads when it
+    has one (the challenge's ASV_eval only when that folder is the user's own ASV_eval)."""
+    source = attacker.describe().get("source")
+    return f"{attacker.name} ({source})" if source else attacker.name
 
 
 def singling_out(attacker, plan: DataPlan) -> dict:
@@ -191,9 +204,12 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
     """results.json's ``run`` parts that the attacker and its data plan determine."""
     anonymizer = None
     if data is not None and plan.scenario != "original":
-        anonymizer = data.anonymizer_name or str(data.anon_eval_folder)
+        # a VoicePrivacy data folder's copies are named by their suffix
+        given = plan.lists.suffix if plan.lists is not None else None
+        anonymizer = data.anonymizer_name or given or str(data.anon_eval_folder)
     split = plan.split
     return {
+        **({"vpc": plan.lists.record()} if plan.lists is not None else {}),
         "dataset": plan.eval_original.name,
         "anonymizer": anonymizer,
         "scenario": plan.scenario,
@@ -251,6 +267,7 @@ def run_attack(
     info["deviations"] = merge_deviations(
         attacker.deviations(plan),
         bootstrap_deviation(settings.bootstrap.unit),
+        plan.lists.deviations if plan.lists is not None else {},
         info.get("deviations") or {},
     )
     info["environment"] = environment()

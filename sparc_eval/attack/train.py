@@ -15,6 +15,36 @@ from __future__ import annotations
 
 import sys
 
+PRESET_KEYS = {"vpc_preset", "attacker_hparams", "attacker_overrides", "model_size"}
+# preset keys passed on to the attacker when its file has them (ECAPA sizes mean nothing to others)
+PASSED_IF_DEFINED = ("model_size",)
+
+
+def attacker_file(hparams_file, overrides: dict) -> tuple:
+    """(the attacker's hparams file, its overrides): the file itself, or for a VoicePrivacy preset
+    (a file with ``vpc_preset``, hparams/vpc2024.yaml) the attacker file it names
+    (``attacker_hparams``) with ``attacker_overrides`` and the preset's data and evaluation keys."""
+    from ..errors import DataError
+    from ..hparams import HparamsFile
+    from .run import LIBRARY_KEYS
+
+    preset = HparamsFile(hparams_file)
+    if "vpc_preset" not in preset.keys:
+        return hparams_file, overrides
+    hp = preset.load(overrides, library_keys=LIBRARY_KEYS | PRESET_KEYS)
+    passed = {k: hp[k] for k in LIBRARY_KEYS if k in hp}
+    own = dict(hp.get("attacker_overrides") or {})
+    defined = HparamsFile(hp["attacker_hparams"]).keys
+    passed.update({k: hp[k] for k in PASSED_IF_DEFINED if hp.get(k) is not None and k in defined})
+    unknown = sorted(set(own) - defined - LIBRARY_KEYS)
+    if unknown:
+        raise DataError(
+            f"attacker_overrides sets {unknown}, which {hp['attacker_hparams']} does not define",
+            path=hparams_file,
+            hint="give only keys of the attacker's own hparams file",
+        )
+    return hp["attacker_hparams"], {**passed, **own}
+
 
 def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
     """Data prepared once on the main process, the attacker trained on every rank, scored and
@@ -25,9 +55,10 @@ def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
 
     sb.utils.distributed.ddp_init_group(run_opts)
     loaded = {}
+    attack_hparams, attack_overrides = attacker_file(hparams_file, overrides)
 
     def load():
-        loaded["attack"] = load_attack(hparams_file, overrides, run_opts)
+        loaded["attack"] = load_attack(attack_hparams, attack_overrides, run_opts)
 
     def prepare():  # data preparation (the demo corpus, manifests, features) on the main process
         load()
@@ -51,6 +82,7 @@ def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
             "hparams": str(hparams_file),
             "overrides": overrides or None,
             "seed": hparams.get("seed"),
+            **({"attacker_hparams": str(attack_hparams)} if attack_hparams != hparams_file else {}),
         },
         plots=hparams.get("plots", True),
         is_main=sb.utils.distributed.if_main_process(),

@@ -65,6 +65,18 @@ class DataSettings:
     max_duration: Optional[float] = 30.0
     train_speaker_fraction: float = 1.0  # train on a seeded share of the training speakers
     # (learning curves; the shares are nested)
+    # VoicePrivacy data folders as they are (sparc_eval/data/vpc.py): data_folder is the challenge's
+    # data folder, each trial list scored on its own, anonymized copies found by their suffix
+    vpc_preset: Optional[str] = None  # vpc2024 | vpc2026
+    anon_data_suffix: Optional[str] = (
+        None  # _mcadams: libri_test_trials_f_mcadams (None: the one found)
+    )
+    vpc_regenerate_mixed: bool = (
+        False  # build the 2026 mixed lists here (seeded; a named deviation)
+    )
+    vpc_train_speakers: Optional[int] = (
+        None  # a seeded subset of the training speakers (a named deviation)
+    )
 
     def __post_init__(self):
         if self.scenario not in SCENARIOS:
@@ -121,6 +133,7 @@ class DataPlan:
     split: Optional[Split]  # enrollment and trial ids (None: the attacker makes its own trials)
     eval_original: Manifest  # the original evaluation corpus: speakers, attributes, utt2spk
     scenario: str = "original"
+    lists: Optional[object] = None  # VoicePrivacy trial lists scored one by one (vpc.PlannedLists)
 
     def enroll_utterances(self) -> list:
         ids = {u for ids in self.split.enroll.values() for u in ids}
@@ -221,6 +234,10 @@ def _missing(anonymized: Manifest, needed: set, folder) -> list:
 
 def plan_data(data: DataSettings) -> DataPlan:
     """Load the corpora a scenario needs and split the evaluation speakers."""
+    if data.vpc_preset:
+        from .vpc import plan_vpc
+
+        return plan_vpc(data)
     train, evaluation = _train_and_evaluation(data)
     split = make_split(
         evaluation,

@@ -481,6 +481,8 @@ def build_results(results: dict, run_info: Optional[dict] = None) -> dict:
         doc["segments"] = {}
     if doc["not_applicable"] is None:
         doc["not_applicable"] = {}
+    if results.get("lists") is not None:  # VoicePrivacy trial lists, one row each
+        doc["lists"] = results["lists"]
     return _json_safe(doc)
 
 
@@ -540,6 +542,7 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
     for key in ("dataset", "features", "anonymizer", "scenario", "seed"):
         if run.get(key) is not None:
             lines.append(f"- {key}: {run[key]}")
+    lines += list_table_lines(doc.get("lists"))
     lines += _overall_lines(doc.get("overall") or {}, details)
     lines += _per_speaker_lines(doc.get("per_speaker"))
     lines += _segment_lines(doc.get("segments") or {}, details.get("segments_skipped") or {})
@@ -552,6 +555,37 @@ def render_report(doc: dict, details: Optional[dict] = None, plots: Optional[lis
     if plots:
         lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def _pct_ci(value, ci) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{100 * value:.2f}%"
+    return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+
+def list_table_lines(lists: Optional[dict]) -> list:
+    """The challenge-shaped table (one row per trial list) under its label, when there is one."""
+    if not lists:
+        return []
+    lines = [
+        "",
+        f"## {lists['label']}",
+        "",
+        "| dataset | enrollment | trial list | sex | EER [95% CI] | min Cllr | targets | non-targets | speakers |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in lists["rows"]:
+        cllr = (r.get("overall") or {}).get("min_cllr")
+        lines.append(
+            f"| {r['dataset']} | {r['enrollment']} | {r['trial_list']} | {r['sex']} | "
+            f"{_pct_ci(r.get('eer'), r.get('ci95'))} | {'n/a' if cllr is None else f'{cllr:.3f}'} | "
+            f"{r.get('n_target', 0)} | {r.get('n_nontarget', 0)} | {r.get('n_speakers') or 'n/a'} |"
+        )
+    return lines + [
+        "",
+        "Each row: the list's own trials and enrollment rule; the sections below pool them.",
+    ]
 
 
 def _overall_lines(ov: dict, details: dict) -> list:

@@ -56,7 +56,8 @@ def detect_layout(path) -> str:
     raise DataError(
         f"{path}: unknown corpus layout",
         hint="expected a LibriSpeech tree, a Kaldi data dir, an EdAcc release, a SpAnE/EdAcc "
-        "datafile, a manifest.jsonl (or a folder holding one), or SPARC parquet/JSON lines",
+        "datafile, a manifest.jsonl (or a folder holding one), SPARC parquet/JSON lines, or a "
+        "folder of audio files with a metadata.csv (file,speaker,...) or in speaker folders",
     )
 
 

@@ -14,7 +14,8 @@ def register(subparsers) -> None:
     )
     info.add_argument(
         "path",
-        help="LibriSpeech tree, Kaldi dir, EdAcc release or datafile, manifest, SPARC export",
+        help="LibriSpeech tree, Kaldi dir, EdAcc release or datafile, manifest, SPARC export, "
+        "folder of audio files (with a metadata.csv, or speaker folders)",
     )
     info.add_argument(
         "--json", action="store_true", help="print one JSON object instead of name: value lines"

@@ -10,8 +10,9 @@ A corpus loader is an object (or a class built without arguments) with::
 :func:`~sparc_eval.data.corpora.detect_layout` asks the registered loaders in priority order and
 takes the first that says yes, so a loader that recognises a more specific layout goes first. The
 built-ins, one per module of this package: ``manifest`` 10, ``kaldi`` 20, ``edacc`` 30,
-``librispeech`` 40, ``spane`` 50, ``sparc`` 60 (a folder holding ``manifest.jsonl`` is a manifest
-whatever else it holds; any JSON-lines file that no other loader claims is a SPARC export).
+``librispeech`` 40, ``spane`` 50, ``audio_folder`` 55, ``sparc`` 60 (a folder holding
+``manifest.jsonl`` is a manifest whatever else it holds; a folder of audio files that no specific
+layout claims is an audio folder; any JSON-lines file that no other loader claims is a SPARC export).
 ``load`` receives every option of :func:`~sparc_eval.data.corpora.load_corpus` (``root``,
 ``split``, ``columns``, ``skip_missing``, ``keep_unreadable``) and ignores the ones it does not use.
 

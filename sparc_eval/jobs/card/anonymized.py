@@ -151,3 +151,32 @@ def _anonymize_one(
         )
         done.train_content = train.content_digest()
     return done
+
+
+def given_copies(card: CardSettings, plan: DataPlan) -> dict:
+    """{name: AnonymizedCorpora} of the anonymized copies a VoicePrivacy data folder already holds
+    (``vpc_preset``): read as they are, nothing anonymized here. The split's utterances the copies
+    lack are left out by the data plan under the runner's missing-utterance rule."""
+    from ...data.vpc import find_layout
+
+    data = card.data
+    layout = find_layout(
+        data.data_folder,
+        data.vpc_preset,
+        data.anon_data_suffix,
+        regenerate_mixed=data.vpc_regenerate_mixed,
+    )
+    spec = card.anonymizers[0]
+    train = layout.anon_train
+    return {
+        spec.name: AnonymizedCorpora(
+            spec.name,
+            layout.root,
+            train_folder=train,
+            draws={
+                "mode": "given",
+                "attacker": f"the copies under {layout.root} (*{layout.suffix})",
+            },
+            train_content=text_digest(str(train), 12) if train else "absent",
+        )
+    }

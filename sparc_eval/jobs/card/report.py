@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import write_text
+from ...attack.cells import served_by_back_end
 from ...metrics.plots import _pyplot
 from ...metrics.plots import _save as _save_figure
 from ...metrics.small import small_label
@@ -53,13 +54,8 @@ def _cell_text(cell: dict) -> str:
                 "small": o.get("small_evaluation"),
             }
         )
-        return text + (" (back-end)" if _back_end(cell) else "")
+        return text + (" (back-end)" if served_by_back_end(cell) else "")
     return "n/a" if cell.get("status") == "not_applicable" else "failed"
-
-
-def _back_end(cell: dict) -> bool:
-    """A semi-informed cell served by back-end adaptation, never the scenario's full retraining."""
-    return str(cell.get("scenario_label") or "").endswith("(back-end)")
 
 
 def _cells(doc: dict):
@@ -71,7 +67,11 @@ def _cells(doc: dict):
 
 
 def _back_end_notes(doc: dict) -> list:
-    cells = [(a, sc, c) for _, a, sc, c in _cells(doc) if c.get("status") == "ok" and _back_end(c)]
+    cells = [
+        (a, sc, c)
+        for _, a, sc, c in _cells(doc)
+        if c.get("status") == "ok" and served_by_back_end(c)
+    ]
     if not cells:
         return []
     lines = [
@@ -353,6 +353,19 @@ def _same_sex(doc: dict) -> list:
     return lines + [""]
 
 
+def _lists(doc: dict) -> list:
+    """The challenge-shaped tables: one per cell that scored VoicePrivacy lists, each row a list."""
+    from ...metrics.results import list_table_lines
+
+    lines = []
+    for where, by in (doc.get("lists") or {}).items():
+        for _attacker, by_sc in by.items():
+            for sc, table in by_sc.items():
+                named = {**table, "label": f"{table['label']} ({where} speech, {sc})"}
+                lines += list_table_lines(named)
+    return lines + [""] if lines else []
+
+
 def _sexes(found: dict) -> list:
     return sorted(
         {
@@ -539,6 +552,7 @@ def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
         _beyond,
         _singling_out,
         _strength,
+        _lists,
         _same_sex,
         _learning,
         _utility,

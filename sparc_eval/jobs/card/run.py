@@ -30,7 +30,13 @@ from ...data.words import spoken_manifest
 from ...errors import DataError
 from ...provenance import bootstrap_deviation, environment, versions
 from ...utility.metrics import UtilityInput
-from .anonymized import REUSES_ENROLLMENT, AnonymizedCorpora, anonymize_needed, needed_utterances
+from .anonymized import (
+    REUSES_ENROLLMENT,
+    AnonymizedCorpora,
+    anonymize_needed,
+    given_copies,
+    needed_utterances,
+)
 from .learning import learning_cells
 from .settings import CardSettings, attacker_settings
 
@@ -82,9 +88,16 @@ def model_folder(
     return str(card.output_folder / "models" / attacker.name / f"{semi or original}{suffix}")
 
 
-def evaluated_speech(evalset: EvaluationSet, anonymized: dict) -> dict:
-    """{anonymizer: its anonymized speech on the evaluated ids}, read once for cells and utility."""
+def evaluated_speech(evalset: EvaluationSet, anonymized: dict, data=None) -> dict:
+    """{anonymizer: its anonymized speech on the evaluated ids}, read once for cells and utility
+    (a VoicePrivacy data folder's copies when ``data`` names a preset)."""
     keep = set(evalset.manifest.by_id())
+    if data is not None and data.vpc_preset:
+        from ...data.vpc import anonymized_corpus, find_layout
+
+        layout = find_layout(data.data_folder, data.vpc_preset, data.anon_data_suffix)
+        copies = anonymized_corpus(layout)
+        return {name: copies.subset(lambda u: u.id in keep) for name in anonymized}
     return {
         name: load_anonymized(str(a.eval_folder), DataSettings(anonymizer_name=name)).subset(
             lambda u: u.id in keep
@@ -232,11 +245,12 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
     card = replace(
         card, original_content=plan.train.content_digest()
     )  # the original speech's models are keyed by it
-    anonymized = anonymize_needed(card, plan)
+    # a VoicePrivacy data folder holds its anonymized copies: read as they are
+    anonymized = given_copies(card, plan) if card.data.vpc_preset else anonymize_needed(card, plan)
     timings["anonymization"] = time.perf_counter() - start
     evalset = evaluation_set(plan, anonymized)
     stage = time.perf_counter()
-    speech = evaluated_speech(evalset, anonymized)
+    speech = evaluated_speech(evalset, anonymized, card.data)
     cells = run_cells(card, evalset, anonymized, speech, ctx)
     extra = (
         learning_cells(card, cells, evalset, anonymized, ctx, _cell) if card.learning_curve else {}
@@ -265,11 +279,24 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
         cells=cells,
         utility=_strip(utility),
         **verdicts,
+        **list_tables(cells),
     )
     doc = json_safe(doc)
     write_json(card.output_folder / "results.json", doc)
     write_card(card.output_folder, doc, card)
     return card.output_folder / "results.json"
+
+
+def list_tables(cells: dict) -> dict:
+    """``{"lists": {where: {attacker: {scenario: table}}}}``: each cell's per-list table when its
+    data plan scored VoicePrivacy lists (none otherwise)."""
+    found = {}
+    for where, by in cells.items():
+        for attacker, by_scenario in by.items():
+            for scenario, cell in by_scenario.items():
+                if cell.get("lists"):
+                    found.setdefault(where, {}).setdefault(attacker, {})[scenario] = cell["lists"]
+    return {"lists": found} if found else {}
 
 
 def _strip(utility: dict) -> dict:

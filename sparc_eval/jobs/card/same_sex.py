@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...metrics import evaluate_trials
+from ...attack.subsets import evaluate_subset, summary, test_speakers
 from .reference import probe_level
 
 
@@ -28,34 +28,13 @@ def same_sex_eers(trials, sex_of: dict, settings) -> dict:
     enroll_sex = np.array([sex_of.get(str(e)) for e in trials.enroll], dtype=object)
     test_sex = np.array([sex_of.get(str(t)) for t in trials.test_speaker], dtype=object)
     out = {}
-    boot = settings.bootstrap
     for sex in sorted({x for x in test_sex if x is not None}):
         mask = (enroll_sex == sex) & (test_sex == sex)
         if not mask.any() or trials.label[mask].all() or not trials.label[mask].any():
             continue
-        utt2spk = dict(zip(trials.test[mask].tolist(), trials.test_speaker[mask].tolist()))
-        ev = evaluate_trials(
-            trials.enroll[mask],
-            trials.test[mask],
-            trials.score[mask],
-            trials.label[mask],
-            utt2spk=utt2spk,
-            n_boot=boot.n_boot,
-            seed=boot.seed,
-            bootstrap_unit="speaker",
-            per_speaker=False,
-            min_verdict_speakers=settings.min_verdict_speakers,
-            panel_ci=False,  # the pooled cell carries the panel's CIs
-        )
-        ov = ev["overall"]
-        out[sex] = {
-            "eer": ov["eer"],
-            "ci95": (ov.get("ci95") or {}).get("eer"),
-            "n_speakers": len(set(utt2spk.values())),
-            "n_target": ov["n_target"],
-            "n_nontarget": ov["n_nontarget"],
-            "small_evaluation": ov["small_evaluation"],
-        }
+        # the pooled cell carries the panel's CIs; the same-sex rows resample test speakers
+        found = evaluate_subset(trials, mask, settings, unit="speaker")
+        out[sex] = summary(found, test_speakers(trials, mask))
     return out
 
 

@@ -87,7 +87,7 @@ class CardSettings:
         check_split_keys(data, attackers)
         return cls(
             output_folder=Path(hp["output_folder"]),
-            anonymizers=anonymizer_specs(hp),
+            anonymizers=given_anonymizer(data) if data.vpc_preset else anonymizer_specs(hp),
             data=data,
             attackers=attackers,
             scenarios=scenarios_of(hp),
@@ -310,6 +310,22 @@ def anonymizer_specs(hp: dict) -> tuple:
             f"anonymizer_options names {sorted(unknown)}, which are not evaluated ({sorted(seen)})"
         )
     return tuple(out)
+
+
+def given_anonymizer(data: DataSettings) -> tuple:
+    """The anonymizer of a VoicePrivacy data folder's copies, named by their suffix
+    (``_mcadams``: mcadams); its source is where the copies are."""
+    from ...data.vpc import find_layout
+
+    layout = find_layout(data.data_folder, data.vpc_preset, data.anon_data_suffix)
+    if layout.suffix is None:
+        raise DataError(
+            f"no anonymized copies under {layout.root} (folders such as {layout.lists[0].name}_NAME)",
+            path=layout.root,
+            hint="the card evaluates anonymized copies: give --anon_data_suffix=_NAME",
+        )
+    name = layout.suffix.lstrip("_") or layout.suffix
+    return (AnonymizerSpec(name, f"given: {layout.root}/*{layout.suffix}"),)
 
 
 def utility_metrics(hp: dict) -> dict:

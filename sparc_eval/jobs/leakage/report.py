@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import atomic_open
+from ...attack.cells import served_by_back_end
 from ...attack.evaluation_set import CONDITION_TITLES
 from ...metrics.plots import _pyplot, _save
 from ...metrics.small import small_label
@@ -257,7 +258,8 @@ def _eer_cell(cell: dict) -> str:
         "small_evaluation"
     )  # a degenerate or few-speaker interval: the counted bound beside it
     bound = f" ({small_label(small)})" if small else ""
-    return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{bound}{same}"
+    back_end = " (back-end)" if served_by_back_end(cell) else ""
+    return f"{_pct(ov['eer'])}%{_ci((ov.get('ci95') or {}).get('eer'))}{bound}{same}{back_end}"
 
 
 def _grid(doc: dict, cond: str, cell_text, head: list) -> list:

@@ -1,0 +1,118 @@
+"""Evaluating a subset of one run's scored trials: a VoicePrivacy trial list (its pairs), the
+same-sex trials of a pooled split. One function, so that the card's same-sex EERs and the
+per-list rows of the challenge's table are computed alike.
+
+A subset of speaker-level trials scores as it would alone: each pair's score depends on the
+enrollment speaker's model and the trial utterance only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .evaluation import EvaluationSettings
+from .trials import Trials
+
+
+def evaluate_subset(
+    trials: Trials,
+    mask,
+    settings: EvaluationSettings,
+    *,
+    unit: Optional[str] = None,
+    per_speaker: bool = False,
+    panel_ci: bool = False,
+    llr: bool = False,
+):
+    """Every metric of the scored trials where ``mask`` is True (an
+    :class:`~sparc_eval.metrics.Evaluation`), bootstrapped over ``unit`` (None: the run's), or
+    None when the subset has no trials."""
+    from ..metrics import evaluate_trials
+
+    chosen = trials.select(np.asarray(mask, dtype=bool)).scored()
+    if len(chosen) == 0:
+        return None
+    boot = settings.bootstrap
+    return evaluate_trials(
+        chosen.enroll_speakers,
+        chosen.test,
+        chosen.score,
+        chosen.label,
+        utt2spk=chosen.utt2spk(),
+        settings=settings.metrics,
+        n_boot=boot.n_boot,
+        seed=boot.seed,
+        bootstrap_unit=unit or boot.unit,
+        per_speaker=per_speaker,
+        min_verdict_speakers=settings.min_verdict_speakers,
+        llr=llr,
+        panel_ci=panel_ci,
+    )
+
+
+def test_speakers(trials: Trials, mask) -> int:
+    return len({str(s) for s in trials.test_speaker[np.asarray(mask, dtype=bool)]})
+
+
+def summary(evaluation, n_speakers: int) -> dict:
+    """The few numbers a table row shows: EER, its CI, the counts, the small-evaluation note."""
+    ov = evaluation["overall"]
+    return {
+        "eer": ov["eer"],
+        "ci95": (ov.get("ci95") or {}).get("eer"),
+        "n_speakers": n_speakers,
+        "n_target": ov["n_target"],
+        "n_nontarget": ov["n_nontarget"],
+        "small_evaluation": ov.get("small_evaluation"),
+    }
+
+
+def pair_mask(trials: Trials, pairs) -> np.ndarray:
+    """Which trials are among ``pairs`` ((enroll speaker, trial id, ...) tuples)."""
+    wanted = {f"{p[0]}\t{p[1]}" for p in pairs}
+    keys = np.char.add(
+        np.char.add(trials.enroll_speakers.astype(str), "\t"), trials.test.astype(str)
+    )
+    return np.isin(keys, list(wanted))
+
+
+def list_rows(
+    trials: Trials, planned, settings: EvaluationSettings, attacker: str, *, llr=False
+) -> dict:
+    """results.json's ``lists``: one row per VoicePrivacy trial list (dataset, enrollment, list,
+    sex, counts, EER with its CI, the full overall block with the panel, per-speaker EERs), under
+    a label that names the layout and the attacker that produced it."""
+    rows = []
+    for trial_list, pairs in planned.lists:
+        mask = pair_mask(trials, pairs)
+        found = evaluate_subset(trials, mask, settings, per_speaker=True, panel_ci=True, llr=llr)
+        n_test = len({str(t) for t in trials.test[mask]})
+        row = {
+            "dataset": trial_list.dataset,
+            "enrollment": trial_list.enrollment,
+            "trial_list": trial_list.name,
+            "sex": trial_list.sex,
+            "regenerated": trial_list.regenerated,
+            "n_listed": len(pairs),
+            "n_scored": int(np.isfinite(trials.score[mask]).sum()),
+            "n_trial_utterances": n_test,
+        }
+        if found is None:
+            rows.append({**row, "eer": None, "not_applicable": "no scored trials of this list"})
+            continue
+        rows.append(
+            {
+                **row,
+                **summary(found, test_speakers(trials, mask)),
+                "overall": found["overall"],
+                "per_speaker": found["per_speaker"],
+            }
+        )
+    return {
+        "label": planned.label(attacker),
+        "preset": planned.preset,
+        "anon_data_suffix": planned.suffix,
+        "rows": rows,
+    }
