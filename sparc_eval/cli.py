@@ -44,6 +44,10 @@ COMMANDS = {
         "sparc_eval.jobs.card.cli",
         "evaluate anonymizers: privacy against voice and content, and utility",
     ),
+    "report": (
+        "sparc_eval.jobs.report_cli",
+        "re-render a card or leakage comparison from its results.json (nothing recomputed)",
+    ),
 }
 
 

@@ -68,6 +68,7 @@ UTTERANCE_EXTRA = frozenset(
         "title",
         "description",
         "category",
+        "emotion",  # an utterance's emotion label (the emotion utility's UAR), never a speaker's
     }
 )
 RESOLUTION_RULE = "kept each speaker's most frequent value (ties: the first seen)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import shutil
 import tempfile
 from pathlib import Path
@@ -260,6 +261,35 @@ class FasterWhisperASR(ASR):
         return " ".join(s.text.strip() for s in segments if s.text.strip())
 
 
+# What torch.load and whisper.load_model raise on a file that is not an openai-whisper .pt: an
+# unreadable pickle or zip, a dict without "dims" / "model_state_dict", tensors of other shapes.
+NOT_A_WHISPER_CHECKPOINT = (
+    pickle.UnpicklingError,
+    EOFError,
+    RuntimeError,
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+)
+
+
+def load_openai_whisper_checkpoint(whisper, checkpoint: str, device: str):
+    """``whisper.load_model`` on a local ``.pt``; a file in another format is a DataError."""
+    try:
+        return whisper.load_model(checkpoint, device=device)
+    except NOT_A_WHISPER_CHECKPOINT as err:
+        # torch's first sentence says what failed; the rest advises weights_only=False, unsafe here
+        reason = str(err).strip().split(". ")[0][:200]
+        raise DataError(
+            f"not an openai-whisper checkpoint ({type(err).__name__}: {reason})",
+            path=checkpoint,
+            hint="the ASR 'checkpoint' must be a .pt as openai-whisper saves it: a dict with 'dims' "
+            "and 'model_state_dict'; a Hugging Face or CTranslate2 Whisper folder goes to the "
+            "faster-whisper backend",
+        ) from err
+
+
 class OpenAIWhisperASR(ASR):
     """The reference ``openai-whisper`` implementation from a local ``.pt`` checkpoint."""
 
@@ -305,7 +335,7 @@ class OpenAIWhisperASR(ASR):
     def load(self):
         if self._model is None:
             whisper = require("whisper", extra="whisper", purpose="openai-whisper ASR")
-            self._model = whisper.load_model(self.checkpoint, device=self.device)
+            self._model = load_openai_whisper_checkpoint(whisper, self.checkpoint, self.device)
         return self._model
 
     def _decode(self, model, audio) -> str:

@@ -217,6 +217,31 @@ class EspeakTTS(TTS):
         return _finish(audio, sr, text)
 
 
+def restore_nemo_model(path: str, role, role_name: str, setting: str, device):
+    """The model a ``.nemo`` file holds, in eval mode, when it plays ``role`` (a NeMo base class:
+    spectrogram generator or vocoder); any other file is a DataError naming the setting."""
+    from nemo.core import ModelPT
+
+    hint = f"set the TTS '{setting}' option to a NeMo {role_name} .nemo file"
+    try:
+        # The file names its own class (FastPitchModel.restore_from would return a HiFiGAN too).
+        model = ModelPT.restore_from(path, map_location=device)
+    except Exception as err:  # a tar, a YAML config and a state dict: many ways to be wrong
+        reason = (str(err).strip().splitlines() or [""])[0][:200]
+        raise DataError(
+            f"cannot be restored as a NeMo model ({type(err).__name__}: {reason})",
+            path=path,
+            hint=hint,
+        ) from err
+    if not isinstance(model, role):
+        raise DataError(
+            f"holds a NeMo {type(model).__name__}, not a {role_name} ({role.__name__})",
+            path=path,
+            hint=hint,
+        )
+    return model.eval()
+
+
 class NemoTTS(TTS):
     """NeMo FastPitch (text -> mel) + HiFiGAN (mel -> audio) from local ``.nemo`` files.
     ``speaker`` selects a speaker of a multi-speaker FastPitch."""
@@ -259,14 +284,19 @@ class NemoTTS(TTS):
         if self._model is None:
             import torch
 
-            models = require("nemo.collections.tts.models", extra="nemo", purpose="NeMo TTS")
+            from ..speechbrain_compat import ensure_torchaudio
+
+            # NeMo imports torchaudio; pip pairs CPU torch with a CUDA torchaudio whose import
+            # raises OSError, and NeMo only tolerates a missing one: use the stand-in then.
+            ensure_torchaudio()
+            base = require("nemo.collections.tts.models.base", extra="nemo", purpose="NeMo TTS")
             device = torch.device(self.device)
-            self._model = models.FastPitchModel.restore_from(
-                self.fastpitch, map_location=device
-            ).eval()
-            self._vocoder = models.HifiGanModel.restore_from(
-                self.hifigan, map_location=device
-            ).eval()
+            self._model = restore_nemo_model(
+                self.fastpitch, base.SpectrogramGenerator, "FastPitch", "fastpitch", device
+            )
+            self._vocoder = restore_nemo_model(
+                self.hifigan, base.Vocoder, "HiFiGAN", "hifigan", device
+            )
         return self._model
 
     def _sample_rate(self) -> int:

@@ -4,6 +4,7 @@ Figures: ``eer_by_attacker.png`` (EER with CIs per attacker and scenario, agains
 lines), ``det.png`` (overlaid DET curves per anonymizer), ``per_speaker.png`` (per-speaker EER,
 original against anonymized speech, for each anonymizer's headline attacker). With
 ``pseudonymise`` the card and figures name speakers ``S01, S02, ...`` and show no attributes.
+``table.csv`` and ``table.tex`` (:mod:`sparc_eval.jobs.tables`) hold the cells' numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from ...attack.cells import served_by_back_end
 from ...metrics.plots import _pyplot
 from ...metrics.plots import _save as _save_figure
 from ...metrics.small import small_label
+from ..tables import (
+    DEFAULT_TABLES,
+    TableOptions,
+    cell_speakers,
+    grid_cells,
+    pseudonyms,
+    write_tables,
+)
 
 ORIGINAL = "original"
 
@@ -447,7 +456,12 @@ def _utility(doc: dict) -> list:
     if original:
         first = next(iter(original.values()))
         lines += ["", f"WER of the original speech with the same ASR: {_value(first)}."]
-    return lines + [""] + [f"- {k}: {v}" for k, v in reasons.items()] + ([""] if reasons else [])
+    measures = {
+        m: r["measure"] for by in doc["utility"].values() for m, r in by.items() if "measure" in r
+    }
+    notes = [f"- {m} is the {what}" for m, what in sorted(measures.items())]
+    notes += [f"- {k}: {v}" for k, v in reasons.items()]
+    return lines + [""] + notes + ([""] if notes else [])
 
 
 def _comparisons(doc: dict) -> list:
@@ -527,16 +541,7 @@ def _draws(doc: dict) -> list:
 
 
 def pseudonyms_of(doc: dict) -> dict:
-    speakers = sorted(
-        {
-            s
-            for by in doc["cells"].values()
-            for by_sc in by.values()
-            for c in by_sc.values()
-            for s in (c.get("per_speaker") or {})
-        }
-    )
-    return {s: f"S{i + 1:02d}" for i, s in enumerate(speakers)}
+    return pseudonyms(cell_speakers(doc))
 
 
 def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
@@ -682,16 +687,33 @@ def plot_per_speaker(path, doc: dict, pseudonyms: dict):
     return _save(fig, path)
 
 
+CARD_LABELS = ("anonymizer", "attacker", "scenario")
+CARD_CAPTION = (
+    "Anonymizer card: EER per anonymizer, attacker and scenario (original: the attacker on "
+    "original speech; higher is more private)."
+)
+
+
 def write_card(out_dir, doc: dict, card) -> Path:
+    return render_card_folder(out_dir, doc, pseudonymise=card.pseudonymise, plots=card.plots)
+
+
+def render_card_folder(
+    out_dir, doc: dict, *, pseudonymise: bool, plots: bool, tables: TableOptions = DEFAULT_TABLES
+) -> Path:
+    """card.md, table.csv, table.tex and the figures from results.json's document (and, for the
+    DET curves, the cells' scores): what a run writes, and what ``sparc-eval report`` rewrites."""
     out_dir = Path(out_dir)
+    # the tables first: an unknown metric stops before any file is written
+    write_tables(out_dir, CARD_LABELS, grid_cells(doc), CARD_CAPTION, tables)
     figures = {}
-    if card.plots:
-        pseudonyms = pseudonyms_of(doc) if card.pseudonymise else {}
+    if plots:
+        pseudonyms = pseudonyms_of(doc) if pseudonymise else {}
         figures = {
             "EER per attacker and scenario": plot_eers(out_dir / "eer_by_attacker.png", doc),
             "DET curves": plot_det(out_dir / "det.png", doc, out_dir),
             "per-speaker EER": plot_per_speaker(out_dir / "per_speaker.png", doc, pseudonyms),
         }
     path = out_dir / "card.md"
-    write_text(path, render_card(doc, figures, card.pseudonymise))
+    write_text(path, render_card(doc, figures, pseudonymise))
     return path

@@ -469,6 +469,7 @@ def _run_record(
         "weak_attacker_eer": card.weak_attacker_eer,
         "max_ci_width": card.max_ci_width,
         "pseudonymise": card.pseudonymise,
+        "plots": card.plots,  # so that sparc-eval report re-renders the same card.md
         "attacker_draws": card.attacker_draws,
         "attacker_seed": card.attacker_seed,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},

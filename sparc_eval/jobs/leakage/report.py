@@ -1,4 +1,5 @@
-"""report.md and figures of a leakage comparison (see :mod:`~sparc_eval.jobs.leakage.run` for results.json)."""
+"""report.md, table.csv, table.tex and figures of a leakage comparison (see
+:mod:`~sparc_eval.jobs.leakage.run` for results.json, :mod:`sparc_eval.jobs.tables` for the tables)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from ...attack.evaluation_set import CONDITION_TITLES
 from ...metrics.plots import _pyplot, _save
 from ...metrics.small import small_label
 from ...provenance import report_lines
+from ..tables import (
+    DEFAULT_TABLES,
+    TableOptions,
+    cell_speakers,
+    grid_cells,
+    pseudonyms,
+    write_tables,
+)
 
 
 def _pct(x, d=1) -> str:
@@ -177,8 +186,9 @@ def plot_segments(path, doc, cond) -> Path | None:
 # --- report.md ------------------------------------------------------------------------------------
 
 
-def render_leakage_report(doc: dict, plots: dict) -> str:
-    """report.md of a leakage comparison: one section renderer after another."""
+def render_leakage_report(doc: dict, plots: dict, pseudonyms: dict | None = None) -> str:
+    """report.md of a leakage comparison: one section renderer after another (``pseudonyms``:
+    speaker names to print instead of the corpus's)."""
     lines = _intro(doc)
     lines += _fairness(doc)
     lines += _eer_tables(doc, plots)
@@ -187,7 +197,7 @@ def render_leakage_report(doc: dict, plots: dict) -> str:
     lines += _shared_text_changes(doc)
     lines += _vocabulary(doc)
     lines += _shared_text(doc)
-    lines += _distinctiveness(doc, plots)
+    lines += _distinctiveness(doc, plots, pseudonyms or {})
     lines += _segments(doc, plots)
     lines += _closing(doc)
     return "\n".join(lines) + "\n"
@@ -426,7 +436,7 @@ def _shared_text(doc: dict) -> list:
     return lines
 
 
-def _distinctiveness(doc: dict, plots: dict) -> list:
+def _distinctiveness(doc: dict, plots: dict, pseudonyms: dict) -> list:
     conditions = doc["run"]["conditions"]
     lines = [
         "## Distinctiveness and per-speaker EER",
@@ -451,8 +461,9 @@ def _distinctiveness(doc: dict, plots: dict) -> list:
         if d.get("not_applicable"):
             lines.append(f"- {corpus}: no distinctiveness ({d['not_applicable']}).")
         else:
+            most, least = ([pseudonyms.get(s, s) for s in d[k]] for k in ("most", "least"))
             lines.append(
-                f"- {corpus}: most distinctive {', '.join(d['most'])}; least {', '.join(d['least'])}."
+                f"- {corpus}: most distinctive {', '.join(most)}; least {', '.join(least)}."
             )
     lines.append("")
     for cond in conditions:
@@ -576,8 +587,26 @@ def _closing(doc: dict) -> list:
     return lines
 
 
-def write_leakage_report(out_dir, doc: dict, *, plots: bool = True) -> Path:
+LEAKAGE_LABELS = ("corpus", "attacker", "condition")
+LEAKAGE_CAPTION = (
+    "Content leakage: EER per corpus, attacker and condition (lower: the attacker recognises "
+    "speakers better, more leakage)."
+)
+
+
+def write_leakage_report(
+    out_dir,
+    doc: dict,
+    *,
+    plots: bool = True,
+    pseudonymise: bool = False,
+    tables: TableOptions = DEFAULT_TABLES,
+) -> Path:
+    """report.md, table.csv, table.tex and the figures from results.json's document: what a run
+    writes, and what ``sparc-eval report`` rewrites."""
     out_dir = Path(out_dir)
+    # the tables first: an unknown metric stops before any file is written
+    write_tables(out_dir, LEAKAGE_LABELS, grid_cells(doc), LEAKAGE_CAPTION, tables)
     files = {}
     if plots:
         files["eer"] = plot_eer_grid(out_dir / "eer_by_corpus.png", doc)
@@ -586,7 +615,21 @@ def write_leakage_report(out_dir, doc: dict, *, plots: bool = True) -> Path:
                 out_dir / f"distinctiveness_{cond}.png", doc, cond
             )
             files[f"segments_{cond}"] = plot_segments(out_dir / f"segments_{cond}.png", doc, cond)
+    pseudonyms = leakage_pseudonyms(doc) if pseudonymise else {}
     path = out_dir / "report.md"
     with atomic_open(path, "w", encoding="utf-8") as handle:
-        handle.write(render_leakage_report(doc, files))
+        handle.write(render_leakage_report(doc, files, pseudonyms))
     return path
+
+
+def leakage_pseudonyms(doc: dict) -> dict:
+    """S01, S02, ... for every speaker the report could name: the cells' and the most and least
+    distinctive of each corpus."""
+    named = {
+        s
+        for block in doc["corpora"].values()
+        for c in block["conditions"].values()
+        for s in (c["distinctiveness"].get("most") or [])
+        + (c["distinctiveness"].get("least") or [])
+    }
+    return pseudonyms(cell_speakers(doc) | named)

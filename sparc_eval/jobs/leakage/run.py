@@ -315,6 +315,7 @@ def compare_leakage(settings: LeakageSettings, *, hparams_file=None, overrides=N
     )
     na["per_speaker"] = "per cell: cells.<corpus>.<attacker>.<condition>.per_speaker"
     run = {
+        "kind": "leakage_comparison",
         "dataset": [c.name for c in settings.corpora],
         "features": [a.name for a in settings.attackers],
         "anonymizer": None,
@@ -324,6 +325,7 @@ def compare_leakage(settings: LeakageSettings, *, hparams_file=None, overrides=N
         "seed": settings.seed,
         "grid": settings.grid,
         "conditions": list(settings.conditions),
+        "plots": settings.plots,  # so that sparc-eval report re-renders the same report.md
         **settings.evaluation.record(),
         "attackers": {a.name: a.describe() for a in settings.attackers},
         "timings_s": {"total": round(time.perf_counter() - start, 3)},
