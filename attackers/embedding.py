@@ -58,6 +58,7 @@ class EmbeddingAttacker:
         self.n_embedded = 0  # utterances embedded by this run (the rest came from the cache)
         self.timings_s, self.notes = {}, {}
         self._cache, self._resampling_said = None, False
+        self._held = {}  # cache key -> vector, this run's: prepare, score and singling out read once
 
     # --- what a subclass defines ---------------------------------------------------------------
 
@@ -145,7 +146,7 @@ class EmbeddingAttacker:
         vectors = np.asarray(self._embed_waves([self._read(u) for u, _ in batch]), dtype=np.float32)
         for (utt, key), vector in zip(batch, vectors):
             self._open_cache().put(key, vector)
-            out[utt.id] = vector
+            out[utt.id] = self._held[key] = vector
         self.n_embedded += len(batch)
 
     def embed(self, utterances) -> dict:
@@ -158,9 +159,11 @@ class EmbeddingAttacker:
             if utt.id in out or utt.id in todo:
                 continue
             key = content_key(utt, source="audio")
-            cached = self._open_cache().get(key)
+            cached = self._held.get(key)
+            if cached is None:
+                cached = self._open_cache().get(key)
             if cached is not None:
-                out[utt.id] = cached
+                out[utt.id] = self._held[key] = cached
             else:
                 todo[utt.id] = (utt, key)
         pending = list(todo.values())

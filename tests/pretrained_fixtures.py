@@ -188,3 +188,37 @@ def set_embedding_size(folder, size: int) -> None:
     config = json.loads(path.read_text())
     config["xvector_output_dim"] = size
     path.write_text(json.dumps(config))
+
+
+SSL_HIDDEN = 16
+# a 50 Hz frame rate like the real models: strides 16 x 20 = 320 samples
+SSL_CONV = {"conv_dim": (8, 8), "conv_stride": (16, 20), "conv_kernel": (16, 20)}
+SSL_TRANSFORMER = {
+    "hidden_size": SSL_HIDDEN,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "num_conv_pos_embeddings": 8,
+    "num_conv_pos_embedding_groups": 2,
+}
+
+
+def write_ssl_snapshot(folder, kind: str = "wavlm"):
+    """A tiny random self-supervised model saved like a hub snapshot: WavLM as in WavLM-Large
+    (layer-norm feature encoder, attention mask), HuBERT as in the base models (group norm)."""
+    from transformers import HubertConfig, HubertModel, WavLMConfig, WavLMModel
+
+    if kind == "wavlm":
+        config = WavLMConfig(
+            **SSL_CONV,
+            **SSL_TRANSFORMER,
+            feat_extract_norm="layer",
+            do_stable_layer_norm=True,
+            num_buckets=16,
+            max_bucket_distance=32,
+        )
+        WavLMModel(config).save_pretrained(folder)
+    else:
+        config = HubertConfig(**SSL_CONV, **SSL_TRANSFORMER, feat_extract_norm="group")
+        HubertModel(config).save_pretrained(folder)
+    return Path(folder)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pretrained_fixtures import write_speechbrain_folder, write_xvector_folder
+from pretrained_fixtures import write_speechbrain_folder, write_ssl_snapshot, write_xvector_folder
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -59,28 +59,6 @@ n_boot: 50
 """
 
 
-def _tiny_wavlm(folder: Path) -> Path:
-    from transformers import WavLMConfig, WavLMModel
-
-    config = WavLMConfig(
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_conv_pos_embeddings=8,
-        num_conv_pos_embedding_groups=2,
-        conv_dim=(8, 8),
-        conv_stride=(16, 20),
-        conv_kernel=(16, 20),
-        feat_extract_norm="layer",
-        do_stable_layer_norm=True,
-        num_buckets=16,
-        max_bucket_distance=32,
-    )
-    WavLMModel(config).save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def card(tmp_path_factory, recipe):
     pytest.importorskip("resemblyzer")
@@ -95,7 +73,7 @@ def card(tmp_path_factory, recipe):
             repo=REPO,
             speechbrain=write_speechbrain_folder(root / "spkrec-tiny"),
             wavlm_sv=write_xvector_folder(root / "wavlm-sv-tiny", "WavLMForXVector"),
-            wavlm=_tiny_wavlm(root / "wavlm-tiny"),
+            wavlm=write_ssl_snapshot(root / "wavlm-tiny"),
         )
     )
     out = root / "out"

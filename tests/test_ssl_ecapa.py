@@ -5,22 +5,13 @@ import json
 from pathlib import Path
 
 import pytest
+from pretrained_fixtures import SSL_HIDDEN as HIDDEN
+from pretrained_fixtures import write_ssl_snapshot
 
 from sparc_eval.errors import DataError
 
 REPO = Path(__file__).resolve().parents[1]
-HIDDEN = 16
 TINY_ECAPA = {"channels": [16, 16, 16, 16, 48], "attention_channels": 8, "emb_dim": 16}
-# a 50 Hz frame rate like the real models: strides 16 x 20 = 320 samples
-TINY_CONV = {"conv_dim": (8, 8), "conv_stride": (16, 20), "conv_kernel": (16, 20)}
-TINY_TRANSFORMER = {
-    "hidden_size": HIDDEN,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 32,
-    "num_conv_pos_embeddings": 8,
-    "num_conv_pos_embedding_groups": 2,
-}
 
 
 @pytest.fixture(scope="module")
@@ -28,20 +19,9 @@ def snapshots(tmp_path_factory):
     """{"wavlm": folder, "hubert": folder}: tiny random models saved like hub snapshots. WavLM as
     in WavLM-Large (layer-norm feature encoder, attention mask), HuBERT as in the base models
     (group norm, no mask)."""
-    from transformers import HubertConfig, HubertModel, WavLMConfig, WavLMModel
-
     root = tmp_path_factory.mktemp("ssl_snapshots")
-    wavlm = WavLMConfig(
-        **TINY_CONV,
-        **TINY_TRANSFORMER,
-        feat_extract_norm="layer",
-        do_stable_layer_norm=True,
-        num_buckets=16,
-        max_bucket_distance=32,
-    )
-    hubert = HubertConfig(**TINY_CONV, **TINY_TRANSFORMER, feat_extract_norm="group")
-    WavLMModel(wavlm).save_pretrained(root / "wavlm")
-    HubertModel(hubert).save_pretrained(root / "hubert")
+    write_ssl_snapshot(root / "wavlm", "wavlm")
+    write_ssl_snapshot(root / "hubert", "hubert")
     return {"wavlm": root / "wavlm", "hubert": root / "hubert"}
 
 

@@ -281,12 +281,6 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
     return replace(plan, split=split)
 
 
-def served_by_back_end(cell: dict) -> bool:
-    """A semi-informed cell served by back-end adaptation (``scenario_label`` "semi-informed
-    (back-end)"), never the scenario's full retraining: reports mark it."""
-    return str(cell.get("scenario_label") or "").endswith("(back-end)")
-
-
 def cell_summary(evaluation, trials: Trials) -> dict:
     """What cell.json keeps of the cell's one evaluation."""
     left_out = {

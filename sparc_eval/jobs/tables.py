@@ -125,6 +125,12 @@ def grid_cells(doc: dict) -> list:
     ]
 
 
+def served_by_back_end(cell: dict) -> bool:
+    """A semi-informed cell served by back-end adaptation (``scenario_label`` "semi-informed
+    (back-end)"), never the scenario's full retraining: both reports mark it."""
+    return str(cell.get("scenario_label") or "").endswith("(back-end)")
+
+
 def cell_speakers(doc: dict) -> set:
     """Every speaker with a per-speaker result in any cell."""
     return {s for tc in grid_cells(doc) for s in (tc.cell.get("per_speaker") or {})}

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import write_text
-from ...attack.cells import served_by_back_end
 from ...metrics.plots import _pyplot
 from ...metrics.plots import _save as _save_figure
 from ...metrics.small import small_label
@@ -24,6 +23,7 @@ from ..tables import (
     cell_speakers,
     grid_cells,
     pseudonyms,
+    served_by_back_end,
     write_tables,
 )
 
@@ -67,19 +67,11 @@ def _cell_text(cell: dict) -> str:
     return "n/a" if cell.get("status") == "not_applicable" else "failed"
 
 
-def _cells(doc: dict):
-    """(anonymizer, attacker, scenario, cell) of every cell, original speech first."""
-    for name, by in doc["cells"].items():
-        for attacker, by_sc in by.items():
-            for scenario, cell in by_sc.items():
-                yield name, attacker, scenario, cell
-
-
 def _back_end_notes(doc: dict) -> list:
     cells = [
-        (a, sc, c)
-        for _, a, sc, c in _cells(doc)
-        if c.get("status") == "ok" and served_by_back_end(c)
+        (*t.labels[1:], t.cell)
+        for t in grid_cells(doc)
+        if t.cell.get("status") == "ok" and served_by_back_end(t.cell)
     ]
     if not cells:
         return []
@@ -100,9 +92,9 @@ def _back_end_notes(doc: dict) -> list:
 
 def _singling_out(doc: dict) -> list:
     rows = [
-        (name, a, sc, c["singling_out"])
-        for name, a, sc, c in _cells(doc)
-        if c.get("status") == "ok" and "rate" in (c.get("singling_out") or {})
+        (*t.labels, t.cell["singling_out"])
+        for t in grid_cells(doc)
+        if t.cell.get("status") == "ok" and "rate" in (t.cell.get("singling_out") or {})
     ]
     if not rows:
         return []

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import atomic_open
-from ...attack.cells import served_by_back_end
 from ...attack.evaluation_set import CONDITION_TITLES
 from ...metrics.plots import _pyplot, _save
 from ...metrics.small import small_label
@@ -19,6 +18,7 @@ from ..tables import (
     cell_speakers,
     grid_cells,
     pseudonyms,
+    served_by_back_end,
     write_tables,
 )
 
