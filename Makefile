@@ -11,7 +11,7 @@ PIP_TORCH_ARGS ?=
 # the modules a run imports, on first import, so installs skip it.
 PIP_INSTALL_ARGS ?= --no-compile
 # voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
-EXTRAS ?= test,docs,anon,ray,text,voice
+EXTRAS ?= test,docs,anon,ray,text,voice,pitch
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 

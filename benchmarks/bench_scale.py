@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""Scaling of the NaturalVoices preset (hparams/text/naturalvoices.yaml) with corpus size, stage by stage.
+"""Scaling of SPARC's two presets (hparams/text/naturalvoices.yaml and sporc.yaml) with corpus
+size, stage by stage.
 
-    python benchmarks/bench_scale.py [--sizes 10000,100000,1500000] [--data PATH] [--cores 2]
+    python benchmarks/bench_scale.py [--sizes 10000,100000,1500000] [--presets naturalvoices,sporc]
+                                     [--data PATH] [--cores 2]
+
+The SPoRC corpus (``synthetic_sporc``) has the same speakers, labels and texts as the NaturalVoices
+one, in single-speaker episodes: each speaker hosts a series of their own episodes, each episode with
+a title (the series name and a few words), a description (1-2 bank sentences) and one category of
+Apple Podcasts' 19 (two for a fifth of the series), repeated on every utterance as an export does;
+the preset's metadata topic control, overlap and name screens and matched negatives then run on it.
 
 For each size n (utterances) a synthetic corpus shaped like NaturalVoices is built: podcast series
 of 2-10 episodes (mean 6), each episode two speakers (the series' host and a guest; guests return
@@ -42,8 +50,8 @@ the RSS when the stage began; where clear_refs is not writable, ru_maxrss (the p
 stage shows only what exceeds earlier stages). Between sizes, each stage's growth exponent
 log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s at the larger size are too short to judge.
 
-Goal (issue 16): the whole preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2 cores,
-every stage's exponent at most 1.1. When the largest size run is below 1.5x10^6 the totals are
+Goal (issues 16 and 33): each preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2
+cores, every stage's exponent at most 1.05. When the largest size run is below 1.5x10^6 the totals are
 extrapolated and the verdict says so: time stage by stage from each stage's last exponent (and,
 as a bound, with every stage at least linear), peak RSS by a straight line through the last two
 sizes. Small sizes understate superlinear work whose per-item cost is tiny (numpy passes over all
@@ -74,9 +82,8 @@ sys.path.insert(0, str(REPO))
 import numpy as np
 
 DEFAULT_DATA = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data"))
-PRESET = REPO / "hparams" / "text" / "naturalvoices.yaml"
 TOP_N, TOP_SPEAKERS = 1_500_000, 12_500
-GOAL_S, GOAL_BYTES, MAX_EXPONENT = 15 * 60, 6e9, 1.1
+GOAL_S, GOAL_BYTES, MAX_EXPONENT = 15 * 60, 6e9, 1.05
 MIN_JUDGED_S = 0.2  # shorter stages are dominated by noise and fixed costs
 BANK = (
     "librispeech/spane_lists/ls-test-clean.txt",
@@ -290,16 +297,109 @@ def synthetic_manifest(n: int, bank: list, seed: int = 0):
     return Manifest(utts, name=f"synthetic-naturalvoices-{n}")
 
 
+CATEGORIES = (
+    "Arts",
+    "Business",
+    "Comedy",
+    "Education",
+    "Fiction",
+    "Government",
+    "History",
+    "Health & Fitness",
+    "Kids & Family",
+    "Leisure",
+    "Music",
+    "News",
+    "Religion & Spirituality",
+    "Science",
+    "Society & Culture",
+    "Sports",
+    "Technology",
+    "True Crime",
+    "TV & Film",
+)  # Apple Podcasts' top-level categories, as SPoRC's episodes carry them
+
+
+def sporc_metadata(n_episodes: int, series: np.ndarray, bank: list, rng) -> list:
+    """(title, description, category) per episode: a series name and 1 category (2 for a fifth
+    of them) per series
+    (episodes of a series share them), an episode title of the series name and a few words, and a
+    description of 1-2 bank sentences."""
+    n_series = int(series.max()) + 1
+    name_at = rng.integers(0, len(bank), size=n_series)
+    n_cats = 1 + (rng.random(n_series) < 0.2)  # most podcasts list one category
+    cats = [", ".join(rng.choice(CATEGORIES, size=k, replace=False)) for k in n_cats.tolist()]
+    words_at = rng.integers(0, len(bank), size=n_episodes)
+    n_desc = rng.integers(1, 3, size=n_episodes)
+    out = []
+    for ep, s in enumerate(series.tolist()):
+        name = " ".join(bank[name_at[s]].split()[:3])
+        title = f"{name}: " + " ".join(bank[words_at[ep]].split()[:6])
+        desc = " ".join(bank[i] for i in rng.integers(0, len(bank), size=n_desc[ep]).tolist())
+        out.append((title, desc, cats[s]))
+    return out
+
+
+def synthetic_sporc(n: int, bank: list, seed: int = 0):
+    """A SPoRC-shaped Manifest of exactly n utterances: single-speaker episodes (16-64 utterances),
+    each speaker hosting one series of their own episodes (so positives come from the speaker's
+    other episodes), episode titles, descriptions and categories in ``extra`` on every utterance
+    (as an export repeats them), the NaturalVoices corpus's speakers, labels and texts."""
+    from sparc_eval.data.manifest import Manifest, Utterance
+
+    rng = np.random.default_rng(seed)
+    n_speakers = max(8, round(TOP_SPEAKERS * n / TOP_N))
+    sizes = appearance_sizes(n, rng)
+    host = np.sort(
+        np.r_[
+            np.arange(min(n_speakers, len(sizes))),
+            rng.integers(0, n_speakers, size=max(0, len(sizes) - n_speakers)),
+        ]
+    )
+    host = host[rng.permutation(len(host))]
+    meta = sporc_metadata(len(sizes), host, bank, rng)  # series = the host's own series
+    spk = np.repeat(host, sizes)
+    texts = utterance_texts(spk, bank, n_speakers, rng)
+    attrs = speaker_table(n_speakers, rng)
+    utts, i = [], 0
+    for ep, (size, h) in enumerate(zip(sizes.tolist(), host.tolist())):
+        sex, age, accent = attrs[h]
+        title, desc, cat = meta[ep]
+        extra = {"title": title, "description": desc, "category": cat}
+        for k in range(size):
+            utts.append(
+                Utterance(
+                    id=f"sp-{ep:06d}-{k:04d}",
+                    speaker=f"spk{h:05d}",
+                    text=texts[i],
+                    episode=f"sp-ep{ep:06d}",
+                    series=f"sp-s{h:05d}",
+                    sex=sex,
+                    age=age,
+                    accent=accent,
+                    extra=extra,
+                )
+            )
+            i += 1
+    return Manifest(utts, name=f"synthetic-sporc-{n}")
+
+
+PRESETS = {
+    "naturalvoices": (REPO / "hparams" / "text" / "naturalvoices.yaml", synthetic_manifest),
+    "sporc": (REPO / "hparams" / "text" / "sporc.yaml", synthetic_sporc),
+}
+
+
 # ----------------------------------------------------------------------------- the preset, by stage
 
 
-def preset_settings(data_folder: Path, output_folder: Path):
+def preset_settings(preset: str, data_folder: Path, output_folder: Path):
     """The preset as the recipe reads it (hparams file -> TextRunSettings), on the written corpus."""
     from sparc_eval.hparams import load_hparams
     from sparc_eval.jobs.text.settings import TextRunSettings
 
     hp = load_hparams(
-        PRESET, {"data_folder": str(data_folder), "output_folder": str(output_folder)}
+        PRESETS[preset][0], {"data_folder": str(data_folder), "output_folder": str(output_folder)}
     )
     return TextRunSettings.from_hparams(hp)
 
@@ -395,6 +495,7 @@ def staged_preset(manifest, s, meter: Meter) -> int:
     from sparc_eval.jobs.text.evaluate import (
         _document,
         _TextRun,
+        heap_frozen,
         remove_shared_text,
         run_deviations,
         usable_tasks,
@@ -418,7 +519,8 @@ def staged_preset(manifest, s, meter: Meter) -> int:
     with meter.stage("setup"):
         clean, shared = remove_shared_text(manifest, config.shared_text)
         usable = usable_tasks(list(s.tasks), clean.speaker_attributes())
-    n_trials, n_cut, topic_on = run_trials(run, clean, s, usable, meter)
+    with heap_frozen():
+        n_trials, n_cut, topic_on = run_trials(run, clean, s, usable, meter)
     with meter.stage("report"):
         deviations = run_deviations(
             config,
@@ -452,8 +554,8 @@ def staged_preset(manifest, s, meter: Meter) -> int:
     return n_trials
 
 
-def one_size(n: int, data: Path, folder: Path) -> dict:
-    """Every stage at size n, in this process; the rows for the parent."""
+def one_size(preset: str, n: int, data: Path, folder: Path) -> dict:
+    """Every stage of ``preset`` at size n, in this process; the rows for the parent."""
     import matplotlib  # noqa: F401  (imported before the first stage, so no stage pays for it)
     import sklearn.feature_extraction.text  # noqa: F401
 
@@ -463,12 +565,12 @@ def one_size(n: int, data: Path, folder: Path) -> dict:
     meter = Meter()
     base = _status_kib("VmRSS") * 1024
     with meter.stage("corpus"):
-        manifest = synthetic_manifest(n, sentence_bank(data))
+        manifest = PRESETS[preset][1](n, sentence_bank(data))
     info = {"speakers": len(manifest.speakers()), "episodes": len(manifest.episodes())}
     with meter.stage("write manifest"):
         manifest.write_jsonl(folder / "corpus" / "manifest.jsonl")
     del manifest  # the recipe reads the file: only the loaded copy is held
-    s = preset_settings(folder / "corpus", folder / "results")
+    s = preset_settings(preset, folder / "corpus", folder / "results")
     with meter.stage("load"):
         manifest, _ = load_text_corpus(s)
     info["trials"] = staged_preset(manifest, s, meter)
@@ -487,7 +589,7 @@ def exponent(t1, t2, n1, n2):
     return math.log(t2 / t1) / math.log(n2 / n1)
 
 
-def run_child(n: int, data: Path, cores: int) -> dict:
+def run_child(preset: str, n: int, data: Path, cores: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [
@@ -495,6 +597,8 @@ def run_child(n: int, data: Path, cores: int) -> dict:
             __file__,
             "--one-size",
             str(n),
+            "--preset",
+            preset,
             "--data",
             str(data),
             "--json",
@@ -587,7 +691,7 @@ def predicted_peak(results: list):
 
 
 def verdict(results: list, last_exp: dict) -> None:
-    """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against 1.1."""
+    """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against MAX_EXPONENT."""
     top = results[-1]
     t_pred, t_linear = predicted_time(top, last_exp, 0.0), predicted_time(top, last_exp, 1.0)
     m_pred, m_exp = predicted_peak(results)
@@ -639,13 +743,17 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--cores", type=int, default=2, help="CPUs to run on (0: all)")
+    ap.add_argument(
+        "--presets", default=",".join(PRESETS), help=f"comma-separated, of {', '.join(PRESETS)}"
+    )
+    ap.add_argument("--preset", default="naturalvoices", help=argparse.SUPPRESS)
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     pin_cores(args.cores)
     if args.one_size:
         with tempfile.TemporaryDirectory() as tmp:
-            res = one_size(args.one_size, args.data, Path(tmp))
+            res = one_size(args.preset, args.one_size, args.data, Path(tmp))
         args.json.write_text(json.dumps(res))
         return 0
     if not sentence_bank(args.data):
@@ -654,19 +762,31 @@ def main(argv=None) -> int:
         )
         return 0
     sizes = sorted(int(float(x)) for x in args.sizes.split(","))
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    unknown = sorted(set(presets) - set(PRESETS))
+    if unknown:
+        ap.error(f"unknown presets {unknown}; known: {', '.join(PRESETS)}")
+    for preset in presets:
+        bench_preset(preset, sizes, args)
+    return 0
+
+
+def bench_preset(preset: str, sizes: list, args) -> None:
+    """Every size of one preset, each in a fresh process; the table and the verdict."""
+    path = PRESETS[preset][0]
     print(
-        f"NaturalVoices preset ({PRESET.relative_to(REPO)}) on synthetic NaturalVoices-shaped corpora; "
-        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} CPU(s) "
-        f"(--cores {args.cores}), load average {os.getloadavg()[0]:.2f}"
+        f"\n{'=' * 100}\n{preset} preset ({path.relative_to(REPO)}) on synthetic {preset}-shaped "
+        f"corpora; {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} "
+        f"CPU(s) (--cores {args.cores}), load average {os.getloadavg()[0]:.2f}",
+        flush=True,
     )
     results = []
     for n in sizes:
-        results.append(run_child(n, args.data, args.cores))
+        results.append(run_child(preset, n, args.data, args.cores))
         print_size(results[-1])
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
     verdict(results, last_exp)
-    return 0
 
 
 if __name__ == "__main__":

@@ -257,6 +257,22 @@ def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, cap
     assert "S0" in text and "spk" not in text.split("## Speakers")[1].split("##")[0]
 
 
+def test_timings_keep_the_stages_and_profile_cells_and_metrics(card):
+    _, doc = card
+    run = doc["run"]
+    assert list(run["timings_s"]) == ["anonymization", "attacks", "utility", "comparisons", "total"]
+    detail = run["timings_s_detail"]
+    assert set(detail["anonymization"]) == {"plan data", "identity", "mcadams"}
+    assert sum(detail["anonymization"].values()) <= run["timings_s"]["anonymization"] + 0.01
+    cells = [k for k in detail["attacks"] if k != "read speech"]
+    assert "original/resemblyzer/original" in cells and "mcadams/bag/lazy-informed" in cells
+    assert sum(detail["attacks"].values()) <= run["timings_s"]["attacks"] + 0.01
+    assert set(detail["utility"]) == {
+        f"{a}/{m}" for a in ("identity", "mcadams") for m in ("rho_f0", "gvd")
+    }
+    assert all(isinstance(v, float) for part in detail.values() for v in part.values())
+
+
 def test_bad_card_settings_fail_before_any_work(small_demo, tmp_path, capsys, recipe):
     main = recipe("evaluate_anonymizer").main
     assert main(_args(small_demo, tmp_path, "--anonymizer=[identity,identity]")) == 2

@@ -117,6 +117,7 @@ class CellContext:
     plots: bool = True
     prefix: str = "leakage"  # how log lines name the run (the anonymizer card: card)
     plans: Plans = field(default_factory=Plans)  # each corpus and scenario planned once per run
+    timings: dict = field(default_factory=dict)  # seconds per cell (the card records them)
 
 
 # --- cache keys ----------------------------------------------------------------------------------

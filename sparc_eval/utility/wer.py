@@ -2,10 +2,24 @@
 measure that the VoicePrivacy Challenge reports next to the EER.
 
 WER = (substitutions + deletions + insertions) / reference words, summed over the corpus (not
-averaged per utterance), after the VoicePrivacy-style normalisation of both sides: upper case,
-punctuation removed (apostrophes inside words kept: ``DON'T``), hyphens and slashes split words,
-whitespace collapsed. Whisper writes numbers as digits and ``Mr.`` for LibriSpeech's ``MISTER``;
-such differences count as errors here, as they would in the challenge with a Whisper ASR.
+averaged per utterance), after the same normalisation of both sides. Two normalisers
+(``normalizer``):
+
+- ``whisper`` (default): Whisper's English text normaliser (Radford et al. 2023, appendix C; the
+  ``whisper-normalizer`` package's ``EnglishTextNormalizer``), the rule Whisper transcripts are
+  scored by: lower case, punctuation and filler words (``um``, ``hmm``) removed, contractions and
+  abbreviations spelled out (``Mr.`` -> ``mister``, ``won't`` -> ``will not``), numbers written as
+  digits (``twenty five`` -> ``25``), British spellings made American; a token left with no letter
+  or digit (the lone ``.`` the rule leaves of an ellipsis) is dropped. A Whisper ASR writes digits
+  and abbreviations that read-speech references (LibriSpeech's ``MISTER``, ``TWENTY FIVE``) spell
+  out; without this the WER counts those as errors.
+- ``basic``: upper case, punctuation removed (apostrophes inside words kept: ``DON'T``), hyphens and
+  slashes split words, whitespace collapsed (:func:`normalize`; this module's rule before 0.4). It
+  suits an ASR that writes LibriSpeech's own style (VoicePrivacy's ASR_eval) and counts Whisper's
+  digits as errors.
+
+An utterance given as failed (the anonymizer produced no audio for it) counts as all deletions:
+every one of its reference words is an error, so failing on hard utterances cannot lower the WER.
 """
 
 from __future__ import annotations
@@ -22,7 +36,7 @@ _LONE_APOSTROPHE = re.compile(r"(?<!\w)'|'(?!\w)")
 
 
 def normalize(text: str) -> str:
-    """VoicePrivacy-style normalisation (see the module doc)."""
+    """The ``basic`` normalisation (see the module doc): upper case, punctuation removed."""
     text = unicodedata.normalize("NFKC", text or "").translate(_APOSTROPHES)
     text = _SPLITTERS.sub(" ", text)
     text = _NOT_WORD.sub(" ", text)
@@ -30,10 +44,52 @@ def normalize(text: str) -> str:
     return " ".join(text.upper().split())
 
 
-def _counts(reference: str, hypothesis: str) -> dict:
+_HAS_WORD = re.compile(r"\w")
+_WHISPER = []  # the one EnglishTextNormalizer of this process (it reads a spelling table once)
+
+
+def whisper_normalize(text: str) -> str:
+    """Whisper's English text normaliser (``whisper-normalizer``; see the module doc)."""
+    if not _WHISPER:
+        import warnings
+
+        from ..speech.backends import BackendUnavailable
+
+        try:
+            with warnings.catch_warnings():  # its basic.py has an invalid escape in a docstring
+                warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+                from whisper_normalizer.english import EnglishTextNormalizer
+        except ImportError as err:
+            raise BackendUnavailable(
+                f"the whisper WER normaliser needs the 'whisper-normalizer' package ({err})",
+                hint="pip install whisper-normalizer (a dependency of sparc-eval), or set the WER "
+                "normalizer to basic",
+            ) from None
+        _WHISPER.append(EnglishTextNormalizer())
+    # a token without a letter or digit is no word: the lone "." Whisper's rule leaves of an ellipsis
+    return " ".join(w for w in _WHISPER[0](text or "").split() if _HAS_WORD.search(w))
+
+
+NORMALIZERS = {"whisper": whisper_normalize, "basic": normalize}
+
+
+def normalizer_of(name):
+    """The normalising function named ``name`` (``whisper`` or ``basic``), or ``name`` itself when
+    it is callable."""
+    if callable(name):
+        return name
+    if name not in NORMALIZERS:
+        raise DataError(
+            f"unknown WER normalizer {name!r}",
+            hint=f"use one of {', '.join(NORMALIZERS)} (whisper: Whisper's English normaliser)",
+        )
+    return NORMALIZERS[name]
+
+
+def _counts(reference: str, hypothesis: str, norm=normalize) -> dict:
     import jiwer
 
-    ref, hyp = normalize(reference), normalize(hypothesis)
+    ref, hyp = norm(reference), norm(hypothesis)
     words = len(ref.split())
     if words == 0:
         return {
@@ -68,22 +124,44 @@ def _counts(reference: str, hypothesis: str) -> dict:
     }
 
 
-def wer_from_pairs(pairs) -> dict:
-    """``pairs``: iterable of ``(id, reference, hypothesis)``. Returns ``{"wer", "errors", "words",
-    "substitutions", "deletions", "insertions", "utterances", "per_utterance": {id: {...}}}``;
-    ``wer`` is None when there are no reference words."""
+def wer_from_pairs(pairs, *, normalizer="whisper", failed=()) -> dict:
+    """``pairs``: iterable of ``(id, reference, hypothesis)``; ``failed``: iterable of ``(id,
+    reference)`` for utterances the anonymizer failed on, each counted as all deletions (marked
+    ``"failed": True`` in ``per_utterance``). Returns ``{"wer", "errors", "words",
+    "substitutions", "deletions", "insertions", "utterances", "failed_utterances",
+    "failed_words", "normalizer", "per_utterance": {id: {...}}}``; ``wer`` is None when there are
+    no reference words. ``normalizer``: ``whisper`` (default), ``basic`` or a function."""
+    norm = normalizer_of(normalizer)
     per, totals = {}, {"words": 0, "errors": 0, "substitutions": 0, "deletions": 0, "insertions": 0}
-    for uid, reference, hypothesis in pairs:
-        counts = _counts(reference, hypothesis)
+    lost = {"failed_utterances": 0, "failed_words": 0}
+    rows = [(uid, ref, hyp, False) for uid, ref, hyp in pairs]
+    rows += [(uid, ref, "", True) for uid, ref in failed]
+    for uid, reference, hypothesis, gone in rows:
+        counts = _counts(reference, hypothesis, norm)
         counts["wer"] = counts["errors"] / counts["words"] if counts["words"] else None
+        if gone:
+            counts["failed"] = True
+            lost["failed_utterances"] += 1
+            lost["failed_words"] += counts["words"]
         per[uid] = counts
         for key in totals:
             totals[key] += counts[key]
     wer = totals["errors"] / totals["words"] if totals["words"] else None
-    return {"wer": wer, **totals, "utterances": len(per), "per_utterance": per}
+    return {
+        "wer": wer,
+        **totals,
+        "utterances": len(per),
+        **lost,
+        "normalizer": normalizer
+        if isinstance(normalizer, str)
+        else getattr(normalizer, "__name__", "custom"),
+        "per_utterance": per,
+    }
 
 
-def corpus_wer(manifest, asr=None, *, progress: bool = False, hypotheses=None) -> dict:
+def corpus_wer(
+    manifest, asr=None, *, progress: bool = False, hypotheses=None, normalizer="whisper"
+) -> dict:
     """Transcribe every utterance's audio with ``asr`` (a :mod:`sparc_eval.speech.asr` backend or a
     name; default faster-whisper tiny.en) and score it against ``utt.text``. Utterances without
     a reference transcript are skipped; ones whose audio cannot be read are listed under
@@ -91,6 +169,7 @@ def corpus_wer(manifest, asr=None, *, progress: bool = False, hypotheses=None) -
     from ..speech.asr import make_asr
     from ..speech.audio import read_utterance
 
+    normalizer_of(normalizer)  # an unknown name fails before any transcription
     pairs, failed, skipped = [], {}, 0
     utterances = [u for u in manifest]
     if hypotheses is None:
@@ -115,7 +194,7 @@ def corpus_wer(manifest, asr=None, *, progress: bool = False, hypotheses=None) -
             pairs.append((utt.id, utt.text, asr.transcribe(wav, sr)))
         except DataError as err:
             failed[utt.id] = str(err)
-    result = wer_from_pairs(pairs)
+    result = wer_from_pairs(pairs, normalizer=normalizer)
     result["skipped_no_reference"] = skipped
     result["failed"] = failed
     if hypotheses is None:
@@ -124,14 +203,16 @@ def corpus_wer(manifest, asr=None, *, progress: bool = False, hypotheses=None) -
     return result
 
 
-def anonymized_corpus_wer(manifest, asr=None, *, progress: bool = False) -> dict:
+def anonymized_corpus_wer(
+    manifest, asr=None, *, progress: bool = False, normalizer="whisper"
+) -> dict:
     """``{"anonymized": WER of the re-transcribed audio}``, plus ``"anonymizer_asr"``: the WER
     of the anonymizer's own transcript (``extra.asr_text``, STT-TTS) where there is one."""
-    result = {"anonymized": corpus_wer(manifest, asr, progress=progress)}
+    result = {"anonymized": corpus_wer(manifest, asr, progress=progress, normalizer=normalizer)}
     own = {u.id: u.extra["asr_text"] for u in manifest if "asr_text" in u.extra}
     if own:
         result["anonymizer_asr"] = corpus_wer(
-            manifest.subset(lambda u: u.id in own), hypotheses=own
+            manifest.subset(lambda u: u.id in own), hypotheses=own, normalizer=normalizer
         )
     return result
 
@@ -139,8 +220,11 @@ def anonymized_corpus_wer(manifest, asr=None, *, progress: bool = False) -> dict
 def summary(result: dict) -> str:
     if result.get("wer") is None:
         return "WER n/a (no reference words)"
+    failed = result.get("failed_utterances") or 0
     return (
         f"WER {100 * result['wer']:.2f}% ({result['errors']} errors / {result['words']} words, "
         f"{result['substitutions']} sub, {result['deletions']} del, {result['insertions']} ins, "
-        f"{result['utterances']} utterances)"
+        f"{result['utterances']} utterances"
+        + (f", {failed} failed counted as all deletions" if failed else "")
+        + f"; {result.get('normalizer', 'whisper')} normaliser)"
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -51,6 +52,7 @@ class AnonymizedCorpora:
     )  # eval / attacker_enroll / train -> anonymization.json's counts
     draws: dict = field(default_factory=dict)  # how each side was drawn (results.json)
     train_content: Optional[str] = None  # content digest of the training speech: the model's key
+    seconds: float = 0.0  # this anonymizer's share of the card's anonymization stage
 
 
 def _failures(folder: Path) -> dict:
@@ -120,13 +122,29 @@ def attacker_side(card: CardSettings, user) -> tuple:
 def anonymize_needed(card: CardSettings, plan: DataPlan) -> dict:
     """{anonymizer name: AnonymizedCorpora}, anonymizing what the scenarios need (and no more)."""
     needed = needed_utterances(plan)
-    return {spec.name: _anonymize_one(card, spec, plan, needed) for spec in card.anonymizers}
+    found = {}
+    for spec in card.anonymizers:
+        start = time.perf_counter()
+        found[spec.name] = _anonymize_one(card, spec, plan, needed)
+        found[spec.name].seconds = time.perf_counter() - start
+    return found
+
+
+def share_transcripts(anonymizer, cache_folder) -> None:
+    """Point an anonymizer that transcribes (``transcript_cache`` left None: STT-TTS) at the card's
+    cache folder, where the WER metric finds its transcripts of the original speech."""
+    if (
+        "transcript_cache" in getattr(anonymizer, "__dict__", {})
+        and not anonymizer.transcript_cache
+    ):
+        anonymizer.transcript_cache = str(cache_folder)
 
 
 def _anonymize_one(
     card: CardSettings, spec: AnonymizerSpec, plan: DataPlan, needed: Manifest
 ) -> AnonymizedCorpora:
     user = build_anonymizer(spec.anonymizer, spec.options or None)
+    share_transcripts(user, card.cache_folder)
     attacker, draws = attacker_side(card, user)
     base = card.output_folder / "anonymized" / spec.name
     done = AnonymizedCorpora(spec.name, base / "eval", draws=draws)

@@ -448,12 +448,37 @@ def _utility(doc: dict) -> list:
     if original:
         first = next(iter(original.values()))
         lines += ["", f"WER of the original speech with the same ASR: {_value(first)}."]
+    lines += _utility_details(doc)
     measures = {
         m: r["measure"] for by in doc["utility"].values() for m, r in by.items() if "measure" in r
     }
     notes = [f"- {m} is the {what}" for m, what in sorted(measures.items())]
     notes += [f"- {k}: {v}" for k, v in reasons.items()]
     return lines + [""] + notes + ([""] if notes else [])
+
+
+def _utility_details(doc: dict) -> list:
+    """Beside the table (issue 31): the utterances each anonymizer failed on, which its WER counts
+    as all deletions, and rho_F0 and G_VD per trial list."""
+    lines = []
+    for name, by in doc["utility"].items():
+        wer = by.get("wer") or {}
+        if wer.get("failed_utterances"):
+            lines.append(
+                f"- {name}: {wer['failed_utterances']} utterances the anonymizer failed on count as "
+                f"all deletions in its WER ({wer['failed_words']} of {wer['words']} words)"
+            )
+        for metric in ("rho_f0", "gvd"):
+            per = (by.get(metric) or {}).get("per_list") or {}
+            if len(per) > 1:
+                lines.append(
+                    f"- {name}: {metric} per trial list: "
+                    + ", ".join(
+                        f"{n} {'n/a' if r.get('value') is None else format(r['value'], '.3f')}"
+                        for n, r in per.items()
+                    )
+                )
+    return ([""] + lines) if lines else []
 
 
 def _comparisons(doc: dict) -> list:

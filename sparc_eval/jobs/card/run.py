@@ -116,6 +116,29 @@ def _cell(
     text_manifest=None,
     variant: str | None = None,
 ) -> dict:
+    """One cell (see :func:`_one_cell`), its seconds in ``ctx.timings`` under
+    ``<original|anonymizer>/<attacker>/<scenario>[@variant]``."""
+    start = time.perf_counter()
+    try:
+        return _one_cell(card, spec, anonymized, scenario, evalset, ctx, text_manifest, variant)
+    finally:
+        where = ORIGINAL if anonymized is None else anonymized.name
+        key = f"{where}/{spec.name}/{scenario}" + (f"@{variant}" if variant else "")
+        timings = getattr(ctx, "timings", None)
+        if timings is not None:
+            timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+
+
+def _one_cell(
+    card: CardSettings,
+    spec: AttackerSpec,
+    anonymized,
+    scenario: str,
+    evalset,
+    ctx,
+    text_manifest=None,
+    variant: str | None = None,
+) -> dict:
     where = ORIGINAL if anonymized is None else anonymized.name
     if (
         spec.attacker is not None
@@ -189,9 +212,38 @@ def run_cells(
     return cells
 
 
-def run_utility(card: CardSettings, evalset: EvaluationSet, speech: dict) -> tuple:
+def utility_context(plan, anonymized: dict) -> dict:
+    """What utility reads beside the evaluated pairs: the original utterances each anonymizer failed
+    on in the user's speech (WER counts them as deletions), the split's trial ids and the
+    VoicePrivacy lists a preset scores (rho_F0 and G_VD per trial list)."""
+    from .anonymized import _failures
+
+    needed, failed = needed_utterances(plan), {}
+    for name, a in anonymized.items():  # the user's speech only: eval/failures.jsonl
+        gone = set(_failures(Path(a.eval_folder)))
+        failed[name] = needed.subset(lambda u, gone=gone: u.id in gone)
+    lists = getattr(plan.lists, "lists", None)
+    return {
+        "failed": failed,
+        "trial_ids": frozenset(plan.split.trial_ids) if plan.split is not None else None,
+        "trial_lists": {t.name: sorted({p[1] for p in pairs}) for t, pairs in lists}
+        if lists
+        else None,
+    }
+
+
+def run_utility(
+    card: CardSettings,
+    evalset: EvaluationSet,
+    speech: dict,
+    *,
+    failed=None,
+    trial_ids=None,
+    trial_lists=None,
+) -> tuple:
     """({anonymizer: {metric: result}}, {anonymizer: UtilityInput}); a metric that fails on one
-    anonymizer is reported as failed there, the rest runs."""
+    anonymizer is reported as failed there, the rest runs. ``failed``, ``trial_ids`` and
+    ``trial_lists``: :func:`utility_context`."""
     results, inputs = OrderedDict(), OrderedDict()
     for name, anon in speech.items():
         pair = UtilityInput(
@@ -202,6 +254,9 @@ def run_utility(card: CardSettings, evalset: EvaluationSet, speech: dict) -> tup
             n_boot=card.evaluation.bootstrap.n_boot,
             seed=card.seed,
             progress=card.progress,
+            failed=(failed or {}).get(name),
+            trial_ids=trial_ids,
+            trial_lists=trial_lists,
         )
         inputs[name], results[name] = pair, OrderedDict()
         for metric_name, metric in card.utility.items():
@@ -246,18 +301,20 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
         card, original_content=plan.train.content_digest()
     )  # the original speech's models are keyed by it
     # a VoicePrivacy data folder holds its anonymized copies: read as they are
+    planned = time.perf_counter() - start
     anonymized = given_copies(card, plan) if card.data.vpc_preset else anonymize_needed(card, plan)
     timings["anonymization"] = time.perf_counter() - start
     evalset = evaluation_set(plan, anonymized)
     stage = time.perf_counter()
     speech = evaluated_speech(evalset, anonymized, card.data)
+    read_speech = time.perf_counter() - stage
     cells = run_cells(card, evalset, anonymized, speech, ctx)
     extra = (
         learning_cells(card, cells, evalset, anonymized, ctx, _cell) if card.learning_curve else {}
     )
     timings["attacks"] = time.perf_counter() - stage
     stage = time.perf_counter()
-    utility, inputs = run_utility(card, evalset, speech)
+    utility, inputs = run_utility(card, evalset, speech, **utility_context(plan, anonymized))
     timings["utility"] = time.perf_counter() - stage
     stage = time.perf_counter()
     verdicts = card_verdicts(
@@ -270,6 +327,7 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
     )
     timings["comparisons"] = time.perf_counter() - stage
     timings["total"] = time.perf_counter() - start
+    detail = timings_detail(anonymized, planned, read_speech, ctx.timings, utility)
     doc = OrderedDict(
         run=_run_record(
             card, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
@@ -281,10 +339,36 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
         **verdicts,
         **list_tables(cells),
     )
+    doc["run"]["timings_s_detail"] = detail
     doc = json_safe(doc)
     write_json(card.output_folder / "results.json", doc)
     write_card(card.output_folder, doc, card)
     return card.output_folder / "results.json"
+
+
+def timings_detail(
+    anonymized: dict, planned: float, read_speech: float, cells: dict, utility: dict
+) -> dict:
+    """``run.timings_s_detail``: where each stage of ``run.timings_s`` went, in seconds:
+    ``anonymization`` per anonymizer (every side it anonymized) beside ``plan data`` (reading the
+    corpus and making the split, which the stage's clock also counts), ``attacks`` per cell
+    (``<original|anonymizer>/<attacker>/<scenario>``, a reused cell in well under a second) beside
+    ``read speech`` (the anonymized manifests), ``utility`` per ``<anonymizer>/<metric>``."""
+    return {
+        "anonymization": {
+            "plan data": round(planned, 3),
+            **{n: round(float(getattr(a, "seconds", 0.0)), 3) for n, a in anonymized.items()},
+        },
+        "attacks": {
+            "read speech": round(read_speech, 3),
+            **{k: round(v, 3) for k, v in cells.items()},
+        },
+        "utility": {
+            f"{name}/{metric}": round(float(found.get("seconds", 0.0)), 3)
+            for name, by in utility.items()
+            for metric, found in by.items()
+        },
+    }
 
 
 def list_tables(cells: dict) -> dict:
@@ -418,32 +502,9 @@ def _deviations(card: CardSettings, cells: dict, utility: dict, anonymized: dict
                 found.update(
                     {f"{attacker}: {n}": why for n, why in (cell.get("deviations") or {}).items()}
                 )
-    for anonymizer, by_metric in utility.items():
-        rho = by_metric.get("rho_f0") or {}
-        if rho.get("estimator"):
-            found[f"rho_f0 ({anonymizer}): pyin"] = (
-                f"F0 from librosa's pYIN (the challenge used YAAPT): {rho['estimator']}; "
-                f"a seeded sample of {rho['sampled']} of {rho['sampled_from']} utterance pairs, "
-                f"{rho['utterances']} with enough frames voiced in both"
-            )
-        wer = by_metric.get("wer") or {}
-        if wer.get("value") is not None:
-            asr = wer.get("asr") or {}
-            said = (
-                " ".join(str(asr[k]) for k in ("backend", "model") if asr.get(k))
-                if isinstance(asr, dict)
-                else asr
-            )
-            found["wer: asr"] = (
-                f"WER of the anonymized speech re-transcribed by {said or 'the card ASR'}, not VoicePrivacy "
-                "2024's ASR_eval (wav2vec2 fine-tuned on LibriSpeech-960): values are not "
-                "comparable with the challenge's"
-            )
-        if "gvd" in by_metric and by_metric["gvd"].get("score"):
-            found["gvd: cosine"] = (
-                "similarity matrices from the pretrained encoder's cosine scores, not ASV_eval's "
-                "PLDA log-likelihood ratios: G_VD values are not comparable with the challenge's"
-            )
+    for by_metric in utility.values():  # each metric names its own departures (issue 31)
+        for result in by_metric.values():
+            found.update(result.get("deviations") or {})
     return found
 
 

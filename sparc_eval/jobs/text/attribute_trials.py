@@ -108,18 +108,11 @@ class AttributeTrials:
                 counts,
                 lambda lab: HP if lab else EN,
             )
-        cross = pool.cross
-        cm = eligible(cross)
-        posm, negm = cm & (codes[cross] == mine), cm & (codes[cross] != mine)
         return plans + b.matched(
             rng,
             probe,
-            cross[posm],
-            cross[negm],
-            pool.strata(b, posm),
-            pool.strata(b, negm),
+            (self.labelled, lambda c: eligible(c) & (codes[c] == mine)),
+            (self.labelled, lambda c: eligible(c) & (codes[c] != mine)),
             max(1, k // 2),
             counts,
-            True,
-            False,
         )

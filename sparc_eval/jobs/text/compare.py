@@ -60,7 +60,7 @@ def probe_speakers(trials, idx) -> np.ndarray:
     """The probe speaker of trials ``idx`` (the test speaker of a text trial)."""
     from ...errors import DataError
 
-    out = [trials.records[i]["probe"].get("speaker") for i in idx]
+    out = trials.column("probe_speaker")[np.asarray(idx, dtype=np.int64)].tolist()
     if any(s is None for s in out):
         raise DataError(
             "a speaker-level bootstrap needs each trial's probe speaker",

@@ -33,9 +33,11 @@ the others.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -137,8 +139,8 @@ def condition_metrics(
             not_applicable[f"{where}.{cond}"] = _reason(task, cond, counts)
             continue
         idx = np.flatnonzero(mask)
-        enroll = [trials.records[i]["enroll"]["id"] for i in idx]
-        test = [trials.records[i]["probe"]["id"] for i in idx]
+        enroll = trials.column("enroll_id")[idx].tolist()
+        test = trials.column("probe_id")[idx].tolist()
         utt2spk = (
             dict(zip(test, probe_speakers(trials, idx)))
             if bootstrap_unit == "speaker" and n_boot
@@ -165,15 +167,14 @@ def condition_metrics(
 def scored_trials(ts, scores) -> Trials:
     """A trial set's scores as :class:`~sparc_eval.attack.trials.Trials` (enrollment and probe ids and
     speakers, trial types as tags); NaN scores stay unscored."""
-    rec = ts.records
     return Trials(
-        [r["enroll"]["id"] for r in rec],
-        [r["probe"]["id"] for r in rec],
+        ts.column("enroll_id").tolist(),
+        ts.column("probe_id").tolist(),
         scores,
         ts.labels,
-        test_speaker=[r["probe"].get("speaker") for r in rec],
-        enroll_speaker=[r["enroll"].get("speaker") for r in rec],
-        tags={"type": np.array([r["type"] for r in rec], dtype=object)},
+        test_speaker=ts.column("probe_speaker").tolist(),
+        enroll_speaker=ts.column("enroll_speaker").tolist(),
+        tags={"type": ts.types},
     )
 
 
@@ -433,6 +434,46 @@ def _ablations(results: dict, settings: list, not_applicable: dict):
     return {"base": base, "by_scorer": ablation_deltas(results, base)}
 
 
+@contextmanager
+def heap_frozen():
+    """The garbage collector kept out of the block: the objects alive now (the corpus and its
+    appearances) frozen, and no automatic collection while trials are made and scored. Millions of
+    plans and sides trigger full collections again and again, each walking every object made so
+    far, a cost that grows faster than the corpus; the block makes few reference cycles, and the
+    collector, enabled again after it, frees them."""
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+def _all_settings(run, clean, config, settings, tasks, usable) -> tuple:
+    """Trials and results of every task at every (P, L); returns (topic control on, probes cut)."""
+    topic_on, n_cut = False, 0
+    for P, Ls in _by_P(settings).items():
+        t0 = time.perf_counter()
+        builder = TrialBuilder(clean, replace(config, P=P, L=max(Ls)), L_max=max(Ls))
+        run.timings["trials"] += time.perf_counter() - t0
+        topic_on, n_cut = topic_on or builder.topic_on, n_cut + builder.n_cut
+        for task in tasks:
+            if usable[task] is not None:
+                for L in Ls:
+                    run.unusable(task, setting_key(P, L), usable[task])
+                continue
+            t0 = time.perf_counter()
+            sets = builder.build(task, Ls)
+            stats = builder.stats(task)
+            run.timings["trials"] += time.perf_counter() - t0
+            for L in Ls:
+                run.setting(task, setting_key(P, L), sets[L], stats)
+    return topic_on, n_cut
+
+
 def evaluate_text(
     manifest,
     scorer,
@@ -490,23 +531,8 @@ def evaluate_text(
         f"min_speakers={st['min_speakers']}, min_fraction={st['min_fraction']}, enabled={st['enabled']})"
     )
     usable = usable_tasks(tasks, clean.speaker_attributes())
-    topic_on, n_cut = False, 0
-    for P, Ls in _by_P(settings).items():
-        t0 = time.perf_counter()
-        builder = TrialBuilder(clean, replace(config, P=P, L=max(Ls)), L_max=max(Ls))
-        run.timings["trials"] += time.perf_counter() - t0
-        topic_on, n_cut = topic_on or builder.topic_on, n_cut + builder.n_cut
-        for task in tasks:
-            if usable[task] is not None:
-                for L in Ls:
-                    run.unusable(task, setting_key(P, L), usable[task])
-                continue
-            t0 = time.perf_counter()
-            sets = builder.build(task, Ls)
-            stats = builder.stats(task)
-            run.timings["trials"] += time.perf_counter() - t0
-            for L in Ls:
-                run.setting(task, setting_key(P, L), sets[L], stats)
+    with heap_frozen():
+        topic_on, n_cut = _all_settings(run, clean, config, settings, tasks, usable)
     deviations = run_deviations(
         config,
         protocol,

@@ -22,11 +22,12 @@ import numpy as np
 from ...errors import DataError
 from .probes import Probe, appearances, clean_id, cut_probes
 from .topic import TopicIndex, has_topic_metadata
-from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
+from .trial_set import EN, HP, TYPE_CONDITIONS, LazyRecords, TrialSet
 
 if TYPE_CHECKING:
     from .trials import TrialConfig
 
+WHOLE_VIEW_AFTER = 512  # candidates read before a probe's topic view covers its whole pool
 EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
 MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
@@ -84,19 +85,17 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
         if len(candidates):
             yield from rng.permutation(candidates).tolist()
         return
-    n, tried, batch = len(universe), set(), 16
-    while 4 * len(tried) < n and len(tried) < MAX_TRIES:
+    n, tried, n_tried, batch = len(universe), np.zeros(len(universe), dtype=bool), 0, 16
+    while 4 * n_tried < n and n_tried < MAX_TRIES:
         positions = rng.integers(0, n, size=batch)
-        kept = accept(universe[positions])
-        for pos, ok in zip(positions.tolist(), kept.tolist()):
-            if pos not in tried:
-                tried.add(pos)
-                if ok:
-                    yield int(universe[pos])
+        _, first = np.unique(positions, return_index=True)
+        positions = positions[np.sort(first)]  # each position once, in the order drawn
+        positions = positions[~tried[positions]]
+        tried[positions] = True
+        n_tried += len(positions)
+        yield from universe[positions[accept(universe[positions])]].tolist()
         batch *= 2
-    untried = np.ones(n, dtype=bool)
-    untried[np.fromiter(tried, dtype=np.int64, count=len(tried))] = False
-    rest = universe[untried]
+    rest = universe[~tried]
     yield from rng.permutation(rest[accept(rest)]).tolist()
 
 
@@ -130,23 +129,37 @@ def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
 
 @dataclass
 class Pool:
-    """One probe's candidates: same-episode appearances and, under the topic control, the
-    other-episode ones (after the topic filter) with their topic similarity, category Jaccard and
-    which share the probe's series. Without it the other episodes are not listed: a task draws
-    them lazily (:meth:`TrialPairing.cross_take`), since listing them per probe is quadratic."""
+    """One probe's generator and same-episode appearances. Other episodes are never listed per
+    probe (that is quadratic in the corpus): a task draws them lazily
+    (:meth:`TrialPairing.cross_take`, :meth:`TrialPairing.matched`)."""
 
     rng: np.random.Generator
     same_ep: np.ndarray
-    cross: np.ndarray
-    sims: Optional[np.ndarray]
-    jac: Optional[np.ndarray]
-    same_series: np.ndarray
-
-    def strata(self, builder, mask) -> np.ndarray:
-        return builder.strata(self.sims[mask], self.jac[mask])
 
 
-@dataclass
+class ProbeTopicView:
+    """A probe's topic view (:meth:`TrialPairing.topic_view`) of one candidate universe, shared
+    by the draws for all its positives: batch by batch while draws read few candidates, then, once
+    they have read ``WHOLE_VIEW_AFTER``, the whole universe in one product with its rows (cached
+    per universe), looked up from then on. A rare stratum (a positive's title similarity above
+    0.05) is thus searched in one vectorised pass over the probe's negative pool, not one per
+    positive; the values are the same either way."""
+
+    def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray):
+        self.pairing, self.ep, self.universe = pairing, ep, universe
+        self.read, self.whole = 0, None
+
+    def __call__(self, cands: np.ndarray):
+        self.read += len(cands)
+        if self.whole is None and self.read < WHOLE_VIEW_AFTER:
+            return self.pairing.topic_view(self.ep, cands)
+        if self.whole is None:
+            self.whole = self.pairing.topic_view_whole(self.ep, self.universe)
+        at = np.searchsorted(self.universe, cands)
+        return self.whole[0][at], self.whole[1][at]
+
+
+@dataclass(slots=True)
 class Plan:
     probe: Probe
     partner: int  # appearance index
@@ -185,6 +198,10 @@ class TrialPairing:
             mode = "on" if has_topic_metadata(manifest) else "off"
         self.topic_on = mode in ("on", True)
         self.topic = TopicIndex(manifest, ep_names) if self.topic_on else None
+        if self.topic_on:  # per episode, once: what the filter removes from a probe's pool
+            self.topic_excluded, self.topic_sample = self.topic.excluded_appearances(
+                self.app_ep, config.topic_max_similarity, config.seed
+            )
         self.names = (
             name_patterns(sorted({a.speaker for a in self.apps}), self.attributes, config)
             if config.name_screen != "off"
@@ -193,6 +210,9 @@ class TrialPairing:
         self._task = None
         self._norm_cache = {}
         self._stats = {}
+        # text codes shared by every trial set this builder makes (materialise)
+        self._codes, self._code_texts, self._app_codes, self._probe_code_cache = {}, [], {}, {}
+        self._universe_rows = {}  # id(universe) -> (universe, its TF-IDF rows): ProbeTopicView
 
     def _index_appearances(self) -> list:
         """Speaker, episode and series codes and utterance counts per appearance, appearances
@@ -254,6 +274,8 @@ class TrialPairing:
 
     def screen(self, plan: Plan, counts: Counter) -> bool:
         """True when the trial passes the overlap and name screens (checked with L_max)."""
+        if not self.config.overlap_screen and not self.names:
+            return True  # both screens off: nothing to read
         probe = plan.probe
         idx = self.enroll_indices(plan, self.L_max)
         enroll_app = self.apps[plan.partner]
@@ -284,23 +306,27 @@ class TrialPairing:
         a = probe.app
         same_ep = np.asarray([b for b in self.by_episode[self.app_ep[a]] if b != a], dtype=np.int64)
         rng = probe_rng(self.config.seed, task, self.config.P, probe.id)
-        if not self.topic_on:
-            return Pool(rng, same_ep, None, None, None, None)
-        cross, sims, jac = self._cross_candidates(probe, counts)
-        return Pool(rng, same_ep, cross, sims, jac, self.same_series(a, cross))
+        if self.topic_on:
+            counts["excluded_topic_similarity"] += self.topic_excluded[self.app_ep[a]]
+        return Pool(rng, same_ep)
 
-    def _cross_candidates(self, probe: Probe, counts: Counter):
-        """Appearances in other episodes, after the topic filter (the topic control only)."""
-        a = probe.app
-        cands = np.flatnonzero(self.app_ep != self.app_ep[a])
-        sims = jac = None
-        if len(cands):
-            sims = self.topic.similarity(self.app_ep[a], self.app_ep[cands])
-            keep = sims <= self.config.topic_max_similarity
-            counts["excluded_topic_similarity"] += int((~keep).sum())
-            cands, sims = cands[keep], sims[keep]
-            jac = self.topic.jaccard(self.app_ep[a], self.app_ep[cands])
-        return cands, sims, jac
+    def topic_view(self, ep: int, cands: np.ndarray):
+        """(kept, stratum) of candidate appearances for a probe of episode ``ep``: kept when in
+        another episode and within ``topic_max_similarity`` (the topic control only)."""
+        others = self.app_ep[cands]
+        sims = self.topic.similarity(ep, others)
+        kept = (others != ep) & (sims <= self.config.topic_max_similarity)
+        return kept, self.strata(sims, self.topic.jaccard(ep, others))
+
+    def topic_view_whole(self, ep: int, universe: np.ndarray):
+        """:meth:`topic_view` of a whole universe, from its rows' TF-IDF block (kept per universe)."""
+        key = id(universe)
+        if key not in self._universe_rows:  # the universe is kept with it: ids are not reused
+            self._universe_rows[key] = (universe, self.topic.rows(self.app_ep[universe]))
+        others = self.app_ep[universe]
+        sims = self.topic.similarity_to_rows(ep, self._universe_rows[key][1], len(others))
+        kept = (others != ep) & (sims <= self.config.topic_max_similarity)
+        return kept, self.strata(sims, self.topic.jaccard(ep, others))
 
     def same_series(self, a: int, cands: np.ndarray) -> np.ndarray:
         """Which candidates share the probe's series (both known and equal)."""
@@ -346,33 +372,39 @@ class TrialPairing:
                     break
         return out
 
-    def matched(
-        self,
-        rng,
-        probe,
-        pos_cands,
-        neg_cands,
-        strata_pos,
-        strata_neg,
-        k,
-        counts,
-        label_pos,
-        label_neg,
-    ):
-        """Topic-controlled cross-episode pairs: up to k positives, each with a same-stratum negative."""
-        plans, used = [], np.zeros(len(neg_cands), dtype=bool)
-        for i in rng.permutation(len(pos_cands)):
+    def matched(self, rng, probe, positives, negatives, k, counts, labels=(True, False)):
+        """Topic-controlled cross-episode pairs: up to k positives, each with a same-stratum negative.
+
+        ``positives`` and ``negatives`` are (universe, accept): ascending appearance indices and a
+        vectorised filter, as :func:`draw_order` takes them; the topic filter (other episode,
+        similarity within the limit) is applied here, to the candidates drawn. Positives come in a
+        uniformly random order, and each screened one gets a uniformly drawn, screened, unused
+        negative of its stratum (or counts as unmatched). A universe up to ``EXACT_POOL_MAX`` is
+        filtered whole, which draws exactly what listing every other episode did.
+        """
+        ep, used = self.app_ep[probe.app], []
+        pos_universe, pos_accept = positives
+        neg_universe, neg_accept = negatives
+        neg_view = ProbeTopicView(self, ep, neg_universe)
+        plans = []
+        for p in draw_order(rng, pos_universe, lambda c: self.topic_view(ep, c)[0] & pos_accept(c)):
             if len(plans) >= 2 * k:
                 break
-            pos = Plan(probe, int(pos_cands[i]), "head", HP, label_pos)
+            pos = Plan(probe, int(p), "head", HP, labels[0])
             if not self.screen(pos, counts):
                 continue
-            pool = np.flatnonzero((strata_neg == strata_pos[i]) & ~used)
+            stratum = self.topic_view(ep, np.asarray([p]))[1][0]
+
+            def negative(c, stratum=stratum):
+                kept, strata = neg_view(c)
+                return kept & (strata == stratum) & neg_accept(c) & ~np.isin(c, used)
+
             neg = None
-            for j in rng.permutation(pool):
-                plan = Plan(probe, int(neg_cands[j]), "head", EN, label_neg)
+            for j in draw_order(rng, neg_universe, negative):
+                plan = Plan(probe, int(j), "head", EN, labels[1])
                 if self.screen(plan, counts):
-                    neg, used[j] = plan, True
+                    neg = plan
+                    used.append(int(j))
                     break
             if neg is None:
                 counts["unmatched_positives"] += 1
@@ -382,47 +414,110 @@ class TrialPairing:
 
     # -- trial sets
     def materialise(self, task: str, plans: list, L: int) -> TrialSet:
-        """The TrialSet of plans at L: each unique text and side (probe or enrollment) once."""
-        texts, index, sides, side_index = [], {}, [], {}
-        probe_side, enroll_side, labels, records = [], [], [], []
-
-        def text_id(t):
-            if t not in index:
-                index[t] = len(texts)
-                texts.append(t)
-            return index[t]
-
-        def side(key, utts):
-            if key not in side_index:
-                side_index[key] = len(sides)
-                sides.append(tuple(text_id(t) for t in utts))
-            return side_index[key]
-
+        """The TrialSet of plans at L: each unique text and side (probe or enrollment) once, the
+        fields the metrics read as columns, and records built when read
+        (:class:`~sparc_eval.jobs.text.trial_set.LazyRecords`)."""
+        side_index, side_codes, side_ids = {}, [], []
+        probe_side = np.empty(len(plans), dtype=np.int64)
+        enroll_side = np.empty(len(plans), dtype=np.int64)
         n_short = 0
         for n, plan in enumerate(plans):
+            probe = plan.probe
+            key = (probe.app, probe.k, -1)  # integer keys: cheap to hash
+            if key not in side_index:
+                side_index[key] = len(side_codes)
+                side_codes.append(self._probe_codes(probe))
+                side_ids.append(probe.id)
+            probe_side[n] = side_index[key]
             idx = self.enroll_indices(plan, L)
             n_short += len(idx) < L
-            record = self._record(task, n, plan, L, idx)
-            probe_side.append(side(("p", plan.probe.id), plan.probe.texts))
-            enroll_side.append(
-                side(("e", record["enroll"]["id"]), [self.apps[plan.partner].texts[i] for i in idx])
-            )
-            labels.append(plan.label)
-            records.append(record)
+            key = (plan.partner, self._where_code(plan), L)
+            if key not in side_index:
+                side_index[key] = len(side_codes)
+                side_codes.append(self._utterance_codes(plan.partner)[idx])
+                side_ids.append(self._enroll_id(plan, L))
+            enroll_side[n] = side_index[key]
+        texts, sides = self._local_texts(side_codes)
+        side_ids = np.asarray(side_ids, dtype=object)
         meta = {"task": task, "P": int(self.config.P), "L": L, "enrollments_short_of_L": n_short}
-        return TrialSet(texts, sides, probe_side, enroll_side, labels, records, meta=meta)
+        columns = {
+            "type": [p.type for p in plans],
+            "probe_id": side_ids[probe_side] if len(plans) else [],
+            "probe_speaker": [self.apps[p.probe.app].speaker for p in plans],
+            "enroll_id": side_ids[enroll_side] if len(plans) else [],
+            "enroll_speaker": [self.apps[p.partner].speaker for p in plans],
+        }
+        records = LazyRecords(
+            lambda n: self._record(task, n, plans[n], L, self.enroll_indices(plans[n], L)),
+            np.arange(len(plans)),
+        )
+        labels = [p.label for p in plans]
+        return TrialSet(
+            texts, sides, probe_side, enroll_side, labels, records, meta=meta, columns=columns
+        )
+
+    def _text_code(self, text: str) -> int:
+        """The builder-wide code of a text (equal texts, one code), shared by every trial set."""
+        code = self._codes.get(text)
+        if code is None:
+            code = self._codes[text] = len(self._code_texts)
+            self._code_texts.append(text)
+        return code
+
+    def _utterance_codes(self, app: int) -> np.ndarray:
+        """Text codes of an appearance's utterances (computed once per appearance)."""
+        codes = self._app_codes.get(app)
+        if codes is None:
+            codes = self._app_codes[app] = np.asarray(
+                [self._text_code(t) for t in self.apps[app].texts], dtype=np.int64
+            )
+        return codes
+
+    def _probe_codes(self, probe: Probe) -> np.ndarray:
+        """Text codes of a probe's utterances (its last one may be cut: its own text)."""
+        codes = self._probe_code_cache.get(probe.id)
+        if codes is None:
+            codes = self._probe_code_cache[probe.id] = np.asarray(
+                [self._text_code(t) for t in probe.texts], dtype=np.int64
+            )
+        return codes
+
+    def _local_texts(self, side_codes: list):
+        """(texts, sides) of one trial set: its texts in order of first use (as sides were
+        made, probe before enrollment), sides as indices into them."""
+        if not side_codes:
+            return [], []
+        flat = np.concatenate(side_codes)
+        used, first = np.unique(flat, return_index=True)
+        used = used[np.argsort(first, kind="stable")]
+        local = np.full(len(self._code_texts), -1, dtype=np.int64)
+        local[used] = np.arange(len(used))
+        bounds = np.cumsum([len(c) for c in side_codes])[:-1]
+        return [self._code_texts[c] for c in used.tolist()], np.split(local[flat], bounds)
+
+    @staticmethod
+    def _where_code(plan: Plan) -> int:
+        """:meth:`_where` as an integer: -1 head, -2 tail, k tail without probe k."""
+        if plan.position == "head":
+            return -1
+        return plan.probe.k if plan.partner == plan.probe.app else -2
+
+    @staticmethod
+    def _where(plan: Plan) -> str:
+        """Which part of the partner's appearance enrolls: head, tail, or tail without the probe."""
+        if plan.position == "head":
+            return "head"
+        return f"tail-without-p{plan.probe.k}" if plan.partner == plan.probe.app else "tail"
+
+    def _enroll_id(self, plan: Plan, L: int) -> str:
+        partner = self.apps[plan.partner]
+        return f"{clean_id(partner.speaker)}/{clean_id(partner.episode)}/{self._where(plan)}-L{L}"
 
     def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
         """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""
         probe, partner = plan.probe, self.apps[plan.partner]
         papp = self.apps[probe.app]
         P = int(self.config.P)
-        where = (
-            "head"
-            if plan.position == "head"
-            else (f"tail-without-p{probe.k}" if plan.partner == probe.app else "tail")
-        )
-        enroll_id = f"{clean_id(partner.speaker)}/{clean_id(partner.episode)}/{where}-L{L}"
         return {
             "id": f"{task}/P{P}_L{L}/{n:06d}",
             "task": task,
@@ -441,7 +536,7 @@ class TrialPairing:
                 "cut_words": probe.cut_words,
             },
             "enroll": {
-                "id": enroll_id,
+                "id": self._enroll_id(plan, L),
                 "speaker": partner.speaker,
                 "episode": partner.episode,
                 "utt_ids": [partner.ids[i] for i in idx],
@@ -466,7 +561,8 @@ class TrialPairing:
             "probes_without_trials": c.get("probes_without_trials", 0),
             "excluded_overlap": c.get("excluded_overlap", 0),
             "excluded_name": c.get("excluded_name", 0),
-            "excluded_topic_similarity": c.get("excluded_topic_similarity", 0),
+            "excluded_topic_similarity": int(round(c.get("excluded_topic_similarity", 0))),
+            "excluded_topic_similarity_sample": self.topic_sample if self.topic_on else None,
             "unmatched_positives": c.get("unmatched_positives", 0),
             "topic_control": self.topic_on,
             "speakers_with_names": len(self.names),

@@ -64,26 +64,16 @@ class SpeakerTrials:
         )
         if b.topic_on:
             return plans + self._matched_cross(probe, pool, counts)
-
-        def other_series(
-            c, required: bool
-        ):  # cross-series controls (both series known and equal: one series)
-            return ~b.same_series(a, c) if required else np.ones(len(c), dtype=bool)
-
+        positive, negative = self._cross_rules(a)
         plans += b.cross_take(
             rng,
             probe,
             b.speaker_apps[int(spk)],
-            lambda c: other_series(c, cfg.positives_cross_series),
+            positive,
             cfg.partners[HP],
             lambda c: True,
             counts,
             lambda lab: HP,
-        )
-        negative = lambda c: (
-            (b.app_spk[c] != spk)
-            & self._negatives_ok(a, c)
-            & other_series(c, cfg.negatives_cross_series)
         )
         return plans + b.cross_take(
             rng,
@@ -96,25 +86,36 @@ class SpeakerTrials:
             lambda lab: EN,
         )
 
+    def _cross_rules(self, a: int):
+        """(positive, negative) filters of other-episode candidates of appearance ``a``: the
+        cross-series controls (a series is one when both are known and equal) and, for negatives,
+        another speaker sharing the ``match_negatives`` attributes."""
+        b, cfg, spk = self.builder, self.builder.config, self.builder.app_spk[a]
+
+        def other_series(c, required: bool):
+            return ~b.same_series(a, c) if required else np.ones(len(c), dtype=bool)
+
+        def positive(c):
+            return other_series(c, cfg.positives_cross_series)
+
+        def negative(c):
+            return (
+                (b.app_spk[c] != spk)
+                & self._negatives_ok(a, c)
+                & other_series(c, cfg.negatives_cross_series)
+            )
+
+        return positive, negative
+
     def _matched_cross(self, probe: Probe, pool: Pool, counts: Counter) -> list:
-        """Topic-matched HP/EN pairs from the pool's listed other-episode candidates."""
-        b, cfg, a, cross = self.builder, self.builder.config, probe.app, pool.cross
-        spk = b.app_spk[a]
-        posm = b.app_spk[cross] == spk
-        negm = (b.app_spk[cross] != spk) & self._negatives_ok(a, cross)
-        if cfg.positives_cross_series:
-            posm &= ~pool.same_series
-        if cfg.negatives_cross_series:
-            negm &= ~pool.same_series
+        """Topic-matched HP/EN pairs, drawn lazily from the speaker's and the negative pool."""
+        b, a = self.builder, probe.app
+        positive, negative = self._cross_rules(a)
         return b.matched(
             pool.rng,
             probe,
-            cross[posm],
-            cross[negm],
-            pool.strata(b, posm),
-            pool.strata(b, negm),
-            cfg.partners[HP],
+            (b.speaker_apps[int(b.app_spk[a])], positive),
+            (self._negative_pool(a), negative),
+            b.config.partners[HP],
             counts,
-            True,
-            False,
         )

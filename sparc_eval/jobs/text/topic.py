@@ -7,6 +7,11 @@ import re
 
 import numpy as np
 
+#: the topic filter's per-episode counts are exact up to this many appearances, and estimated
+#: from a seeded uniform sample of this many beyond (listing every pair is quadratic)
+COUNT_SAMPLE = 2048
+_BLOCK = 1024  # episodes per similarity block (a 1024 x COUNT_SAMPLE float64 block: 16 MB)
+
 
 class TopicIndex:
     """Episode title+description TF-IDF (unigrams+bigrams) and category sets."""
@@ -40,11 +45,88 @@ class TopicIndex:
             for c in cs:
                 self.C[i, vocab[c]] = 1.0
         self.size = self.C.sum(axis=1)
+        self._dense, self._dense_e, self._dense_terms = None, None, None
 
     def similarity(self, e: int, others: np.ndarray) -> np.ndarray:
-        if self.X is None:
+        """Cosine of episode ``e`` with each of ``others``: each row's products with ``e``'s
+        vector summed in the row's stored order (what a sparse product does, without building
+        one per call: the draws ask for a few candidates at a time)."""
+        others = np.asarray(others, dtype=np.int64)
+        if self.X is None or len(others) == 0:
             return np.zeros(len(others))
-        return np.asarray((self.X[others] @ self.X[e].T).todense()).ravel()
+        X, dense = self.X, self._dense_row(e)
+        starts, lengths = X.indptr[others], X.indptr[others + 1] - X.indptr[others]
+        at = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        products = X.data[at] * dense[X.indices[at]]
+        owner = np.repeat(np.arange(len(others)), lengths)
+        return np.bincount(owner, weights=products, minlength=len(others))
+
+    def rows(self, episodes: np.ndarray):
+        """The TF-IDF rows of ``episodes`` (None without title or description text)."""
+        return None if self.X is None else self.X[np.asarray(episodes, dtype=np.int64)]
+
+    def similarity_to_rows(self, e: int, rows, n: int) -> np.ndarray:
+        """:meth:`similarity` of episode ``e`` with the episodes whose :meth:`rows` these are: one
+        sparse product, summed in each row's stored order as :meth:`similarity` sums."""
+        if rows is None or n == 0:
+            return np.zeros(n)
+        return rows @ self._dense_row(e)
+
+    def _dense_row(self, e: int) -> np.ndarray:
+        """Episode ``e``'s TF-IDF vector as a dense array (one buffer, refilled when e changes)."""
+        if self._dense_e != e:
+            if self._dense is None:
+                self._dense = np.zeros(self.X.shape[1])
+            else:
+                self._dense[self._dense_terms] = 0.0
+            lo, hi = self.X.indptr[e], self.X.indptr[e + 1]
+            self._dense_terms = self.X.indices[lo:hi]
+            self._dense[self._dense_terms] = self.X.data[lo:hi]
+            self._dense_e = e
+        return self._dense
+
+    def excluded_appearances(self, app_ep: np.ndarray, threshold: float, seed: int):
+        """(per episode, sample): for a probe of each episode, how many appearances of other
+        episodes the topic filter removes (similarity above ``threshold``), and the sample size
+        when that count is estimated (None when exact).
+
+        Exact when the corpus holds at most :data:`COUNT_SAMPLE` appearances. Beyond, each
+        episode's count is its other-episode appearances times the share of a seeded uniform
+        sample of :data:`COUNT_SAMPLE` appearances that lies above the threshold: linear in the
+        corpus, where the exact count needs every pair of episodes. Trials do not depend on it:
+        every candidate drawn is checked exactly (:meth:`~.pairing.TrialPairing.topic_view`).
+        """
+        n_eps, n = self.C.shape[0], len(app_ep)
+        if self.X is None or n == 0:
+            return np.zeros(n_eps), None
+        exact = n <= COUNT_SAMPLE
+        sample = (
+            np.arange(n)
+            if exact
+            else np.sort(np.random.default_rng([int(seed), 9173]).choice(n, COUNT_SAMPLE, False))
+        )
+        eps, per_ep = np.unique(app_ep[sample], return_counts=True)
+        hits = np.zeros(n_eps)
+        for start in range(0, n_eps, _BLOCK):
+            rows = np.arange(start, min(n_eps, start + _BLOCK))
+            above = self._above(rows, eps, threshold)
+            above[rows[:, None] == eps[None, :]] = False  # a probe's own episode is not a candidate
+            hits[rows] = above @ per_ep
+        if exact:
+            return hits, None
+        sampled = np.zeros(n_eps)
+        sampled[eps] = per_ep
+        others, others_sampled = n - np.bincount(app_ep, minlength=n_eps), len(sample) - sampled
+        return others * hits / np.maximum(others_sampled, 1), COUNT_SAMPLE
+
+    def _above(self, rows: np.ndarray, cols: np.ndarray, threshold: float) -> np.ndarray:
+        """rows x cols: similarity above the threshold, pairs within rounding of it re-checked
+        with :meth:`similarity` (the expression the trial draws use)."""
+        sims = (self.X[rows] @ self.X[cols].T).toarray()
+        above = sims > threshold
+        for i, j in zip(*np.nonzero(np.abs(sims - threshold) <= 1e-9)):
+            above[i, j] = self.similarity(rows[i], cols[j : j + 1])[0] > threshold
+        return above
 
     def jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
         inter = self.C[others] @ self.C[e]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,34 +31,83 @@ TYPE_CONDITIONS = {
 }
 
 
+class LazyRecords(Sequence):
+    """Trial records built when read: ``build(n)`` makes trial ``n``'s dict. A trial builder's
+    sets hold these, so a corpus of millions of trials keeps columns, not a dict per trial."""
+
+    def __init__(self, build, index):
+        self._build, self._index = build, np.asarray(index, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return LazyRecords(self._build, self._index[i])
+        return self._build(int(self._index[i]))
+
+    def __eq__(self, other) -> bool:  # compares as the list of records it stands for
+        return isinstance(other, (list, LazyRecords)) and list(self) == list(other)
+
+    __hash__ = None
+
+    def take(self, idx) -> "LazyRecords":
+        return LazyRecords(self._build, self._index[np.asarray(idx, dtype=np.int64)])
+
+
+#: what :meth:`TrialSet.column` reads from a record when a set has no such column
+_FROM_RECORD = {
+    "id": lambda r: r["id"],
+    "type": lambda r: r["type"],
+    "probe_id": lambda r: r["probe"]["id"],
+    "probe_speaker": lambda r: r["probe"].get("speaker"),
+    "enroll_id": lambda r: r["enroll"]["id"],
+    "enroll_speaker": lambda r: r["enroll"].get("speaker"),
+}
+
+
 class TrialSet:
     """Trials of one (task, P, L): sides as indices into unique texts, plus metadata records.
 
     A *side* is a tuple of text indices (a probe or an enrollment); trials reference sides by
     index so that scorers represent each unique side once. ``records[i]`` holds the ids, type,
-    label and conditions of trial ``i`` (what is written to JSON lines).
+    label and conditions of trial ``i`` (what is written to JSON lines); ``columns`` optionally
+    hold the fields the metrics read (the names :meth:`column` takes) as arrays, one entry per
+    trial, so that they need not build records (:meth:`column`).
     """
 
-    def __init__(self, texts, sides, probe_side, enroll_side, labels, records, *, meta=None):
+    def __init__(
+        self, texts, sides, probe_side, enroll_side, labels, records, *, meta=None, columns=None
+    ):
         self.texts = list(texts)
         self.sides = [np.asarray(s, dtype=np.int64) for s in sides]
         self.probe_side = np.asarray(probe_side, dtype=np.int64)
         self.enroll_side = np.asarray(enroll_side, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=bool)
-        self.records = list(records)
+        self.records = records if isinstance(records, LazyRecords) else list(records)
         self.meta = dict(meta or {})
+        self.columns = {k: np.asarray(v, dtype=object) for k, v in (columns or {}).items()}
         n = len(self.records)
         if not (len(self.probe_side) == len(self.enroll_side) == len(self.labels) == n):
             raise ValueError(
                 "probe_side, enroll_side, labels and records must have one entry per trial"
             )
+        if any(len(v) != n for v in self.columns.values()):
+            raise ValueError("columns must have one entry per trial")
 
     def __len__(self) -> int:
         return len(self.records)
 
+    def column(self, name: str) -> np.ndarray:
+        """One field of every trial (``id``, ``type``, ``probe_id``, ``probe_speaker``,
+        ``enroll_id``, ``enroll_speaker``): the column when the set has it, else from the records."""
+        if name in self.columns:
+            return self.columns[name]
+        return np.array([_FROM_RECORD[name](r) for r in self.records], dtype=object)
+
     @property
     def types(self) -> np.ndarray:
-        return np.array([r["type"] for r in self.records], dtype=object)
+        return self.column("type")
 
     def side_texts(self, side: int) -> list:
         return [self.texts[i] for i in self.sides[side]]
@@ -73,11 +123,20 @@ class TrialSet:
             raise ValueError(
                 f"unknown condition {condition!r}; known: {', '.join(TRIAL_CONDITIONS)}"
             )
-        return np.array([condition in TYPE_CONDITIONS[r["type"]] for r in self.records], dtype=bool)
+        wanted = {t for t in TRIAL_TYPES if condition in TYPE_CONDITIONS[t]}
+        return np.fromiter((t in wanted for t in self.types.tolist()), dtype=bool, count=len(self))
 
     def type_counts(self) -> dict:
-        counts = Counter(r["type"] for r in self.records)
+        counts = Counter(self.types.tolist())
         return {t: counts.get(t, 0) for t in TRIAL_TYPES}
+
+    def _records_at(self, idx):
+        if isinstance(self.records, LazyRecords):
+            return self.records.take(idx)
+        return [self.records[i] for i in idx]
+
+    def _columns_at(self, idx) -> dict:
+        return {k: v[idx] for k, v in self.columns.items()}
 
     @classmethod
     def from_records(cls, records, *, meta=None) -> "TrialSet":
@@ -133,8 +192,9 @@ class TrialSet:
             np.searchsorted(side_ids, self.probe_side[idx]),
             np.searchsorted(side_ids, self.enroll_side[idx]),
             self.labels[idx],
-            [self.records[i] for i in idx],
+            self._records_at(idx),
             meta=self.meta,
+            columns=self._columns_at(idx),
         )
 
     def subset(self, mask) -> "TrialSet":
@@ -145,8 +205,9 @@ class TrialSet:
             self.probe_side[idx],
             self.enroll_side[idx],
             self.labels[idx],
-            [self.records[i] for i in idx],
+            self._records_at(idx),
             meta=self.meta,
+            columns=self._columns_at(idx),
         )
 
     def write_jsonl(self, path, *, with_text: bool = False) -> None:

@@ -280,16 +280,17 @@ def sample_by_probe(ts, n_trials: int, seed: int):
     still resamples whole probes' speakers, and every L at one P keeps the same probes."""
     if len(ts) <= n_trials:
         return ts
-    probes = sorted({r["probe"]["id"] for r in ts.records})
+    probe_ids = ts.column("probe_id").tolist()
+    probes = sorted(set(probe_ids))
     order = np.random.default_rng([int(seed), 7919]).permutation(len(probes))
-    counts = Counter(r["probe"]["id"] for r in ts.records)
+    counts = Counter(probe_ids)
     kept, total = set(), 0
     for i in order:
         if total >= n_trials:
             break
         kept.add(probes[i])
         total += counts[probes[i]]
-    subset = ts.subset([r["probe"]["id"] in kept for r in ts.records])
+    subset = ts.subset([p in kept for p in probe_ids])
     subset.meta = {**ts.meta, "sampled_from": len(ts)}
     return subset
 

@@ -1,0 +1,172 @@
+"""The SPoRC topic control at scale (issue 33): candidates drawn lazily by the same rules, the
+per-episode exclusion counts exact up to COUNT_SAMPLE appearances and estimated beyond, and
+the columnar trial sets the metrics read without building a record per trial."""
+
+import gc
+from collections import Counter
+
+import numpy as np
+from test_text_trials import manifest, words
+
+from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, pairing, topic
+from sparc_eval.jobs.text.evaluate import heap_frozen, scored_trials
+from sparc_eval.jobs.text.trials import EN, HP, TrialBuilder
+
+TOPICS = ("gardening tomatoes", "stock markets", "football tactics", "jazz history", "pasta")
+CATEGORIES = ("Home", "Business", "Sports", "Music", "Food")
+
+
+def topical_corpus(n_speakers=36, episodes_per_speaker=3, seed=0):
+    """Single-speaker episodes on five topics (a speaker's on different ones) and categories:
+    episodes on one topic share title words (excluded), strata follow topic and category."""
+    rng = np.random.default_rng(seed)
+    rows, attrs, meta = [], {}, {}
+    for s in range(n_speakers):
+        spk = f"S{s:02d}"
+        attrs[spk] = {"sex": "FM"[s % 2], "age": 25 + 20 * (s % 3), "accent": "American"}
+        attrs[spk]["series"] = f"series{s}"
+        for e in range(episodes_per_speaker):
+            ep, topic_words = f"{spk}-ep{e}", TOPICS[(s + 2 * e) % len(TOPICS)]
+            extra_word = rng.choice(["news", "tips", "stories", "talk", "hour", "weekly"])
+            meta[ep] = {
+                "title": f"{topic_words} {extra_word} {rng.integers(1000)}",
+                "description": f"about {topic_words} episode {e}",
+                "category": CATEGORIES[(s + e // 2) % len(CATEGORIES)],
+            }
+            rows += [(spk, ep, words(f"{spk}e{e}x{i}w", 6)) for i in range(5)]
+    return manifest(rows, attrs, extra=meta), attrs
+
+
+def sporc_config(**kw):
+    return TrialConfig(
+        P=12,
+        L=2,
+        tolerance=0,
+        max_probes=1,
+        partners={"easy_positive": 0, "hard_positive": 1, "easy_negative": 1, "hard_negative": 0},
+        attribute_partners={"same_episode": 0, "cross_episode": 2},
+        **{
+            "match_negatives": ("sex",),
+            "negatives_cross_series": True,
+            "topic_control": "on",
+            "name_screen": "off",
+            **kw,
+        },
+    )
+
+
+def test_lazy_topic_draws_follow_the_rules_and_are_seeded(monkeypatch):
+    m, attrs = topical_corpus()
+    exact = {t: build_trials(m, sporc_config(), t) for t in ("speaker", "sex")}
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)  # every pool drawn by rejection
+    lazy = {t: build_trials(m, sporc_config(), t) for t in ("speaker", "sex")}
+    again = build_trials(m, sporc_config(), "speaker")[0][2].records
+    assert list(again) == list(lazy["speaker"][0][2].records)  # seeded
+    builder = TrialBuilder(m, sporc_config(), L_max=2)
+    for task in ("speaker", "sex"):
+        recs = list(lazy[task][0][2].records)
+        assert len(recs) > 20 and lazy[task][1]["excluded_topic_similarity"] > 0
+        # the same exclusion count, and as many pairs as the exact pools give (pools are not short)
+        assert (
+            lazy[task][1]["excluded_topic_similarity"]
+            == exact[task][1]["excluded_topic_similarity"]
+        )
+        assert abs(len(recs) - len(exact[task][0][2])) <= 0.1 * len(recs)
+        by_probe = {}
+        for r in recs:
+            by_probe.setdefault(r["probe"]["id"], []).append(r)
+            p, e = r["probe"], r["enroll"]
+            ep_p = builder.topic_view  # the probe episode's view of the partner
+            a_p = next(a.index for a in builder.apps if a.episode == p["episode"])
+            a_e = next(a.index for a in builder.apps if a.episode == e["episode"])
+            kept, _ = ep_p(builder.app_ep[a_p], np.asarray([a_e]))
+            assert kept[0], "a partner above the similarity limit or in the probe's episode"
+            if task == "speaker" and r["type"] == EN:
+                assert attrs[e["speaker"]]["sex"] == attrs[p["speaker"]]["sex"]
+                assert attrs[e["speaker"]]["series"] != attrs[p["speaker"]]["series"]
+        for probe_recs in by_probe.values():  # each positive with a negative of its stratum
+            types = Counter(r["type"] for r in probe_recs)
+            assert types[HP] == types[EN]
+            strata = []
+            for r in probe_recs:
+                a_p = next(a.index for a in builder.apps if a.episode == r["probe"]["episode"])
+                a_e = next(a.index for a in builder.apps if a.episode == r["enroll"]["episode"])
+                strata.append(builder.topic_view(builder.app_ep[a_p], np.asarray([a_e]))[1][0])
+            assert strata[0::2] == strata[1::2]
+
+
+def test_lazy_matched_negatives_are_uniform_within_the_stratum(monkeypatch):
+    m, _ = topical_corpus(n_speakers=30)
+    builder = TrialBuilder(m, sporc_config(), L_max=2)
+    builder._task = "sex"
+    probe = builder.probes[0]
+    ep = builder.app_ep[probe.app]
+    universe = builder.all_apps
+    positive = int(universe[builder.topic_view(ep, universe)[0]][0])
+    stratum = builder.topic_view(ep, np.asarray([positive]))[1][0]
+    kept, strata = builder.topic_view(ep, universe)
+    members = set(universe[kept & (strata == stratum) & (universe != positive)].tolist())
+    assert len(members) >= 5
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)
+    drawn = Counter()
+    n = 200 * len(members)
+    for seed in range(n):
+        plans = builder.matched(
+            np.random.default_rng(seed),
+            probe,
+            (np.asarray([positive]), lambda c: np.ones(len(c), dtype=bool)),
+            (universe, lambda c: c != positive),
+            1,
+            Counter(),
+        )
+        drawn[plans[1].partner] += 1
+    assert set(drawn) == members  # every member, nothing else
+    expected = n / len(members)
+    chi2 = sum((v - expected) ** 2 / expected for v in drawn.values())
+    assert chi2 < len(members) * 3  # ~ len(members) - 1 when uniform
+
+
+def test_exclusion_counts_exact_then_estimated(monkeypatch):
+    m, _ = topical_corpus(n_speakers=40)
+    builder = TrialBuilder(m, sporc_config(), L_max=2)
+    idx = builder.topic
+    brute = np.zeros(idx.C.shape[0])
+    for a in builder.all_apps:  # a probe's other-episode appearances above the limit
+        e = builder.app_ep[a]
+        others = np.flatnonzero(builder.app_ep != e)
+        brute[e] = (idx.similarity(e, builder.app_ep[others]) > 0.10).sum()
+    exact, sample = idx.excluded_appearances(builder.app_ep, 0.10, seed=0)
+    assert sample is None and np.array_equal(exact, brute) and brute.sum() > 0
+    monkeypatch.setattr(topic, "COUNT_SAMPLE", 60)  # of 120 appearances
+    estimate, sample = idx.excluded_appearances(builder.app_ep, 0.10, seed=0)
+    assert sample == 60
+    assert abs(estimate.sum() - brute.sum()) < 0.25 * brute.sum()  # a sample of half of them
+    _, stats = build_trials(m, sporc_config(), "speaker")
+    assert stats["excluded_topic_similarity_sample"] == 60
+
+
+def test_trial_sets_carry_columns_and_build_records_when_read():
+    m, _ = topical_corpus(n_speakers=12)
+    sets, _ = build_trials(m, sporc_config(topic_control="off"), "speaker")
+    ts = sets[2]
+    eager = TrialSet(ts.texts, ts.sides, ts.probe_side, ts.enroll_side, ts.labels, list(ts.records))
+    for name in ("type", "probe_id", "probe_speaker", "enroll_id", "enroll_speaker"):
+        assert ts.column(name).tolist() == eager.column(name).tolist()
+    for cond in ("combined", "easy", "hard"):
+        assert (ts.condition_mask(cond) == eager.condition_mask(cond)).all()
+    part = ts.take([3, 1])
+    assert [r["id"] for r in part.records] == [ts.records[3]["id"], ts.records[1]["id"]]
+    assert part.column("probe_id").tolist() == [
+        ts.records[3]["probe"]["id"],
+        ts.records[1]["probe"]["id"],
+    ]
+    a = scored_trials(ts, np.zeros(len(ts)))
+    b = scored_trials(eager, np.zeros(len(ts)))
+    assert list(a.enroll) == list(b.enroll) and list(a.test) == list(b.test)
+
+
+def test_heap_frozen_is_undone():
+    assert gc.isenabled()
+    with heap_frozen():
+        assert not gc.isenabled() and gc.get_freeze_count() > 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
