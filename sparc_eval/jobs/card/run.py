@@ -106,27 +106,18 @@ def evaluated_speech(evalset: EvaluationSet, anonymized: dict, data=None) -> dic
     }
 
 
-def _cell(
-    card: CardSettings,
-    spec: AttackerSpec,
-    anonymized,
-    scenario: str,
-    evalset,
-    ctx,
-    text_manifest=None,
-    variant: str | None = None,
-) -> dict:
-    """One cell (see :func:`_one_cell`), its seconds in ``ctx.timings`` under
+def _cell(card: CardSettings, spec: AttackerSpec, anonymized, scenario: str, evalset, ctx, **kw):
+    """One cell (:func:`_one_cell`, same arguments), its seconds in ``ctx.timings`` under
     ``<original|anonymizer>/<attacker>/<scenario>[@variant]``."""
     start = time.perf_counter()
     try:
-        return _one_cell(card, spec, anonymized, scenario, evalset, ctx, text_manifest, variant)
+        return _one_cell(card, spec, anonymized, scenario, evalset, ctx, **kw)
     finally:
         where = ORIGINAL if anonymized is None else anonymized.name
+        variant = kw.get("variant")
         key = f"{where}/{spec.name}/{scenario}" + (f"@{variant}" if variant else "")
-        timings = getattr(ctx, "timings", None)
-        if timings is not None:
-            timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+        if ctx.timings is not None:
+            ctx.timings[key] = ctx.timings.get(key, 0.0) + time.perf_counter() - start
 
 
 def _one_cell(

@@ -502,12 +502,11 @@ class TrialPairing:
             return -1
         return plan.probe.k if plan.partner == plan.probe.app else -2
 
-    @staticmethod
-    def _where(plan: Plan) -> str:
+    @classmethod
+    def _where(cls, plan: Plan) -> str:
         """Which part of the partner's appearance enrolls: head, tail, or tail without the probe."""
-        if plan.position == "head":
-            return "head"
-        return f"tail-without-p{plan.probe.k}" if plan.partner == plan.probe.app else "tail"
+        code = cls._where_code(plan)
+        return {-1: "head", -2: "tail"}.get(code, f"tail-without-p{code}")
 
     def _enroll_id(self, plan: Plan, L: int) -> str:
         partner = self.apps[plan.partner]
