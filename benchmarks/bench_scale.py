@@ -583,6 +583,9 @@ def one_size(preset: str, n: int, data: Path, folder: Path) -> dict:
 # ----------------------------------------------------------------------------- driver and table
 
 
+TRIAL_STAGES = ("materialise", "scoring", "outputs")  # work per trial (``per_trial``)
+
+
 def exponent(t1, t2, n1, n2):
     if not t1 or not t2 or t1 <= 0 or t2 <= 0:
         return None
@@ -721,9 +724,26 @@ def verdict(results: list, last_exp: dict) -> None:
         f"{'PASS' if judged and not over else 'FAIL' if over else 'n/a'}"
         + (f"; over: {over}" if over else "")
     )
+    per_trial(results, last_exp)
     st = last_exp.get("shared-text detection")
     if st is not None:
         print(f"  shared-text detection (not in the protocol): exponent {st:.2f}")
+
+
+def per_trial(results: list, last_exp: dict) -> None:
+    """A diagnostic beside the verdict (which it does not change): the trials a corpus yields grow
+    faster than its utterances (larger pools match more positives), so a stage whose work is per
+    trial shows that growth; its exponent per trial takes it out."""
+    if len(results) < 2:
+        return
+    prev, top = results[-2], results[-1]
+    grew = exponent(prev["trials"], top["trials"], prev["n"], top["n"])
+    if grew is None:
+        return
+    found = {
+        s: round(last_exp[s] - (grew - 1.0), 2) for s in TRIAL_STAGES if last_exp.get(s) is not None
+    }
+    print(f"  trials grew with exponent {grew:.2f}; per trial: {found}")
 
 
 def pin_cores(cores: int) -> None:

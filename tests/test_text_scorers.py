@@ -128,8 +128,18 @@ def test_tfidf_scores_in_chunks_bit_for_bit(monkeypatch):
 
     ts = toy_trials()
     whole = TfidfScorer().fit(ts.texts).score(ts)
-    monkeypatch.setattr(tfidf, "SCORE_CHUNK", 5)  # 12 trials: chunks of 5, 5 and 2
-    assert np.array_equal(TfidfScorer().fit(ts.texts).score(ts), whole)
+    monkeypatch.setattr(tfidf, "SCORE_CHUNK", 5)  # 12 trials: chunks of about 5
+    chunked = TfidfScorer().fit(ts.texts)
+    built = []
+    inner = chunked.side_vectors
+    chunked.side_vectors = lambda t: built.append(len(t.sides)) or inner(t)
+    assert np.array_equal(chunked.score(ts), whole)
+    # each side built once: every probe side, then each enrollment side in one chunk only
+    assert sum(built) == len(set(ts.probe_side.tolist())) + len(set(ts.enroll_side.tolist()))
+    chunks = tfidf.enrollment_chunks(ts.enroll_side, 5)
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(len(ts)))
+    owners = [set(ts.enroll_side[c].tolist()) for c in chunks]
+    assert sum(map(len, owners)) == len(set().union(*owners))  # no side in two chunks
 
 
 def test_tfidf_without_any_word_says_so():

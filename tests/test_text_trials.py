@@ -520,6 +520,33 @@ def test_draw_order_is_uniform_without_replacement_on_both_paths(monkeypatch):
     )
 
 
+def test_draws_from_known_members_shuffle_them_as_a_small_pool_does():
+    """``members`` stands for ``accept``: at most ``EXACT_POOL_MAX`` candidates, the same draws;
+    at any size, one uniform shuffle of the members, and nothing taken from the generator when
+    there are none (an empty stratum costs no rejection rounds)."""
+    from sparc_eval.jobs.text import pairing
+
+    small = np.arange(0, 1_800, 3, dtype=np.int64)
+    for accept in (lambda c: c % 7 == 0, lambda c: c == 900, lambda c: c < 0):
+        members = np.flatnonzero(accept(small))
+        a, b = np.random.default_rng(5), np.random.default_rng(5)
+        assert list(pairing.draw_order(a, small, accept)) == list(
+            pairing.draw_order(b, small, members=members)
+        )
+        assert a.integers(0, 10**9, 4).tolist() == b.integers(0, 10**9, 4).tolist()
+    big = np.arange(0, 600_000, 3, dtype=np.int64)
+    members = np.flatnonzero(big % 4_000 == 0)
+    firsts = Counter(
+        next(pairing.draw_order(np.random.default_rng([3, s]), big, members=members))
+        for s in range(3000)
+    )
+    assert sorted(firsts) == big[members].tolist()
+    assert max(firsts.values()) < 80 and min(firsts.values()) > 20  # 60 each when uniform (sd 8)
+    untouched = np.random.default_rng(9)
+    assert list(pairing.draw_order(untouched, big, members=members[:0])) == []
+    assert untouched.integers(0, 10**9) == np.random.default_rng(9).integers(0, 10**9)
+
+
 def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
     from sparc_eval.jobs.text import pairing
 

@@ -209,6 +209,10 @@ def test_gvd_is_computed_per_trial_list_on_trial_utterances():
     pooled = VoiceDistinctiveness(encoder, grouping="pooled").compute(pair)
     assert pooled["value"] == pytest.approx(_gvd_by_hand(encoder.table, list(utt2spk), utt2spk))
     assert "gvd: pooled" in pooled["deviations"]
+    # 0.3's keys keep their meaning beside the per-list default: the pooled matrix's D_diag values
+    assert found["value_pooled"] == pytest.approx(pooled["value"])
+    for key in ("d_diag_original", "d_diag_anonymized"):
+        assert found[key] == pytest.approx(pooled[key]) == pooled["per_list"]["pooled"][key]
     # VoicePrivacy lists given by a preset are read as they are
     listed = UtilityInput(
         "x",

@@ -69,14 +69,25 @@ class NgramCounts:
 
     def document_frequency(self, texts, *, block: int = 1 << 16) -> np.ndarray:
         """Per column, how many of ``texts`` (distinct) hold the n-gram; a block of texts at a time."""
-        self._row_ids(texts)  # count the new ones first: the columns are then known
+        ids = np.sort(self._row_ids(texts))  # rows in stored order: each block read in sequence
         df = np.zeros(self.n_columns, dtype=np.int64)
-        for lo in range(0, len(texts), block):
-            df += np.bincount(self.rows(texts[lo : lo + block]).indices, minlength=self.n_columns)
+        for first, rows in zip(self._starts, self._blocks):
+            lo, hi = np.searchsorted(ids, [first, first + rows.shape[0]])
+            for at in range(lo, hi, block):
+                mine = ids[at : min(hi, at + block)] - first
+                df += np.bincount(rows[mine].indices, minlength=self.n_columns)
         return df
 
+    def count(self, texts) -> None:
+        """Count the ``texts`` not seen yet, in the order given (their new n-grams numbered so)."""
+        self._row_ids(texts)
+
+    def unseen(self, texts) -> list:
+        """The distinct ``texts`` not counted yet, in the order given."""
+        return list(dict.fromkeys(t for t in texts if t not in self.row_of))
+
     def _row_ids(self, texts) -> np.ndarray:
-        new = list(dict.fromkeys(t for t in texts if t not in self.row_of))
+        new = self.unseen(texts)
         batches = [
             self._count(new[lo : lo + COUNT_BATCH]) for lo in range(0, len(new), COUNT_BATCH)
         ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparc_eval.arrays import distinct
 from sparc_eval.errors import DataError
 
 from .base import TextScorer, as_trialset, normalise_rows_in_place, paired_dot, side_matrix
@@ -60,7 +61,10 @@ class TfidfScorer(TextScorer):
     def fit(self, texts):
         """Vocabulary (n-grams in at least ``min_df`` of the unique texts) and smoothed IDF, as
         scikit-learn's ``CountVectorizer`` + ``TfidfTransformer(smooth_idf=True)`` compute them."""
-        unique = sorted(set(texts))
+        unique = list(dict.fromkeys(texts))
+        # texts not counted before are numbered in sorted order (as fitting on sorted texts did),
+        # so only they are sorted: a setting whose texts were all seen sorts nothing
+        self.counts.count(sorted(self.counts.unseen(unique)))
         df = self.counts.document_frequency(unique)
         min_count = (
             self.min_df if isinstance(self.min_df, (int, np.integer)) else self.min_df * len(unique)
@@ -97,8 +101,11 @@ class TfidfScorer(TextScorer):
         return normalise_rows_in_place(S)
 
     def score(self, trials) -> np.ndarray:
-        """Cosines, ``SCORE_CHUNK`` trials at a time (each chunk with the sides and texts it uses):
-        memory follows the chunk, not the trial set; the scores are the same bit for bit."""
+        """Cosines, with each side's vector built once however large the set: every probe side at
+        once (probes are short), then the enrollment sides in chunks of about ``SCORE_CHUNK``
+        trials (the trials sorted by enrollment, so an enrollment shared by trials far apart is
+        built once, not once per chunk). Memory follows the probes and one chunk; the scores
+        are the same bit for bit (a side's vector does not depend on what it is built with)."""
         trials = as_trialset(trials)
         if len(trials) == 0:
             return np.zeros(0)
@@ -107,9 +114,27 @@ class TfidfScorer(TextScorer):
         if len(trials) <= SCORE_CHUNK:
             V = self.side_vectors(trials)  # unit rows
             return paired_dot(V, V, trials.probe_side, trials.enroll_side)
-        return np.concatenate(
-            [
-                self.score(trials.take(np.arange(lo, min(lo + SCORE_CHUNK, len(trials)))))
-                for lo in range(0, len(trials), SCORE_CHUNK)
-            ]
-        )
+        probes = distinct(trials.probe_side)
+        P = self.side_vectors(trials.side_subset(probes))
+        scores = np.empty(len(trials))
+        for at in enrollment_chunks(trials.enroll_side, SCORE_CHUNK):
+            enrolls = distinct(trials.enroll_side[at])
+            E = self.side_vectors(trials.side_subset(enrolls))
+            scores[at] = paired_dot(
+                P,
+                E,
+                np.searchsorted(probes, trials.probe_side[at]),
+                np.searchsorted(enrolls, trials.enroll_side[at]),
+            )
+        return scores
+
+
+def enrollment_chunks(enroll_side: np.ndarray, size: int) -> list:
+    """Trial indices sorted by enrollment side, cut every ``size`` trials at the next change of
+    side (each side's trials in one chunk)."""
+    order = np.argsort(enroll_side, kind="stable")
+    ordered = enroll_side[order]
+    starts = np.append(np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(order))
+    cuts = starts[np.searchsorted(starts, np.arange(size, len(order), size))]
+    bounds = np.unique(np.r_[0, cuts, len(order)])
+    return [order[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]

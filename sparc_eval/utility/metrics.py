@@ -36,7 +36,9 @@ finds it. Built in (registered as ``wer``, ``rho_f0`` and ``gvd``):
 Trial lists (rho_F0 and G_VD): the VoicePrivacy lists a preset scores (``UtilityInput.trial_lists``),
 else the split's trial utterances (``trial_ids``) grouped by sex (``trials_f``, ``trials_m``), as
 VoicePrivacy's per-sex lists; without trial ids, every evaluated utterance by sex. The headline
-``value`` is the mean over the lists; each list's value is under ``per_list``.
+``value`` is the mean over the lists; each list's value is under ``per_list``. G_VD's
+``d_diag_original`` / ``d_diag_anonymized`` keep their 0.3 meaning (the one pooled matrix), with
+the G_VD they give as ``value_pooled``.
 """
 
 from __future__ import annotations
@@ -638,11 +640,18 @@ class VoiceDistinctiveness:
             "ASV_eval's PLDA log-likelihood ratios)",
             "deviations": self.deviations(pair),
         }
-        for key in ("d_diag_original", "d_diag_anonymized"):  # 0.3's keys: the lists' mean
-            found[key] = float(
-                np.mean([r[key] for r in per_list.values() if r["value"] is not None])
-            )
+        found.update(self.pooled_keys(pairs, per_list))
         return found
+
+    def pooled_keys(self, pairs: list, per_list: dict) -> dict:
+        """0.3's keys keep their meaning: D_diag of the one matrix over every pair (both sexes,
+        enrollment and trial utterances), with the G_VD they give as ``value_pooled``."""
+        pooled = per_list.get("pooled") or self.one_list(pairs)
+        return {
+            "d_diag_original": pooled.get("d_diag_original"),
+            "d_diag_anonymized": pooled.get("d_diag_anonymized"),
+            "value_pooled": pooled["value"],
+        }
 
     def deviations(self, pair: UtilityInput) -> dict:
         found = {

@@ -55,7 +55,8 @@ class AnonymizedCorpora:
     seconds: float = 0.0  # this anonymizer's share of the card's anonymization stage
 
 
-def _failures(folder: Path) -> dict:
+def read_failures(folder: Path) -> dict:
+    """{utterance id: reason} from an anonymized folder's ``failures.jsonl`` (empty when absent)."""
     path = folder / "failures.jsonl"
     if not path.is_file():
         return {}
@@ -73,7 +74,7 @@ def _run(card: CardSettings, anonymizer, name: str, manifest: Manifest, folder: 
     result = anonymize_corpus(manifest, anonymizer, folder, progress=card.progress, **card.runner)
     report = result.report
     keep = ("utterances", "finished", "processed", "cached", "failed", "rtf", "timings_s")
-    return {k: report[k] for k in keep if k in report}, _failures(folder), result
+    return {k: report[k] for k in keep if k in report}, read_failures(folder), result
 
 
 def needed_utterances(plan: DataPlan) -> Manifest:

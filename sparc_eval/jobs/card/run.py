@@ -36,6 +36,7 @@ from .anonymized import (
     anonymize_needed,
     given_copies,
     needed_utterances,
+    read_failures,
 )
 from .learning import learning_cells
 from .settings import CardSettings, attacker_settings
@@ -207,11 +208,9 @@ def utility_context(plan, anonymized: dict) -> dict:
     """What utility reads beside the evaluated pairs: the original utterances each anonymizer failed
     on in the user's speech (WER counts them as deletions), the split's trial ids and the
     VoicePrivacy lists a preset scores (rho_F0 and G_VD per trial list)."""
-    from .anonymized import _failures
-
     needed, failed = needed_utterances(plan), {}
     for name, a in anonymized.items():  # the user's speech only: eval/failures.jsonl
-        gone = set(_failures(Path(a.eval_folder)))
+        gone = set(read_failures(Path(a.eval_folder)))
         failed[name] = needed.subset(lambda u, gone=gone: u.id in gone)
     lists = getattr(plan.lists, "lists", None)
     return {

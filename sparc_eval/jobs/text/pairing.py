@@ -67,7 +67,7 @@ def group_index(codes: np.ndarray) -> dict:
     return {int(sorted_codes[i]): g for i, g in zip(starts, groups) if sorted_codes[i] >= 0}
 
 
-def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
+def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, members=None):
     """The members of ``universe`` (ascending indices) that ``accept`` (a vectorised mask) keeps,
     yielded in a uniformly random order, lazily.
 
@@ -79,9 +79,13 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
     one vectorised pass. The first tries of uniform draws are a uniform random order of the ones
     tried, and the rest shuffled after any such stopping point keeps the whole order uniform, so
     both paths draw partners uniformly without replacement.
+
+    ``members`` (ascending positions in ``universe``) may stand for ``accept`` when the members are
+    already known (a stratum listed at once): they are shuffled whole, the small universe's draw at
+    any size, and an empty list draws nothing from ``rng``.
     """
-    if len(universe) <= EXACT_POOL_MAX:
-        candidates = universe[accept(universe)]
+    if members is not None or len(universe) <= EXACT_POOL_MAX:
+        candidates = universe[members] if members is not None else universe[accept(universe)]
         if len(candidates):
             yield from rng.permutation(candidates).tolist()
         return
@@ -93,7 +97,8 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept):
         positions = positions[~tried[positions]]
         tried[positions] = True
         n_tried += len(positions)
-        yield from universe[positions[accept(universe[positions])]].tolist()
+        candidates = universe[positions]
+        yield from candidates[accept(candidates)].tolist()
         batch *= 2
     rest = universe[~tried]
     yield from rng.permutation(rest[accept(rest)]).tolist()
@@ -138,16 +143,22 @@ class Pool:
 
 
 class ProbeTopicView:
-    """A probe's topic view (:meth:`TrialPairing.topic_view`) of one candidate universe, shared
-    by the draws for all its positives: batch by batch while draws read few candidates, then, once
+    """A probe's topic view (:meth:`TrialPairing.topic_view`) of its negative universe, shared by
+    the draws for all its positives: batch by batch while draws read few candidates, then, once
     they have read ``WHOLE_VIEW_AFTER``, the whole universe in one product with its rows (cached
-    per universe), looked up from then on. A rare stratum (a positive's title similarity above
-    0.05) is thus searched in one vectorised pass over the probe's negative pool, not one per
-    positive; the values are the same either way."""
+    per universe), looked up from then on.
 
-    def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray):
-        self.pairing, self.ep, self.universe = pairing, ep, universe
-        self.read, self.whole = 0, None
+    The negatives of a stratum are listed at once (:meth:`members`) where that is cheap: when the
+    stratum asks for shared categories, only the pool's episodes whose category set is in its
+    Jaccard bin can belong (the pool is grouped by category set once), and once the whole view
+    exists, a lookup. A rare or empty stratum (a positive's title similarity above 0.05, the same
+    categories: most speaker positives) then costs a pass over those few candidates, not rejection
+    rounds and a pass over the pool. The values are the same either way, and so are the draws from
+    a pool of at most ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
+
+    def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
+        self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
+        self.read, self.whole, self.by_stratum = 0, None, {}
 
     def __call__(self, cands: np.ndarray):
         self.read += len(cands)
@@ -157,6 +168,32 @@ class ProbeTopicView:
             self.whole = self.pairing.topic_view_whole(self.ep, self.universe)
         at = np.searchsorted(self.universe, cands)
         return self.whole[0][at], self.whole[1][at]
+
+    def members(self, stratum: int, used: list):
+        """Ascending positions in the universe of the negatives of ``stratum`` not yet ``used``
+        (kept by the topic filter and the probe's ``accept``); None where listing them would
+        read the whole pool (no shared category asked, no whole view yet): drawn by rejection."""
+        stratum = int(stratum)
+        if stratum not in self.by_stratum:
+            if self.whole is not None:
+                at = np.arange(len(self.universe))
+                kept, strata = self.whole
+            elif stratum % 100 > 0:  # the stratum's Jaccard bin: some category shared
+                at = self.pairing.category_bin_positions(self.ep, self.universe, stratum % 100)
+                kept, strata = self.pairing.topic_view(self.ep, self.universe[at])
+            else:
+                return None
+            ok = kept & (strata == stratum)
+            found = at[ok][self.accept(self.universe[at[ok]])]
+            self.by_stratum[stratum] = found[~np.isin(self.universe[found], used)]
+        return self.by_stratum[stratum]
+
+    def use(self, candidate: int, stratum: int) -> None:
+        """A negative was taken: it leaves its stratum's members."""
+        members = self.by_stratum.get(int(stratum))
+        if members is not None:
+            at = np.searchsorted(self.universe, candidate)
+            self.by_stratum[int(stratum)] = members[members != at]
 
 
 @dataclass(slots=True)
@@ -213,6 +250,7 @@ class TrialPairing:
         # text codes shared by every trial set this builder makes (materialise)
         self._codes, self._code_texts, self._app_codes, self._probe_code_cache = {}, [], {}, {}
         self._universe_rows = {}  # id(universe) -> (universe, its TF-IDF rows): ProbeTopicView
+        self._universe_sets = {}  # id(universe) -> (universe, category codes, positions per code)
 
     def _index_appearances(self) -> list:
         """Speaker, episode and series codes and utterance counts per appearance, appearances
@@ -328,6 +366,19 @@ class TrialPairing:
         kept = (others != ep) & (sims <= self.config.topic_max_similarity)
         return kept, self.strata(sims, self.topic.jaccard(ep, others))
 
+    def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+        """Ascending positions in ``universe`` of the appearances whose episode's category set has
+        its Jaccard similarity with episode ``ep``'s in ``jaccard_bin`` (the universe grouped by
+        category set once, kept per universe)."""
+        key = id(universe)
+        if key not in self._universe_sets:  # the universe is kept with it: ids are not reused
+            groups = group_index(self.topic.category_code[self.app_ep[universe]])
+            self._universe_sets[key] = (universe, np.asarray(list(groups), np.int64), groups)
+        _, codes, groups = self._universe_sets[key]
+        bins = np.digitize(self.topic.set_jaccard(ep, codes), self.config.topic_jaccard_edges)
+        picked = [groups[c] for c in codes[bins == jaccard_bin].tolist()]
+        return np.sort(np.concatenate(picked)) if picked else universe[:0]
+
     def same_series(self, a: int, cands: np.ndarray) -> np.ndarray:
         """Which candidates share the probe's series (both known and equal)."""
         return (self.app_series[cands] == self.app_series[a]) & (self.app_series[cands] >= 0)
@@ -385,7 +436,7 @@ class TrialPairing:
         ep, used = self.app_ep[probe.app], []
         pos_universe, pos_accept = positives
         neg_universe, neg_accept = negatives
-        neg_view = ProbeTopicView(self, ep, neg_universe)
+        neg_view = ProbeTopicView(self, ep, neg_universe, neg_accept)
         plans = []
         for p in draw_order(rng, pos_universe, lambda c: self.topic_view(ep, c)[0] & pos_accept(c)):
             if len(plans) >= 2 * k:
@@ -399,12 +450,14 @@ class TrialPairing:
                 kept, strata = neg_view(c)
                 return kept & (strata == stratum) & neg_accept(c) & ~np.isin(c, used)
 
+            members = neg_view.members(stratum, used)
             neg = None
-            for j in draw_order(rng, neg_universe, negative):
+            for j in draw_order(rng, neg_universe, negative, members=members):
                 plan = Plan(probe, int(j), "head", EN, labels[1])
                 if self.screen(plan, counts):
                     neg = plan
                     used.append(int(j))
+                    neg_view.use(int(j), stratum)
                     break
             if neg is None:
                 counts["unmatched_positives"] += 1
@@ -488,8 +541,10 @@ class TrialPairing:
         if not side_codes:
             return [], []
         flat = np.concatenate(side_codes)
-        used, first = np.unique(flat, return_index=True)
-        used = used[np.argsort(first, kind="stable")]
+        at = np.arange(len(flat))
+        first = np.full(len(self._code_texts), len(flat), dtype=np.int64)
+        np.minimum.at(first, flat, at)  # each code's first position: linear, where a sort is not
+        used = flat[first[flat] == at]
         local = np.full(len(self._code_texts), -1, dtype=np.int64)
         local[used] = np.arange(len(used))
         bounds = np.cumsum([len(c) for c in side_codes])[:-1]

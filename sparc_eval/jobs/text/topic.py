@@ -45,6 +45,13 @@ class TopicIndex:
             for c in cs:
                 self.C[i, vocab[c]] = 1.0
         self.size = self.C.sum(axis=1)
+        # each episode's category set as a code, and one episode per set (its row stands for all)
+        set_codes = {}
+        self.category_code = np.asarray(
+            [set_codes.setdefault(frozenset(cs), len(set_codes)) for cs in cats], dtype=np.int64
+        )
+        self.category_example = np.zeros(len(set_codes), dtype=np.int64)
+        self.category_example[self.category_code] = np.arange(len(cats))  # any one will do
         self._dense, self._dense_e, self._dense_terms = None, None, None
 
     def similarity(self, e: int, others: np.ndarray) -> np.ndarray:
@@ -127,6 +134,11 @@ class TopicIndex:
         for i, j in zip(*np.nonzero(np.abs(sims - threshold) <= 1e-9)):
             above[i, j] = self.similarity(rows[i], cols[j : j + 1])[0] > threshold
         return above
+
+    def set_jaccard(self, e: int, codes: np.ndarray) -> np.ndarray:
+        """:meth:`jaccard` of episode ``e`` with category sets (their codes): the same values,
+        from one episode of each set."""
+        return self.jaccard(e, self.category_example[np.asarray(codes, dtype=np.int64)])
 
     def jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
         inter = self.C[others] @ self.C[e]
