@@ -265,7 +265,7 @@ def utterance_texts(spk: np.ndarray, bank: list, n_speakers: int, rng) -> list:
 
 def synthetic_manifest(n: int, bank: list, seed: int = 0):
     """A NaturalVoices-shaped Manifest of exactly n utterances (see the module docstring)."""
-    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest
 
     rng = np.random.default_rng(seed)
     n_speakers = max(8, round(TOP_SPEAKERS * n / TOP_N))
@@ -281,20 +281,26 @@ def synthetic_manifest(n: int, bank: list, seed: int = 0):
     utts, k, prev = [], 0, -1
     for i, (ep, spk) in enumerate(rows.tolist()):
         k, prev = (k + 1 if ep == prev else 0), ep
-        sex, age, accent = attrs[spk]
-        utts.append(
-            Utterance(
-                id=f"nv-{ep:06d}-{k:04d}",
-                speaker=f"spk{spk:05d}",
-                text=texts[i],
-                episode=f"nv-ep{ep:06d}",
-                series=f"nv-s{series[ep]:05d}",
-                sex=sex,
-                age=age,
-                accent=accent,
-            )
-        )
+        utts.append(utterance("nv", ep, k, spk, series[ep], texts[i], attrs))
     return Manifest(utts, name=f"synthetic-naturalvoices-{n}")
+
+
+def utterance(prefix: str, ep: int, k: int, spk: int, series: int, text: str, attrs, extra=None):
+    """Utterance k of episode ep by speaker spk, in series ``series``, with the speaker's labels."""
+    from sparc_eval.data.manifest import Utterance
+
+    sex, age, accent = attrs[spk]
+    return Utterance(
+        id=f"{prefix}-{ep:06d}-{k:04d}",
+        speaker=f"spk{spk:05d}",
+        text=text,
+        episode=f"{prefix}-ep{ep:06d}",
+        series=f"{prefix}-s{series:05d}",
+        sex=sex,
+        age=age,
+        accent=accent,
+        extra=extra or {},
+    )
 
 
 CATEGORIES = (
@@ -345,7 +351,7 @@ def synthetic_sporc(n: int, bank: list, seed: int = 0):
     each speaker hosting one series of their own episodes (so positives come from the speaker's
     other episodes), episode titles, descriptions and categories in ``extra`` on every utterance
     (as an export repeats them), the NaturalVoices corpus's speakers, labels and texts."""
-    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.data.manifest import Manifest
 
     rng = np.random.default_rng(seed)
     n_speakers = max(8, round(TOP_SPEAKERS * n / TOP_N))
@@ -363,23 +369,10 @@ def synthetic_sporc(n: int, bank: list, seed: int = 0):
     attrs = speaker_table(n_speakers, rng)
     utts, i = [], 0
     for ep, (size, h) in enumerate(zip(sizes.tolist(), host.tolist())):
-        sex, age, accent = attrs[h]
         title, desc, cat = meta[ep]
         extra = {"title": title, "description": desc, "category": cat}
         for k in range(size):
-            utts.append(
-                Utterance(
-                    id=f"sp-{ep:06d}-{k:04d}",
-                    speaker=f"spk{h:05d}",
-                    text=texts[i],
-                    episode=f"sp-ep{ep:06d}",
-                    series=f"sp-s{h:05d}",
-                    sex=sex,
-                    age=age,
-                    accent=accent,
-                    extra=extra,
-                )
-            )
+            utts.append(utterance("sp", ep, k, h, h, texts[i], attrs, extra))
             i += 1
     return Manifest(utts, name=f"synthetic-sporc-{n}")
 

@@ -17,3 +17,12 @@ class DataError(ValueError):
         super().__init__(text)
         self.path = path
         self.line = line
+
+
+def one_of(value, choices, what: str, hint: str = ""):
+    """``value`` when it is one of ``choices``; else ``unknown <what> <value>`` naming the choices."""
+    if value not in choices:
+        raise DataError(
+            f"unknown {what} {value!r}", hint=hint or f"{what} is one of {', '.join(choices)}"
+        )
+    return value

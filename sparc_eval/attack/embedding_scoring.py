@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, one_of
 from .scoring import check_enrollment, pick_pairs, score_pairs, speaker_models, trial_vectors, unit
 
 SCORINGS = ("cosine", "max", "plda")
@@ -35,12 +35,7 @@ def _plda_lda():
 
 
 def check_scoring(scoring: str) -> str:
-    if scoring not in SCORINGS:
-        raise DataError(
-            f"unknown scoring {scoring!r}",
-            hint=f"scoring is one of {', '.join(SCORINGS)}",
-        )
-    return scoring
+    return one_of(scoring, SCORINGS, "scoring")
 
 
 # --- the PLDA back-end ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import one_of
 
 TRACKERS = ("praat", "yaapt", "pyin", "yin")
 FRAMES = ("voiced", "vpc2022_code")
@@ -106,12 +106,12 @@ _TRACK = {"praat": _praat, "yaapt": _yaapt, "pyin": _pyin, "yin": _yin}
 
 
 def check_tracker(tracker: str) -> str:
-    if tracker not in _TRACK:
-        raise DataError(
-            f"unknown F0 tracker {tracker!r}",
-            hint=f"rho_F0's tracker is one of {', '.join(TRACKERS)} (praat: VoicePrivacy 2022's)",
-        )
-    return tracker
+    return one_of(
+        tracker,
+        TRACKERS,
+        "F0 tracker",
+        f"rho_F0's tracker is one of {', '.join(TRACKERS)} (praat: VoicePrivacy 2022's)",
+    )
 
 
 def track(wav, sr, tracker: str = "praat", **options) -> np.ndarray:

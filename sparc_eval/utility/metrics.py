@@ -51,7 +51,7 @@ from typing import Optional
 import numpy as np
 
 from ..data.manifest import Manifest
-from ..errors import DataError
+from ..errors import DataError, one_of
 
 UTILITY_METRIC_GROUP = "sparc_eval.utility_metrics"
 
@@ -585,12 +585,13 @@ class VoiceDistinctiveness:
             raise DataError(
                 f"G_VD needs an encoder with embed(utterances) ({type(encoder).__name__} has none)"
             )
-        if grouping not in self.GROUPINGS:
-            raise DataError(
-                f"unknown G_VD grouping {grouping!r}",
-                hint="grouping: lists (VoicePrivacy 2022: per trial list) or pooled",
-            )
-        self.encoder, self.grouping = encoder, grouping
+        self.grouping = one_of(
+            grouping,
+            self.GROUPINGS,
+            "G_VD grouping",
+            "grouping: lists (VoicePrivacy 2022: per trial list) or pooled",
+        )
+        self.encoder = encoder
 
     def one_list(self, pairs: list) -> dict:
         """G_VD of one set of (original, anonymized) pairs: speakers with two utterances or more."""

@@ -249,8 +249,7 @@ class TrialPairing:
         self._stats = {}
         # text codes shared by every trial set this builder makes (materialise)
         self._codes, self._code_texts, self._app_codes, self._probe_code_cache = {}, [], {}, {}
-        self._universe_rows = {}  # id(universe) -> (universe, its TF-IDF rows): ProbeTopicView
-        self._universe_sets = {}  # id(universe) -> (universe, category codes, positions per code)
+        self._of_universe = {}  # (id(universe), what) -> (universe, what was made of it)
 
     def _index_appearances(self) -> list:
         """Speaker, episode and series codes and utterance counts per appearance, appearances
@@ -356,13 +355,19 @@ class TrialPairing:
         kept = (others != ep) & (sims <= self.config.topic_max_similarity)
         return kept, self.strata(sims, self.topic.jaccard(ep, others))
 
+    def per_universe(self, universe: np.ndarray, what: str, make):
+        """``make(universe)``, made once per candidate universe and kept (with the universe, so
+        that its id is not reused)."""
+        key = (id(universe), what)
+        if key not in self._of_universe:
+            self._of_universe[key] = (universe, make(universe))
+        return self._of_universe[key][1]
+
     def topic_view_whole(self, ep: int, universe: np.ndarray):
         """:meth:`topic_view` of a whole universe, from its rows' TF-IDF block (kept per universe)."""
-        key = id(universe)
-        if key not in self._universe_rows:  # the universe is kept with it: ids are not reused
-            self._universe_rows[key] = (universe, self.topic.rows(self.app_ep[universe]))
+        rows = self.per_universe(universe, "rows", lambda u: self.topic.rows(self.app_ep[u]))
         others = self.app_ep[universe]
-        sims = self.topic.similarity_to_rows(ep, self._universe_rows[key][1], len(others))
+        sims = self.topic.similarity_to_rows(ep, rows, len(others))
         kept = (others != ep) & (sims <= self.config.topic_max_similarity)
         return kept, self.strata(sims, self.topic.jaccard(ep, others))
 
@@ -370,11 +375,12 @@ class TrialPairing:
         """Ascending positions in ``universe`` of the appearances whose episode's category set has
         its Jaccard similarity with episode ``ep``'s in ``jaccard_bin`` (the universe grouped by
         category set once, kept per universe)."""
-        key = id(universe)
-        if key not in self._universe_sets:  # the universe is kept with it: ids are not reused
-            groups = group_index(self.topic.category_code[self.app_ep[universe]])
-            self._universe_sets[key] = (universe, np.asarray(list(groups), np.int64), groups)
-        _, codes, groups = self._universe_sets[key]
+        groups = self.per_universe(
+            universe,
+            "category sets",
+            lambda u: group_index(self.topic.category_code[self.app_ep[u]]),
+        )
+        codes = np.fromiter(groups, dtype=np.int64, count=len(groups))
         bins = np.digitize(self.topic.set_jaccard(ep, codes), self.config.topic_jaccard_edges)
         picked = [groups[c] for c in codes[bins == jaccard_bin].tolist()]
         return np.sort(np.concatenate(picked)) if picked else universe[:0]
