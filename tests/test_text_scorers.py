@@ -131,8 +131,8 @@ def test_tfidf_scores_in_chunks_bit_for_bit(monkeypatch):
     monkeypatch.setattr(tfidf, "SCORE_CHUNK", 5)  # 12 trials: chunks of about 5
     chunked = TfidfScorer().fit(ts.texts)
     built = []
-    inner = chunked.side_vectors
-    chunked.side_vectors = lambda t: built.append(len(t.sides)) or inner(t)
+    inner = chunked._side_vectors
+    chunked._side_vectors = lambda t, sides, ids: built.append(len(sides)) or inner(t, sides, ids)
     assert np.array_equal(chunked.score(ts), whole)
     # each side built once: every probe side, then each enrollment side in one chunk only
     assert sum(built) == len(set(ts.probe_side.tolist())) + len(set(ts.enroll_side.tolist()))

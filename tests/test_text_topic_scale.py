@@ -4,13 +4,15 @@ the columnar trial sets the metrics read without building a record per trial."""
 
 import gc
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 from test_text_trials import manifest, words
 
-from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, pairing, topic
-from sparc_eval.jobs.text.evaluate import heap_frozen, scored_trials
-from sparc_eval.jobs.text.trials import EN, HP, TrialBuilder
+from sparc_eval.arrays import first_sight_codes
+from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, materialise, pairing, topic
+from sparc_eval.jobs.text.evaluate import frozen_once_built, heap_frozen, scored_trials
+from sparc_eval.jobs.text.trials import EN, EP, HP, TrialBuilder
 
 TOPICS = ("gardening tomatoes", "stock markets", "football tactics", "jazz history", "pasta")
 CATEGORIES = ("Home", "Business", "Sports", "Music", "Food")
@@ -170,3 +172,64 @@ def test_heap_frozen_is_undone():
     with heap_frozen():
         assert not gc.isenabled() and gc.get_freeze_count() > 0
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_loaded_corpus_is_frozen_and_still_freed():
+    import weakref
+
+    class Record:  # a weakref-able stand-in for a corpus record
+        pass
+
+    gc.unfreeze()
+    try:
+        with frozen_once_built():
+            assert not gc.isenabled()
+            kept = Record()
+        assert gc.isenabled() and gc.get_freeze_count() > 0 and gc.is_tracked(kept)
+        gone = weakref.ref(kept)
+        del kept  # frozen objects are still freed by reference counting
+        assert gone() is None
+    finally:
+        gc.unfreeze()
+
+
+def test_materialised_sets_hold_what_each_record_names(monkeypatch):
+    """The array-built trial sets against each trial's record (built per trial, by the rules in
+    enroll_indices): cut probes, tails without the probe (two ranges), short enrollments."""
+    m, _ = topical_corpus(n_speakers=12)
+    config = replace(sporc_config(), P=8, max_probes=2, partners={**sporc_config().partners, EP: 1})
+    text_of = {u.id: u.text for u in m}
+    for task in ("speaker", "sex"):
+        sets, _ = build_trials(m, config, task, Ls=[1, 2, 4])
+        for L, ts in sets.items():
+            assert len(ts) > 20 and len(set(ts.texts)) == len(ts.texts)  # one text, one index
+            short, kinds = 0, Counter()
+            for i, r in enumerate(ts.records):
+                enroll = [text_of[u] for u in r["enroll"]["utt_ids"]]
+                assert ts.enroll_texts(i) == enroll
+                probe = [text_of[u] for u in r["probe"]["utt_ids"]]
+                assert ts.probe_texts(i)[:-1] == probe[:-1]
+                assert probe[-1].startswith(ts.probe_texts(i)[-1])  # the cut last utterance
+                for name, value in (
+                    ("probe_id", r["probe"]["id"]),
+                    ("enroll_id", r["enroll"]["id"]),
+                ):
+                    assert ts.column(name)[i] == value
+                assert ts.column("enroll_speaker")[i] == r["enroll"]["speaker"]
+                assert bool(ts.labels[i]) == bool(r["label"]) and ts.types[i] == r["type"]
+                short += len(enroll) < L
+                kinds[r["enroll"]["id"].split("/")[-1].split("-L")[0][:13]] += 1
+            assert ts.meta["enrollments_short_of_L"] == short
+            assert kinds["head"] > 0 and (task != "speaker" or kinds["tail-without-"] > 0)
+    assert any(len(p.texts[-1].split()) < 6 for p in TrialBuilder(m, config, L_max=4).probes)
+
+
+def test_text_codes_survive_hash_collisions(monkeypatch):
+    texts = ["a b", "c", "a b", "d", "c", "e"]
+    codes, distinct = materialise.text_codes(texts)
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3] and distinct == ["a b", "c", "d", "e"]
+    monkeypatch.setattr(materialise, "hash", lambda t: len(t) % 2, raising=False)
+    codes, distinct = materialise.text_codes(texts)
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3] and distinct == ["a b", "c", "d", "e"]
+    codes, first = first_sight_codes(np.asarray([7, 3, 7, 9, 3]))
+    assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]

@@ -34,10 +34,16 @@ def as_trialset(trials) -> TrialSet:
 
 def side_matrix(trials: TrialSet) -> sparse.csr_matrix:
     """Sparse (sides x texts) incidence matrix: 1 where a side contains a text (counted)."""
-    rows = np.repeat(np.arange(len(trials.sides)), [len(s) for s in trials.sides])
-    cols = np.concatenate(trials.sides) if trials.sides else np.zeros(0, dtype=np.int64)
+    return incidence(trials.sides, len(trials.texts))
+
+
+def incidence(sides: list, n_texts: int) -> sparse.csr_matrix:
+    """(sides x texts) incidence of sides given as arrays of text indices; each row's texts in
+    ascending order, a text listed twice counted twice."""
+    rows = np.repeat(np.arange(len(sides)), [len(s) for s in sides])
+    cols = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int64)
     data = np.ones(len(cols), dtype=np.float64)
-    return sparse.csr_matrix((data, (rows, cols)), shape=(len(trials.sides), len(trials.texts)))
+    return sparse.csr_matrix((data, (rows, cols)), shape=(len(sides), n_texts))
 
 
 def l2_normalise_rows(X):

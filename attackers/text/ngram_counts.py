@@ -49,53 +49,60 @@ class NgramCounts:
 
     def rows(self, texts) -> sparse.csr_matrix:
         """Counts of ``texts`` (int32; n-gram columns of every text seen so far), counting the new
-        ones; gathered block by block (the cache is never copied whole)."""
-        ids = self._row_ids(texts)
-        parts, order = [], []
+        ones, in the order given."""
+        return self.rows_at(self.ids(texts))
+
+    def rows_at(self, ids: np.ndarray) -> sparse.csr_matrix:
+        """The rows of row ``ids``, in that order: read in ascending order (each block once, in
+        sequence), then put in the order asked."""
+        order = np.argsort(ids, kind="stable")
+        ascending = self.gather(ids[order])
+        return ascending if len(order) < 2 else ascending[np.argsort(order, kind="stable")]
+
+    def gather(self, ids: np.ndarray) -> sparse.csr_matrix:
+        """The rows of ascending row ``ids``: each block read once, in order (no row of the cache
+        is visited twice, and the cache is never copied whole)."""
+        parts = []
         for first, block in zip(self._starts, self._blocks):
-            mine = np.flatnonzero((ids >= first) & (ids < first + block.shape[0]))
-            if len(mine):
-                parts.append(block[ids[mine] - first])
-                order.append(mine)
+            lo, hi = np.searchsorted(ids, [first, first + block.shape[0]])
+            if hi > lo:
+                part = block[ids[lo:hi] - first]
+                parts.append(
+                    sparse.csr_matrix(
+                        (part.data, part.indices, part.indptr),
+                        shape=(part.shape[0], self.n_columns),
+                    )
+                )
         if not parts:
             return sparse.csr_matrix((0, self.n_columns), dtype=np.int32)
-        shaped = [
-            sparse.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], self.n_columns))
-            for b in parts
-        ]
-        if len(shaped) == 1:
-            return shaped[0]
-        return sparse.vstack(shaped, format="csr")[np.argsort(np.concatenate(order), kind="stable")]
+        return parts[0] if len(parts) == 1 else sparse.vstack(parts, format="csr")
 
-    def document_frequency(self, texts, *, block: int = 1 << 16) -> np.ndarray:
-        """Per column, how many of ``texts`` (distinct) hold the n-gram; a block of texts at a time."""
-        ids = np.sort(self._row_ids(texts))  # rows in stored order: each block read in sequence
+    def document_frequency(self, ids, *, block: int = 1 << 16) -> np.ndarray:
+        """Per column, how many of the texts with row ``ids`` (distinct) hold the n-gram; a block of
+        texts at a time, each block's columns added where they occur (not a pass over every
+        column per block: the columns grow with the corpus)."""
+        ids = np.sort(np.asarray(ids, dtype=np.int64))  # rows in stored order
         df = np.zeros(self.n_columns, dtype=np.int64)
-        for first, rows in zip(self._starts, self._blocks):
-            lo, hi = np.searchsorted(ids, [first, first + rows.shape[0]])
-            for at in range(lo, hi, block):
-                mine = ids[at : min(hi, at + block)] - first
-                df += np.bincount(rows[mine].indices, minlength=self.n_columns)
+        for at in range(0, len(ids), block):
+            columns = self.gather(ids[at : at + block]).indices
+            np.add.at(df, columns, 1)
         return df
 
-    def count(self, texts) -> None:
-        """Count the ``texts`` not seen yet, in the order given (their new n-grams numbered so)."""
-        self._row_ids(texts)
-
-    def unseen(self, texts) -> list:
-        """The distinct ``texts`` not counted yet, in the order given."""
-        return list(dict.fromkeys(t for t in texts if t not in self.row_of))
-
-    def _row_ids(self, texts) -> np.ndarray:
-        new = self.unseen(texts)
-        batches = [
-            self._count(new[lo : lo + COUNT_BATCH]) for lo in range(0, len(new), COUNT_BATCH)
-        ]
-        if (
-            batches
-        ):  # one block per call: tokens are Python strings, so a batch is counted at a time
-            self._add_block(new, batches)
-        return np.fromiter(map(self.row_of.__getitem__, texts), dtype=np.int64, count=len(texts))
+    def ids(self, texts, *, new_sorted: bool = False) -> np.ndarray:
+        """Row ids of ``texts``: one dictionary look-up per text, the texts not seen yet counted
+        first (in sorted order with ``new_sorted``, else in the order given)."""
+        found = list(map(self.row_of.get, texts))
+        new = list(dict.fromkeys(t for t, row in zip(texts, found) if row is None))
+        if new:
+            if new_sorted:
+                new.sort()
+            batches = [
+                self._count(new[lo : lo + COUNT_BATCH]) for lo in range(0, len(new), COUNT_BATCH)
+            ]
+            self._add_block(new, batches)  # one block per call (a batch is counted at a time)
+            get = self.row_of.__getitem__
+            found = [get(t) if row is None else row for t, row in zip(texts, found)]
+        return np.fromiter(found, dtype=np.int64, count=len(found))
 
     def _count(self, texts: list) -> sparse.csr_matrix:
         """The rows of ``texts`` (not yet registered), numbering their new n-grams."""

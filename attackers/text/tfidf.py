@@ -16,7 +16,7 @@ import numpy as np
 from sparc_eval.arrays import distinct
 from sparc_eval.errors import DataError
 
-from .base import TextScorer, as_trialset, normalise_rows_in_place, paired_dot, side_matrix
+from .base import TextScorer, as_trialset, incidence, normalise_rows_in_place, paired_dot
 from .ngram_counts import NgramCounts
 
 CHUNK = 1 << 22  # entries per in-place pass
@@ -64,8 +64,7 @@ class TfidfScorer(TextScorer):
         unique = list(dict.fromkeys(texts))
         # texts not counted before are numbered in sorted order (as fitting on sorted texts did),
         # so only they are sorted: a setting whose texts were all seen sorts nothing
-        self.counts.count(sorted(self.counts.unseen(unique)))
-        df = self.counts.document_frequency(unique)
+        df = self.counts.document_frequency(self.counts.ids(unique, new_sorted=True))
         min_count = (
             self.min_df if isinstance(self.min_df, (int, np.integer)) else self.min_df * len(unique)
         )
@@ -84,9 +83,17 @@ class TfidfScorer(TextScorer):
         """Sides x n-gram columns: summed counts (sublinear if set) times IDF, L2-normalised in place."""
         if self.idf_ is None:
             self.fit(trials.texts)
-        S = (
-            side_matrix(trials) @ self.counts.rows(trials.texts)
-        ).tocsr()  # sides x columns, summed counts
+        return self._side_vectors(
+            trials, np.arange(len(trials.sides)), self.counts.ids(trials.texts)
+        )
+
+    def _side_vectors(self, trials, side_ids: np.ndarray, ids: np.ndarray):
+        """:meth:`side_vectors` of sides ``side_ids`` (ascending) of ``trials``, whose texts have
+        count rows ``ids`` (looked up once per trial set, not once per batch of sides)."""
+        used = [trials.sides[s] for s in side_ids]
+        text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+        M = incidence([np.searchsorted(text_ids, s) for s in used], len(text_ids))
+        S = (M @ self.counts.rows_at(ids[text_ids])).tocsr()  # sides x columns, summed counts
         idf = (
             self.idf_
             if len(self.idf_) >= S.shape[1]
@@ -105,21 +112,23 @@ class TfidfScorer(TextScorer):
         once (probes are short), then the enrollment sides in chunks of about ``SCORE_CHUNK``
         trials (the trials sorted by enrollment, so an enrollment shared by trials far apart is
         built once, not once per chunk). Memory follows the probes and one chunk; the scores
-        are the same bit for bit (a side's vector does not depend on what it is built with)."""
+        are the same bit for bit (a side's vector does not depend on what it is built with).
+        Each text's count row is looked up once for all the set's sides."""
         trials = as_trialset(trials)
         if len(trials) == 0:
             return np.zeros(0)
         if self.idf_ is None:
             self.fit(trials.texts)
+        ids = self.counts.ids(trials.texts)
         if len(trials) <= SCORE_CHUNK:
-            V = self.side_vectors(trials)  # unit rows
+            V = self._side_vectors(trials, np.arange(len(trials.sides)), ids)  # unit rows
             return paired_dot(V, V, trials.probe_side, trials.enroll_side)
         probes = distinct(trials.probe_side)
-        P = self.side_vectors(trials.side_subset(probes))
+        P = self._side_vectors(trials, probes, ids)
         scores = np.empty(len(trials))
         for at in enrollment_chunks(trials.enroll_side, SCORE_CHUNK):
             enrolls = distinct(trials.enroll_side[at])
-            E = self.side_vectors(trials.side_subset(enrolls))
+            E = self._side_vectors(trials, enrolls, ids)
             scores[at] = paired_dot(
                 P,
                 E,

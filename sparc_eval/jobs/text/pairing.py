@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from ...errors import DataError
+from .materialise import TrialMaterialiser
 from .probes import Probe, appearances, clean_id, cut_probes
 from .topic import TopicIndex, has_topic_metadata
-from .trial_set import EN, HP, TYPE_CONDITIONS, LazyRecords, TrialSet
+from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
 
 if TYPE_CHECKING:
     from .trials import TrialConfig
@@ -104,6 +105,11 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, m
     yield from rng.permutation(rest[accept(rest)]).tolist()
 
 
+def _span(rows, a: int, b: int):
+    """Rows ``a`` to ``b`` of a sparse block (None stays None: no title or description text)."""
+    return None if rows is None else rows[a:b]
+
+
 def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
     """speaker -> compiled regex of its name tokens, for speakers with a known name.
 
@@ -144,21 +150,24 @@ class Pool:
 
 class ProbeTopicView:
     """A probe's topic view (:meth:`TrialPairing.topic_view`) of its negative universe, shared by
-    the draws for all its positives: batch by batch while draws read few candidates, then, once
-    they have read ``WHOLE_VIEW_AFTER``, the whole universe in one product with its rows (cached
-    per universe), looked up from then on.
+    the draws for all its positives and by the other probes of its appearance (the same episode
+    and the same filter, :meth:`TrialPairing.negative_view`): batch by batch while draws read few
+    candidates, then, once they have read ``WHOLE_VIEW_AFTER``, the whole universe in one product
+    with its rows (cached per universe), looked up from then on.
 
-    The negatives of a stratum are listed at once (:meth:`members`) where that is cheap: when the
-    stratum asks for shared categories, only the pool's episodes whose category set is in its
-    Jaccard bin can belong (the pool is grouped by category set once), and once the whole view
-    exists, a lookup. A rare or empty stratum (a positive's title similarity above 0.05, the same
-    categories: most speaker positives) then costs a pass over those few candidates, not rejection
-    rounds and a pass over the pool. The values are the same either way, and so are the draws from
-    a pool of at most ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
+    A stratum that asks for shared categories is drawn among the pool's episodes whose category
+    set is in its Jaccard bin only (:meth:`universe_of`; the pool is grouped by category set
+    once): listed at once (:meth:`members`) when the bin holds at most ``EXACT_POOL_MAX``
+    appearances or its draws have read a quarter of it (a rare stratum: most speaker positives,
+    whose title similarity is above 0.05 with the same categories), else drawn lazily within the
+    bin, so a probe reads a few candidates of a common stratum, not a bin that grows with the
+    corpus. The values are the same either way, and so are the draws from a pool of at most
+    ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
         self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
         self.read, self.whole, self.by_stratum = 0, None, {}
+        self.bins, self.read_in_bin = {}, Counter()
 
     def __call__(self, cands: np.ndarray):
         self.read += len(cands)
@@ -169,31 +178,55 @@ class ProbeTopicView:
         at = np.searchsorted(self.universe, cands)
         return self.whole[0][at], self.whole[1][at]
 
+    def _bin(self, jaccard_bin: int) -> np.ndarray:
+        """Ascending positions in the universe of the episodes in ``jaccard_bin`` (kept per bin)."""
+        if jaccard_bin not in self.bins:
+            self.bins[jaccard_bin] = self.pairing.category_bin_positions(
+                self.ep, self.universe, jaccard_bin
+            )
+        return self.bins[jaccard_bin]
+
+    def universe_of(self, stratum: int) -> np.ndarray:
+        """Where a lazy draw for ``stratum`` looks: its Jaccard bin's appearances when it asks for
+        shared categories (and no whole view exists), else the whole universe."""
+        if self.whole is None and int(stratum) % 100 > 0:
+            return self.universe[self._bin(int(stratum) % 100)]
+        return self.universe
+
+    def in_stratum(self, cands: np.ndarray, stratum: int) -> np.ndarray:
+        """Which candidates lie in ``stratum`` (kept by the topic filter); reads within a bin
+        count toward listing it, reads of the whole universe toward the whole view."""
+        stratum = int(stratum)
+        if self.whole is None and stratum % 100 > 0:
+            self.read_in_bin[stratum] += len(cands)
+            kept, strata = self.pairing.topic_view(self.ep, cands)
+        else:
+            kept, strata = self(cands)
+        return kept & (strata == stratum)
+
     def members(self, stratum: int, used: list):
-        """Ascending positions in the universe of the negatives of ``stratum`` not yet ``used``
-        (kept by the topic filter and the probe's ``accept``); None where listing them would
-        read the whole pool (no shared category asked, no whole view yet): drawn by rejection."""
+        """Ascending positions in the universe of the negatives of ``stratum`` not in ``used``
+        (kept by the topic filter and the probe's ``accept``); None where they are drawn lazily
+        (:meth:`universe_of`): no shared category asked and no whole view yet, or a bin larger
+        than ``EXACT_POOL_MAX`` not yet found rare."""
         stratum = int(stratum)
         if stratum not in self.by_stratum:
             if self.whole is not None:
                 at = np.arange(len(self.universe))
                 kept, strata = self.whole
-            elif stratum % 100 > 0:  # the stratum's Jaccard bin: some category shared
-                at = self.pairing.category_bin_positions(self.ep, self.universe, stratum % 100)
-                kept, strata = self.pairing.topic_view(self.ep, self.universe[at])
+            elif stratum % 100 > 0:
+                at = self._bin(stratum % 100)
+                if len(at) > EXACT_POOL_MAX and 4 * self.read_in_bin[stratum] < len(at):
+                    return None
+                at, kept, strata = self.pairing.category_bin_view(
+                    self.ep, self.universe, stratum % 100
+                )
             else:
                 return None
             ok = kept & (strata == stratum)
-            found = at[ok][self.accept(self.universe[at[ok]])]
-            self.by_stratum[stratum] = found[~np.isin(self.universe[found], used)]
-        return self.by_stratum[stratum]
-
-    def use(self, candidate: int, stratum: int) -> None:
-        """A negative was taken: it leaves its stratum's members."""
-        members = self.by_stratum.get(int(stratum))
-        if members is not None:
-            at = np.searchsorted(self.universe, candidate)
-            self.by_stratum[int(stratum)] = members[members != at]
+            self.by_stratum[stratum] = at[ok][self.accept(self.universe[at[ok]])]
+        found = self.by_stratum[stratum]
+        return found[~np.isin(self.universe[found], used)] if used else found
 
 
 @dataclass(slots=True)
@@ -245,11 +278,12 @@ class TrialPairing:
             else {}
         )
         self._task = None
-        self._norm_cache = {}
+        self._norm_cache = {}  # appearance -> its normalised utterances (screen)
+        self._probe_norms = (None, set())  # the last probe screened and its normalised utterances
         self._stats = {}
-        # text codes shared by every trial set this builder makes (materialise)
-        self._codes, self._code_texts, self._app_codes, self._probe_code_cache = {}, [], {}, {}
+        self._materialiser = TrialMaterialiser(self)  # text codes shared by its trial sets
         self._of_universe = {}  # (id(universe), what) -> (universe, what was made of it)
+        self._view = (None, None)  # the last appearance's negative view (negative_view)
 
     def _index_appearances(self) -> list:
         """Speaker, episode and series codes and utterance counts per appearance, appearances
@@ -285,6 +319,10 @@ class TrialPairing:
                     a, int(config.P), int(config.tolerance), bool(config.strict), 10**9
                 )
                 self.n_capped += len(more) - len(ps)
+        # a probe's index among the probes: its appearance's first probe's + its number (probes
+        # are cut appearance after appearance, numbered from 0 in each)
+        probe_apps = np.fromiter((p.app for p in self.probes), np.int64, len(self.probes))
+        self.probe_start = np.searchsorted(probe_apps, np.arange(len(self.apps)))
 
     # -- enrollment utterance indices of an appearance for a plan
     def enroll_indices(self, plan: Plan, L: int) -> list:
@@ -299,15 +337,28 @@ class TrialPairing:
 
     # -- screens
     def _norm_set(self, app: int, idx) -> set:
-        out = set()
+        """The normalised utterances ``idx`` of an appearance long enough for the overlap screen,
+        each normalised once (kept in a list per appearance)."""
         a = self.apps[app]
+        norms = self._norm_cache.get(app)
+        if norms is None:
+            norms = self._norm_cache[app] = [None] * len(a.texts)
+        out = set()
         for i in idx:
             if a.words[i] >= self.config.overlap_min_words:
-                key = (app, i)
-                if key not in self._norm_cache:
-                    self._norm_cache[key] = norm_utt(a.texts[i])
-                out.add(self._norm_cache[key])
+                if norms[i] is None:
+                    norms[i] = norm_utt(a.texts[i])
+                out.add(norms[i])
         return out
+
+    def _probe_norm(self, probe: Probe) -> set:
+        """A probe's normalised utterances for the overlap screen (made once for its plans, which
+        come one after another)."""
+        if self._probe_norms[0] is not probe:
+            least = self.config.overlap_min_words
+            norms = {norm_utt(t) for t in probe.texts if len(t.split()) >= least}
+            self._probe_norms = (probe, norms)
+        return self._probe_norms[1]
 
     def screen(self, plan: Plan, counts: Counter) -> bool:
         """True when the trial passes the overlap and name screens (checked with L_max)."""
@@ -317,10 +368,7 @@ class TrialPairing:
         idx = self.enroll_indices(plan, self.L_max)
         enroll_app = self.apps[plan.partner]
         if self.config.overlap_screen:
-            probe_norm = {
-                norm_utt(t) for t in probe.texts if len(t.split()) >= self.config.overlap_min_words
-            }
-            if probe_norm & self._norm_set(plan.partner, idx):
+            if self._probe_norm(probe) & self._norm_set(plan.partner, idx):
                 counts["excluded_overlap"] += 1
                 return False
         if self.names and (
@@ -371,19 +419,61 @@ class TrialPairing:
         kept = (others != ep) & (sims <= self.config.topic_max_similarity)
         return kept, self.strata(sims, self.topic.jaccard(ep, others))
 
+    def negative_view(self, app: int, universe: np.ndarray, accept) -> ProbeTopicView:
+        """The topic view of appearance ``app``'s negatives (``universe`` filtered by ``accept``):
+        made once for the probes of an appearance in a task (they come one after another), since
+        what it holds depends only on the episode, the universe and the filter."""
+        key = (self._task, app, id(universe))
+        if self._view[0] != key:
+            self._view = (key, ProbeTopicView(self, self.app_ep[app], universe, accept))
+        return self._view[1]
+
+    def category_groups(self, universe: np.ndarray):
+        """The universe grouped by its episodes' category sets (kept per universe): (positions in
+        group order, group starts and ends, each group's set code, the TF-IDF rows in that order)."""
+
+        def make(u):
+            codes = self.topic.category_code[self.app_ep[u]]
+            order = np.argsort(codes, kind="stable")
+            starts = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
+            ends = np.r_[starts[1:], len(order)]
+            return order, starts, ends, codes[order][starts], self.topic.rows(self.app_ep[u[order]])
+
+        return self.per_universe(universe, "category groups", make)
+
+    def _bin_groups(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+        """The category groups of ``universe`` whose set's Jaccard with episode ``ep``'s is in
+        ``jaccard_bin``: (group indices, their Jaccard values)."""
+        _, _, _, codes, _ = self.category_groups(universe)
+        jac = self.topic.set_jaccard(ep, codes)
+        picked = np.flatnonzero(np.digitize(jac, self.config.topic_jaccard_edges) == jaccard_bin)
+        return picked, jac[picked]
+
     def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """Ascending positions in ``universe`` of the appearances whose episode's category set has
-        its Jaccard similarity with episode ``ep``'s in ``jaccard_bin`` (the universe grouped by
-        category set once, kept per universe)."""
-        groups = self.per_universe(
-            universe,
-            "category sets",
-            lambda u: group_index(self.topic.category_code[self.app_ep[u]]),
+        its Jaccard similarity with episode ``ep``'s in ``jaccard_bin``."""
+        order, starts, ends, _, _ = self.category_groups(universe)
+        picked, _ = self._bin_groups(ep, universe, jaccard_bin)
+        parts = [order[starts[g] : ends[g]] for g in picked.tolist()]
+        return np.sort(np.concatenate(parts)) if parts else universe[:0]
+
+    def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+        """(positions, kept, stratum) of :meth:`category_bin_positions`, as :meth:`topic_view`
+        gives them, computed group by group: one sparse product with the group's rows (kept per
+        universe) and the group's one Jaccard value, not a gather per candidate."""
+        order, starts, ends, _, rows = self.category_groups(universe)
+        picked, jac = self._bin_groups(ep, universe, jaccard_bin)
+        spans = [(starts[g], ends[g]) for g in picked.tolist()]
+        if not spans:
+            return universe[:0], np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
+        at = np.concatenate([order[a:b] for a, b in spans])
+        sims = np.concatenate(
+            [self.topic.similarity_to_rows(ep, _span(rows, a, b), b - a) for a, b in spans]
         )
-        codes = np.fromiter(groups, dtype=np.int64, count=len(groups))
-        bins = np.digitize(self.topic.set_jaccard(ep, codes), self.config.topic_jaccard_edges)
-        picked = [groups[c] for c in codes[bins == jaccard_bin].tolist()]
-        return np.sort(np.concatenate(picked)) if picked else universe[:0]
+        jaccard = np.repeat(jac, [b - a for a, b in spans])
+        kept = (self.app_ep[universe[at]] != ep) & (sims <= self.config.topic_max_similarity)
+        ascending = np.argsort(at, kind="stable")
+        return at[ascending], kept[ascending], self.strata(sims, jaccard)[ascending]
 
     def same_series(self, a: int, cands: np.ndarray) -> np.ndarray:
         """Which candidates share the probe's series (both known and equal)."""
@@ -442,7 +532,7 @@ class TrialPairing:
         ep, used = self.app_ep[probe.app], []
         pos_universe, pos_accept = positives
         neg_universe, neg_accept = negatives
-        neg_view = ProbeTopicView(self, ep, neg_universe, neg_accept)
+        neg_view = self.negative_view(probe.app, neg_universe, neg_accept)
         plans = []
         for p in draw_order(rng, pos_universe, lambda c: self.topic_view(ep, c)[0] & pos_accept(c)):
             if len(plans) >= 2 * k:
@@ -453,17 +543,16 @@ class TrialPairing:
             stratum = self.topic_view(ep, np.asarray([p]))[1][0]
 
             def negative(c, stratum=stratum):
-                kept, strata = neg_view(c)
-                return kept & (strata == stratum) & neg_accept(c) & ~np.isin(c, used)
+                return neg_view.in_stratum(c, stratum) & neg_accept(c) & ~np.isin(c, used)
 
             members = neg_view.members(stratum, used)
+            universe = neg_universe if members is not None else neg_view.universe_of(stratum)
             neg = None
-            for j in draw_order(rng, neg_universe, negative, members=members):
+            for j in draw_order(rng, universe, negative, members=members):
                 plan = Plan(probe, int(j), "head", EN, labels[1])
                 if self.screen(plan, counts):
                     neg = plan
                     used.append(int(j))
-                    neg_view.use(int(j), stratum)
                     break
             if neg is None:
                 counts["unmatched_positives"] += 1
@@ -475,86 +564,9 @@ class TrialPairing:
     def materialise(self, task: str, plans: list, L: int) -> TrialSet:
         """The TrialSet of plans at L: each unique text and side (probe or enrollment) once, the
         fields the metrics read as columns, and records built when read
-        (:class:`~sparc_eval.jobs.text.trial_set.LazyRecords`)."""
-        side_index, side_codes, side_ids = {}, [], []
-        probe_side = np.empty(len(plans), dtype=np.int64)
-        enroll_side = np.empty(len(plans), dtype=np.int64)
-        n_short = 0
-        for n, plan in enumerate(plans):
-            probe = plan.probe
-            key = (probe.app, probe.k, -1)  # integer keys: cheap to hash
-            if key not in side_index:
-                side_index[key] = len(side_codes)
-                side_codes.append(self._probe_codes(probe))
-                side_ids.append(probe.id)
-            probe_side[n] = side_index[key]
-            idx = self.enroll_indices(plan, L)
-            n_short += len(idx) < L
-            key = (plan.partner, self._where_code(plan), L)
-            if key not in side_index:
-                side_index[key] = len(side_codes)
-                side_codes.append(self._utterance_codes(plan.partner)[idx])
-                side_ids.append(self._enroll_id(plan, L))
-            enroll_side[n] = side_index[key]
-        texts, sides = self._local_texts(side_codes)
-        side_ids = np.asarray(side_ids, dtype=object)
-        meta = {"task": task, "P": int(self.config.P), "L": L, "enrollments_short_of_L": n_short}
-        columns = {
-            "type": [p.type for p in plans],
-            "probe_id": side_ids[probe_side] if len(plans) else [],
-            "probe_speaker": [self.apps[p.probe.app].speaker for p in plans],
-            "enroll_id": side_ids[enroll_side] if len(plans) else [],
-            "enroll_speaker": [self.apps[p.partner].speaker for p in plans],
-        }
-        records = LazyRecords(
-            lambda n: self._record(task, n, plans[n], L, self.enroll_indices(plans[n], L)),
-            np.arange(len(plans)),
-        )
-        labels = [p.label for p in plans]
-        return TrialSet(
-            texts, sides, probe_side, enroll_side, labels, records, meta=meta, columns=columns
-        )
-
-    def _text_code(self, text: str) -> int:
-        """The builder-wide code of a text (equal texts, one code), shared by every trial set."""
-        code = self._codes.get(text)
-        if code is None:
-            code = self._codes[text] = len(self._code_texts)
-            self._code_texts.append(text)
-        return code
-
-    def _utterance_codes(self, app: int) -> np.ndarray:
-        """Text codes of an appearance's utterances (computed once per appearance)."""
-        codes = self._app_codes.get(app)
-        if codes is None:
-            codes = self._app_codes[app] = np.asarray(
-                [self._text_code(t) for t in self.apps[app].texts], dtype=np.int64
-            )
-        return codes
-
-    def _probe_codes(self, probe: Probe) -> np.ndarray:
-        """Text codes of a probe's utterances (its last one may be cut: its own text)."""
-        codes = self._probe_code_cache.get(probe.id)
-        if codes is None:
-            codes = self._probe_code_cache[probe.id] = np.asarray(
-                [self._text_code(t) for t in probe.texts], dtype=np.int64
-            )
-        return codes
-
-    def _local_texts(self, side_codes: list):
-        """(texts, sides) of one trial set: its texts in order of first use (as sides were
-        made, probe before enrollment), sides as indices into them."""
-        if not side_codes:
-            return [], []
-        flat = np.concatenate(side_codes)
-        at = np.arange(len(flat))
-        first = np.full(len(self._code_texts), len(flat), dtype=np.int64)
-        np.minimum.at(first, flat, at)  # each code's first position: linear, where a sort is not
-        used = flat[first[flat] == at]
-        local = np.full(len(self._code_texts), -1, dtype=np.int64)
-        local[used] = np.arange(len(used))
-        bounds = np.cumsum([len(c) for c in side_codes])[:-1]
-        return [self._code_texts[c] for c in used.tolist()], np.split(local[flat], bounds)
+        (:class:`~sparc_eval.jobs.text.trial_set.LazyRecords`); made from arrays
+        (:class:`~.materialise.TrialMaterialiser`)."""
+        return self._materialiser.trial_set(task, plans, L)
 
     @staticmethod
     def _where_code(plan: Plan) -> int:

@@ -11,6 +11,9 @@ import numpy as np
 #: from a seeded uniform sample of this many beyond (listing every pair is quadratic)
 COUNT_SAMPLE = 2048
 _BLOCK = 1024  # episodes per similarity block (a 1024 x COUNT_SAMPLE float64 block: 16 MB)
+#: category sets up to which Jaccard values are looked up in a set-by-set table (float32 rows,
+#: made for the sets probes ask about: at most 64 MB)
+JACCARD_TABLE_MAX = 4096
 
 
 class TopicIndex:
@@ -53,6 +56,7 @@ class TopicIndex:
         self.category_example = np.zeros(len(set_codes), dtype=np.int64)
         self.category_example[self.category_code] = np.arange(len(cats))  # any one will do
         self._dense, self._dense_e, self._dense_terms = None, None, None
+        self._set_rows = {}  # category set code -> its Jaccard with every set (jaccard)
 
     def similarity(self, e: int, others: np.ndarray) -> np.ndarray:
         """Cosine of episode ``e`` with each of ``others``: each row's products with ``e``'s
@@ -138,9 +142,21 @@ class TopicIndex:
     def set_jaccard(self, e: int, codes: np.ndarray) -> np.ndarray:
         """:meth:`jaccard` of episode ``e`` with category sets (their codes): the same values,
         from one episode of each set."""
-        return self.jaccard(e, self.category_example[np.asarray(codes, dtype=np.int64)])
+        return self._jaccard(e, self.category_example[np.asarray(codes, dtype=np.int64)])
 
     def jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
+        """Category-set Jaccard of episode ``e`` with each of ``others``: looked up in ``e``'s
+        set's row of set-by-set values (made when first asked, the same values) when the corpus
+        has at most ``JACCARD_TABLE_MAX`` category sets, else computed from the category rows."""
+        n_sets = len(self.category_example)
+        if n_sets > JACCARD_TABLE_MAX:
+            return self._jaccard(e, others)
+        code = int(self.category_code[e])
+        if code not in self._set_rows:
+            self._set_rows[code] = self.set_jaccard(e, np.arange(n_sets))
+        return self._set_rows[code][self.category_code[np.asarray(others, dtype=np.int64)]]
+
+    def _jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
         inter = self.C[others] @ self.C[e]
         union = self.size[others] + self.size[e] - inter
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -178,21 +178,6 @@ class TrialSet:
             out.append(rec)
         return cls(texts, sides, probe_side, enroll_side, labels, out, meta=meta)
 
-    def side_subset(self, side_ids) -> "TrialSet":
-        """Sides ``side_ids`` (ascending) with the texts they use, and no trials: what a scorer
-        needs to represent them (each side lists its texts as before)."""
-        used = [self.sides[s] for s in np.asarray(side_ids, dtype=np.int64)]
-        text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-        return TrialSet(
-            [self.texts[t] for t in text_ids],
-            [np.searchsorted(text_ids, s) for s in used],
-            [],
-            [],
-            [],
-            [],
-            meta=self.meta,
-        )
-
     def take(self, idx) -> "TrialSet":
         """Trials ``idx`` as a TrialSet holding only the sides and texts they use (kept in their
         original order, so each side lists its texts as before): a batch to score on its own."""

@@ -1,0 +1,195 @@
+"""Plans into trial sets (:meth:`~.pairing.TrialPairing.materialise`), as arrays.
+
+A task's plans are read once into columns (probe, partner, where the enrollment lies, label,
+type); at each L the sides (probes and enrollments) are numbered in order of first use by one
+sort of their keys, each side's utterances are one or two ranges of its appearance, and the
+texts of every utterance in the builder are numbered once, by their hashes (checked against the
+texts), so that a trial set costs a few passes over arrays, not a dictionary lookup per text and
+a Python step per trial. What comes out is what the per-trial loop made: the same texts in the
+same order, the same sides, ids and columns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...arrays import first_sight_codes
+from .probes import clean_id
+from .trial_set import LazyRecords, TrialSet
+
+if TYPE_CHECKING:
+    from .pairing import TrialPairing
+
+HEAD, TAIL = (
+    -1,
+    -2,
+)  # where codes: the head or tail of another appearance; k >= 0: tail without probe k
+
+
+def text_codes(texts: list):
+    """``(codes, distinct)``: one code per text, equal texts one code, numbered in order of first
+    sight, and the distinct texts in that order. Texts are told apart by their hashes, and every
+    text that shares a hash with an earlier one is compared with it (a collision falls back to
+    numbering the texts themselves)."""
+    hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
+    codes, first = first_sight_codes(hashes)
+    earlier = first[codes]
+    for i in np.flatnonzero(earlier != np.arange(len(texts))).tolist():
+        if texts[i] != texts[earlier[i]]:  # two texts, one hash
+            table = {}
+            numbered = (table.setdefault(t, len(table)) for t in texts)
+            codes, first = first_sight_codes(np.fromiter(numbered, np.int64, len(texts)))
+            break
+    return codes, [texts[i] for i in first.tolist()]
+
+
+def ranges_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of consecutive ranges ``[start, start + length)``, one after another."""
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return offsets + np.arange(total, dtype=np.int64)
+
+
+class PlanColumns:
+    """One task's plans as arrays: probe (its index among the builder's probes), probe
+    appearance, partner appearance, where the enrollment lies, label and type."""
+
+    def __init__(self, pairing: "TrialPairing", plans: list):
+        n = len(plans)
+        self.probe_app = np.fromiter((p.probe.app for p in plans), np.int64, n)
+        probe_k = np.fromiter((p.probe.k for p in plans), np.int64, n)
+        self.probe = pairing.probe_start[self.probe_app] + probe_k
+        self.partner = np.fromiter((p.partner for p in plans), np.int64, n)
+        head = np.fromiter((p.position == "head" for p in plans), bool, n)
+        own = self.partner == self.probe_app
+        self.where = np.where(head, HEAD, np.where(own, probe_k, TAIL))
+        self.labels = np.fromiter((p.label for p in plans), bool, n)
+        self.types = np.array([p.type for p in plans], dtype=object)
+
+
+class TrialMaterialiser:
+    """Trial sets of one builder's plans: the builder-wide text numbering (made at the first
+    trial set) and each task's plan columns (kept for its next L)."""
+
+    def __init__(self, pairing: "TrialPairing"):
+        self.pairing = pairing
+        self._plans = (None, None)  # the last plans list and its columns
+        self.utt_code = None  # text code of every utterance, appearance after appearance
+
+    def _number_texts(self) -> None:
+        p = self.pairing
+        texts = [t for a in p.apps for t in a.texts]
+        cut = [i for i, probe in enumerate(p.probes) if probe.cut_words is not None]
+        codes, self.code_texts = text_codes(texts + [p.probes[i].texts[-1] for i in cut])
+        self.utt_code = codes[: len(texts)]
+        self.cut_code = np.full(len(p.probes), -1, dtype=np.int64)  # a cut last utterance's code
+        self.cut_code[cut] = codes[len(texts) :]
+        self.app_offset = np.r_[0, np.cumsum(p.app_n)]
+        self.probe_range = np.array(
+            [(probe.start, probe.stop) for probe in p.probes], dtype=np.int64
+        ).reshape(-1, 2)
+        self.probe_ids = np.array([probe.id for probe in p.probes], dtype=object)
+        self.speakers = np.array([a.speaker for a in p.apps], dtype=object)
+        self.id_prefix = [f"{clean_id(a.speaker)}/{clean_id(a.episode)}/" for a in p.apps]
+
+    def columns(self, plans: list) -> PlanColumns:
+        if self._plans[0] is not plans:
+            self._plans = (plans, PlanColumns(self.pairing, plans))
+        return self._plans[1]
+
+    def trial_set(self, task: str, plans: list, L: int) -> TrialSet:
+        """The TrialSet of ``plans`` at ``L`` (see the module docstring)."""
+        if L < 1:
+            raise ValueError(f"L={L}: an enrollment holds at least one utterance")
+        if self.utt_code is None:
+            self._number_texts()
+        c = self.columns(plans)
+        n = len(plans)
+        # sides numbered in order of first use: each plan's probe, then its enrollment
+        width = int(self.pairing.app_n.max()) + 3
+        keys = np.empty(2 * n, dtype=np.int64)
+        keys[0::2] = 2 * c.probe
+        keys[1::2] = 2 * (c.partner * width + c.where + 2) + 1
+        side_of, first = first_sight_codes(keys)
+        plan_of, is_enroll = first // 2, (first % 2).astype(bool)
+        starts, lengths = self._side_ranges(c, plan_of, is_enroll, L)
+        flat = self.utt_code[ranges_positions(starts.ravel(), lengths.ravel())]
+        side_len = lengths.sum(axis=1)
+        ends = np.cumsum(side_len)
+        probe_sides = np.flatnonzero(~is_enroll)
+        cut = self.cut_code[c.probe[plan_of[probe_sides]]]
+        flat[ends[probe_sides[cut >= 0]] - 1] = cut[cut >= 0]
+        texts, local = self._local_texts(flat)
+        side_ids = self._side_ids(c, plan_of, is_enroll, L)
+        probe_side, enroll_side = side_of[0::2], side_of[1::2]
+        meta = {
+            "task": task,
+            "P": int(self.pairing.config.P),
+            "L": L,
+            "enrollments_short_of_L": int((side_len[enroll_side] < L).sum()),
+        }
+        columns = {
+            "type": c.types,
+            "probe_id": side_ids[probe_side],
+            "probe_speaker": self.speakers[c.probe_app],
+            "enroll_id": side_ids[enroll_side],
+            "enroll_speaker": self.speakers[c.partner],
+        }
+        pairing = self.pairing
+        records = LazyRecords(
+            lambda i: pairing._record(task, i, plans[i], L, pairing.enroll_indices(plans[i], L)),
+            np.arange(n),
+        )
+        sides = np.split(local, ends[:-1]) if n else []
+        return TrialSet(
+            texts, sides, probe_side, enroll_side, c.labels, records, meta=meta, columns=columns
+        )
+
+    def _side_ranges(self, c: PlanColumns, plan_of, is_enroll, L: int):
+        """(starts, lengths), each sides x 2: a side's utterances as up to two ranges of flat
+        utterance positions (a probe: its run; an enrollment: ``enroll_indices``' rule)."""
+        probe = c.probe[plan_of]
+        app = np.where(is_enroll, c.partner[plan_of], c.probe_app[plan_of])
+        where = np.where(is_enroll, c.where[plan_of], HEAD)  # a probe side: one range, set below
+        n_utts = self.pairing.app_n[app]
+        lo, hi = self.probe_range[probe, 0], self.probe_range[probe, 1]
+        # the last L of the appearance, or of what is left without the probe (two ranges)
+        after = n_utts - hi
+        first_lo = np.where(where == HEAD, 0, np.maximum(0, n_utts - L))
+        first_hi = np.where(where == HEAD, np.minimum(L, n_utts), n_utts)
+        split = (where >= 0) & (after < L)
+        first_lo = np.where(split, np.maximum(0, lo - (L - after)), first_lo)
+        first_hi = np.where(split, lo, first_hi)
+        second_lo = np.where(split, hi, 0)
+        second_hi = np.where(split, n_utts, 0)
+        first_lo = np.where(is_enroll, first_lo, lo)
+        first_hi = np.where(is_enroll, first_hi, hi)
+        base = self.app_offset[app]
+        starts = np.stack([base + first_lo, base + second_lo], axis=1)
+        lengths = np.stack([first_hi - first_lo, second_hi - second_lo], axis=1)
+        return starts, lengths
+
+    def _side_ids(self, c: PlanColumns, plan_of, is_enroll, L: int) -> np.ndarray:
+        """Each side's id: the probe's, or speaker/episode/where-L of the enrollment."""
+        ids = self.probe_ids[c.probe[plan_of]]
+        at = np.flatnonzero(is_enroll)
+        names = {HEAD: "head", TAIL: "tail"}
+        prefix = self.id_prefix
+        ids[at] = [
+            f"{prefix[a]}{names.get(w) or f'tail-without-p{w}'}-L{L}"
+            for a, w in zip(c.partner[plan_of[at]].tolist(), c.where[plan_of[at]].tolist())
+        ]
+        return ids
+
+    def _local_texts(self, flat: np.ndarray):
+        """(texts, local): the trial set's texts in order of first use and ``flat`` as indices
+        into them (one linear pass: each code's first position by ``np.minimum.at``)."""
+        at = np.arange(len(flat))
+        first = np.full(len(self.code_texts), len(flat), dtype=np.int64)
+        np.minimum.at(first, flat, at)
+        used = flat[first[flat] == at]
+        local = np.full(len(self.code_texts), -1, dtype=np.int64)
+        local[used] = np.arange(len(used))
+        return [self.code_texts[i] for i in used.tolist()], local[flat]
