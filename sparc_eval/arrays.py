@@ -12,16 +12,22 @@ def distinct(x) -> np.ndarray:
     return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
 
+def sorted_runs(keys):
+    """``(order, starts)``: the stable sort order of an integer array, and where each run of equal
+    keys starts in it (so ``order[starts]`` is each distinct key's first position)."""
+    keys = np.asarray(keys)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    return order, np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(keys) else order
+
+
 def first_sight_codes(keys):
     """``(codes, first)`` of an integer array: equal keys share a code, codes numbered in order of
     first sight, and ``first[c]`` the position where code ``c`` is first seen. One stable sort."""
-    keys = np.asarray(keys)
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    new = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]] if len(keys) else np.zeros(0, bool)
-    first = order[new]  # each distinct key's first position (the sort is stable)
+    order, starts = sorted_runs(keys)
+    first = order[starts]  # each distinct key's first position (the sort is stable)
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    codes = np.empty(len(keys), dtype=np.int64)
-    codes[order] = rank[np.cumsum(new) - 1]
+    codes = np.empty(len(order), dtype=np.int64)
+    codes[order] = np.repeat(rank, np.diff(np.r_[starts, len(order)]))
     return codes, np.sort(first)

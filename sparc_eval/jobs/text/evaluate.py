@@ -455,9 +455,10 @@ def heap_frozen():
 @contextmanager
 def frozen_once_built():
     """The garbage collector paused while the block builds what the run keeps (the corpus), and
-    everything alive at its end frozen (``gc.freeze``: left out of later collections, still freed
-    when no longer referenced). Collections while loading walk every record read so far, again
-    and again (a quarter of the load time at 1.5M utterances), and would walk them again after."""
+    everything alive at its end frozen (``gc.freeze``: left out of collections until unfrozen, as
+    :func:`heap_frozen` does when trials are done; still freed when no longer referenced).
+    Collections while loading walk every record read so far, again and again (a quarter of the
+    load time at 1.5M utterances), and would walk them again right after."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

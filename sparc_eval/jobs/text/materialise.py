@@ -22,10 +22,20 @@ from .trial_set import LazyRecords, TrialSet
 if TYPE_CHECKING:
     from .pairing import TrialPairing
 
-HEAD, TAIL = (
-    -1,
-    -2,
-)  # where codes: the head or tail of another appearance; k >= 0: tail without probe k
+#: Where an enrollment lies in its appearance, as a code. HEAD and TAIL are the head and tail of
+#: another appearance; a code k >= 0 is the tail of the probe's own appearance without probe k.
+HEAD, TAIL = -1, -2
+
+
+def enroll_prefix(app) -> str:
+    """The start of an enrollment id: the appearance's speaker and episode."""
+    return f"{clean_id(app.speaker)}/{clean_id(app.episode)}/"
+
+
+def enroll_id(prefix: str, where: int, L: int) -> str:
+    """An enrollment's id: speaker/episode/where-L (where: head, tail or tail-without-p<k>)."""
+    name = {HEAD: "head", TAIL: "tail"}.get(where) or f"tail-without-p{where}"
+    return f"{prefix}{name}-L{L}"
 
 
 def text_codes(texts: list):
@@ -92,7 +102,7 @@ class TrialMaterialiser:
         ).reshape(-1, 2)
         self.probe_ids = np.array([probe.id for probe in p.probes], dtype=object)
         self.speakers = np.array([a.speaker for a in p.apps], dtype=object)
-        self.id_prefix = [f"{clean_id(a.speaker)}/{clean_id(a.episode)}/" for a in p.apps]
+        self.id_prefix = [enroll_prefix(a) for a in p.apps]
 
     def columns(self, plans: list) -> PlanColumns:
         if self._plans[0] is not plans:
@@ -175,10 +185,9 @@ class TrialMaterialiser:
         """Each side's id: the probe's, or speaker/episode/where-L of the enrollment."""
         ids = self.probe_ids[c.probe[plan_of]]
         at = np.flatnonzero(is_enroll)
-        names = {HEAD: "head", TAIL: "tail"}
         prefix = self.id_prefix
         ids[at] = [
-            f"{prefix[a]}{names.get(w) or f'tail-without-p{w}'}-L{L}"
+            enroll_id(prefix[a], w, L)
             for a, w in zip(c.partner[plan_of[at]].tolist(), c.where[plan_of[at]].tolist())
         ]
         return ids

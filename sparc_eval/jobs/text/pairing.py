@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
+from ...arrays import sorted_runs
 from ...errors import DataError
-from .materialise import TrialMaterialiser
-from .probes import Probe, appearances, clean_id, cut_probes
+from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id, enroll_prefix
+from .probes import Probe, appearances, cut_probes
 from .topic import TopicIndex, has_topic_metadata
 from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
 
@@ -61,11 +62,9 @@ def int_codes(values):
 
 def group_index(codes: np.ndarray) -> dict:
     """code -> the ascending indices holding it (codes < 0 left out): one sort, not a pass per code."""
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    order, starts = sorted_runs(codes)
     groups = np.split(order, starts[1:])
-    return {int(sorted_codes[i]): g for i, g in zip(starts, groups) if sorted_codes[i] >= 0}
+    return {int(codes[order[i]]): g for i, g in zip(starts, groups) if codes[order[i]] >= 0}
 
 
 def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, members=None):
@@ -434,10 +433,9 @@ class TrialPairing:
 
         def make(u):
             codes = self.topic.category_code[self.app_ep[u]]
-            order = np.argsort(codes, kind="stable")
-            starts = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
+            order, starts = sorted_runs(codes)
             ends = np.r_[starts[1:], len(order)]
-            return order, starts, ends, codes[order][starts], self.topic.rows(self.app_ep[u[order]])
+            return order, starts, ends, codes[order[starts]], self.topic.rows(self.app_ep[u[order]])
 
         return self.per_universe(universe, "category groups", make)
 
@@ -570,20 +568,14 @@ class TrialPairing:
 
     @staticmethod
     def _where_code(plan: Plan) -> int:
-        """:meth:`_where` as an integer: -1 head, -2 tail, k tail without probe k."""
+        """Which part of the partner's appearance enrolls: ``HEAD``, ``TAIL`` (of another
+        appearance, :mod:`~.materialise`) or k (the tail without probe k)."""
         if plan.position == "head":
-            return -1
-        return plan.probe.k if plan.partner == plan.probe.app else -2
-
-    @classmethod
-    def _where(cls, plan: Plan) -> str:
-        """Which part of the partner's appearance enrolls: head, tail, or tail without the probe."""
-        code = cls._where_code(plan)
-        return {-1: "head", -2: "tail"}.get(code, f"tail-without-p{code}")
+            return HEAD
+        return plan.probe.k if plan.partner == plan.probe.app else TAIL
 
     def _enroll_id(self, plan: Plan, L: int) -> str:
-        partner = self.apps[plan.partner]
-        return f"{clean_id(partner.speaker)}/{clean_id(partner.episode)}/{self._where(plan)}-L{L}"
+        return enroll_id(enroll_prefix(self.apps[plan.partner]), self._where_code(plan), L)
 
     def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
         """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""
