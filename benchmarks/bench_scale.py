@@ -43,12 +43,14 @@ Not in the protocol total: building the corpus, writing manifest.jsonl (the expo
 and shared-text detection (``detect_shared_text`` with the preset's n, min_speakers and
 min_fraction, enabled; SPARC's protocol does not remove shared text), reported on its own.
 
-Each size runs in a fresh subprocess. Time: wall clock (perf_counter), summed over a stage's
-calls. Memory: the resident set's high-water mark (VmHWM), reset before each stage by writing 5 to
-/proc/self/clear_refs: "peak" is the process's RSS peak during the stage, "delta" that peak less
-the RSS when the stage began; where clear_refs is not writable, ru_maxrss (the peak so far, so a
-stage shows only what exceeds earlier stages). Between sizes, each stage's growth exponent
-log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s at the larger size are too short to judge.
+Each size runs in two fresh subprocesses: one builds and writes the corpus, the other loads it
+and runs the protocol (as the recipe runs, with no built corpus freed on its heap). Time: wall
+clock (perf_counter), summed over a stage's calls. Memory: the resident set's high-water mark
+(VmHWM), reset before each stage by writing 5 to /proc/self/clear_refs: "peak" is the process's
+RSS peak during the stage, "delta" that peak less the RSS when the stage began; where clear_refs
+is not writable, ru_maxrss (the peak so far, so a stage shows only what exceeds earlier stages).
+Between sizes, each stage's growth exponent log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s
+at the larger size are too short to judge.
 
 Goal (issues 16 and 33): each preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2
 cores, every stage's exponent at most 1.05. When the largest size run is below 1.5x10^6 the totals are
@@ -547,8 +549,21 @@ def staged_preset(manifest, s, meter: Meter) -> int:
     return n_trials
 
 
-def one_size(preset: str, n: int, data: Path, folder: Path) -> dict:
-    """Every stage of ``preset`` at size n, in this process; the rows for the parent."""
+def export_corpus(preset: str, n: int, data: Path, folder: Path) -> dict:
+    """Build the size-n corpus and write it as ``folder``/corpus/manifest.jsonl (the export a user
+    brings); the rows and corpus facts for the parent."""
+    meter = Meter()
+    with meter.stage("corpus"):
+        manifest = PRESETS[preset][1](n, sentence_bank(data))
+    info = {"speakers": len(manifest.speakers()), "episodes": len(manifest.episodes())}
+    with meter.stage("write manifest"):
+        manifest.write_jsonl(folder / "corpus" / "manifest.jsonl")
+    return {"rows": meter.rows, **info}
+
+
+def one_size(preset: str, n: int, folder: Path) -> dict:
+    """Every protocol stage of ``preset`` on the manifest under ``folder``, in this process (a
+    fresh one, as the recipe runs: the built corpus is not on its heap); the rows for the parent."""
     import matplotlib  # noqa: F401  (imported before the first stage, so no stage pays for it)
     import sklearn.feature_extraction.text  # noqa: F401
 
@@ -557,16 +572,10 @@ def one_size(preset: str, n: int, data: Path, folder: Path) -> dict:
 
     meter = Meter()
     base = _status_kib("VmRSS") * 1024
-    with meter.stage("corpus"):
-        manifest = PRESETS[preset][1](n, sentence_bank(data))
-    info = {"speakers": len(manifest.speakers()), "episodes": len(manifest.episodes())}
-    with meter.stage("write manifest"):
-        manifest.write_jsonl(folder / "corpus" / "manifest.jsonl")
-    del manifest  # the recipe reads the file: only the loaded copy is held
     s = preset_settings(preset, folder / "corpus", folder / "results")
     with meter.stage("load"):
         manifest, _ = load_text_corpus(s)
-    info["trials"] = staged_preset(manifest, s, meter)
+    info = {"trials": staged_preset(manifest, s, meter)}
     with meter.stage("shared-text detection"):
         found = detect_shared_text(manifest, replace(s.trial_config.shared_text, enabled=True))
     info["shared_removed"] = found.n_removed
@@ -586,24 +595,16 @@ def exponent(t1, t2, n1, n2):
 
 
 def run_child(preset: str, n: int, data: Path, cores: int) -> dict:
+    """Size n in two fresh processes: one builds and writes the corpus, one runs the protocol."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "result.json"
-        cmd = [
-            sys.executable,
-            __file__,
-            "--one-size",
-            str(n),
-            "--preset",
-            preset,
-            "--data",
-            str(data),
-            "--json",
-            str(out),
-            "--cores",
-            str(cores),
-        ]
-        subprocess.run(cmd, check=True, cwd=REPO)
-        return json.loads(out.read_text())
+        out, res = Path(tmp) / "result.json", {}
+        for step in ("--export", "--one-size"):
+            cmd = [sys.executable, __file__, step, str(n), "--preset", preset]
+            cmd += ["--data", str(data), "--folder", tmp, "--json", str(out), "--cores", str(cores)]
+            subprocess.run(cmd, check=True, cwd=REPO)
+            done = json.loads(out.read_text())
+            res = {**res, **done, "rows": {**res.get("rows", {}), **done["rows"]}}
+        return res
 
 
 def print_size(res: dict) -> None:
@@ -760,13 +761,18 @@ def main(argv=None) -> int:
         "--presets", default=",".join(PRESETS), help=f"comma-separated, of {', '.join(PRESETS)}"
     )
     ap.add_argument("--preset", default="naturalvoices", help=argparse.SUPPRESS)
+    ap.add_argument("--export", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     pin_cores(args.cores)
-    if args.one_size:
-        with tempfile.TemporaryDirectory() as tmp:
-            res = one_size(args.preset, args.one_size, args.data, Path(tmp))
+    if args.export or args.one_size:
+        res = (
+            export_corpus(args.preset, args.export, args.data, args.folder)
+            if args.export
+            else one_size(args.preset, args.one_size, args.folder)
+        )
         args.json.write_text(json.dumps(res))
         return 0
     if not sentence_bank(args.data):

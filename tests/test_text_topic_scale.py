@@ -233,3 +233,35 @@ def test_text_codes_survive_hash_collisions(monkeypatch):
     assert codes.tolist() == [0, 1, 0, 2, 1, 3] and distinct == ["a b", "c", "d", "e"]
     codes, first = first_sight_codes(np.asarray([7, 3, 7, 9, 3]))
     assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]
+
+
+def test_corpus_texts_number_more_texts_as_text_codes_does(monkeypatch):
+    base = ["a b", "c", "a b", "d", "c", "e"]
+    more = ["c", "f", "a b", "f", "g"]
+    shared = materialise.CorpusTexts(base)
+    codes, distinct = shared.with_more(more)
+    expected = materialise.text_codes(base + more)
+    assert codes.tolist() == expected[0].tolist() and distinct == expected[1]
+    assert shared.with_more([])[0].tolist() == shared.codes.tolist()
+    # two texts, one hash: among the shared texts, or a new text with a shared one's hash
+    fake = {"a b": 1, "c": 2, "d": 3, "e": 4, "f": 2, "g": 5}
+    for fake_hash in (lambda t: len(t) % 2, fake.__getitem__):
+        monkeypatch.setattr(materialise, "hash", fake_hash, raising=False)
+        codes, distinct = materialise.CorpusTexts(base).with_more(more)
+        assert codes.tolist() == expected[0].tolist() and distinct == expected[1]
+
+
+def test_first_sight_codes_by_table_and_by_sort_agree():
+    rng = np.random.default_rng(5)
+    for high in (50, 10**6, 2**62):  # the table, the table with a bound given, the sort
+        keys = rng.integers(0, high, 5000)
+        keys[rng.integers(0, 5000, 2000)] = keys[rng.integers(0, 5000, 2000)]  # repeats
+        codes, first = first_sight_codes(keys, size=2 * 10**6)
+        seen = {}
+        expected = [seen.setdefault(k, len(seen)) for k in keys.tolist()]
+        assert codes.tolist() == expected
+        assert first.tolist() == [keys.tolist().index(k) for k in seen]
+        assert (keys[first] == np.asarray(list(seen))).all()
+    codes, first = first_sight_codes(np.asarray([-5, 2**40, -5, 3]))
+    assert codes.tolist() == [0, 1, 0, 2] and first.tolist() == [0, 1, 3]
+    assert first_sight_codes(np.zeros(0, dtype=np.int64))[0].tolist() == []

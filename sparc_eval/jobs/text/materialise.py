@@ -11,6 +11,7 @@ same order, the same sides, ids and columns.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +44,12 @@ def text_codes(texts: list):
     sight, and the distinct texts in that order. Texts are told apart by their hashes, and every
     text that shares a hash with an earlier one is compared with it (a collision falls back to
     numbering the texts themselves)."""
+    codes, first, _ = _hash_codes(texts)
+    return codes, [texts[i] for i in first.tolist()]
+
+
+def _hash_codes(texts: list):
+    """(codes, first, hashes) of :func:`text_codes`: ``first[c]`` where code c is first seen."""
     hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
     codes, first = first_sight_codes(hashes)
     earlier = first[codes]
@@ -52,7 +59,60 @@ def text_codes(texts: list):
             numbered = (table.setdefault(t, len(table)) for t in texts)
             codes, first = first_sight_codes(np.fromiter(numbered, np.int64, len(texts)))
             break
-    return codes, [texts[i] for i in first.tolist()]
+    return codes, first, hashes
+
+
+class CorpusTexts:
+    """The utterance texts of a manifest's appearances (appearance after appearance) numbered once
+    by :func:`text_codes` and shared by the trial builders of every P on that manifest
+    (:func:`corpus_texts`): each builder then numbers only its cut probes' last utterances
+    (:meth:`with_more`), not the whole corpus again."""
+
+    def __init__(self, texts: list):
+        self.all = texts
+        self.codes, first, hashes = _hash_codes(texts)
+        self.texts = [texts[i] for i in first.tolist()]
+        hashes = hashes[first]  # of the distinct texts, in code order
+        self.by_hash = np.argsort(hashes)  # codes in hash order
+        self.sorted_hashes = hashes[self.by_hash]
+        self.collision_free = bool((self.sorted_hashes[1:] != self.sorted_hashes[:-1]).all())
+
+    def with_more(self, more: list):
+        """``(codes, distinct)`` of ``self.all + more`` as :func:`text_codes` numbers them, from the
+        shared numbering and a look-up of each text of ``more`` by its hash (two texts with one
+        hash: numbered from scratch)."""
+        if not self.collision_free or not len(self.texts):
+            return text_codes(self.all + more)
+        hashes = np.fromiter(map(hash, more), dtype=np.int64, count=len(more))
+        at = np.minimum(np.searchsorted(self.sorted_hashes, hashes), len(self.texts) - 1)
+        found = self.sorted_hashes[at] == hashes
+        codes = np.where(found, self.by_hash[at], -1)
+        for i in np.flatnonzero(found).tolist():
+            if more[i] != self.texts[codes[i]]:  # two texts, one hash
+                return text_codes(self.all + more)
+        missing = np.flatnonzero(~found)
+        new_codes, new_texts = text_codes([more[i] for i in missing.tolist()])
+        codes[missing] = len(self.texts) + new_codes
+        return np.r_[self.codes, codes], self.texts + new_texts
+
+
+_CORPUS_TEXTS = weakref.WeakKeyDictionary()  # manifest -> its CorpusTexts
+
+
+def corpus_texts(pairing: "TrialPairing") -> CorpusTexts:
+    """The :class:`CorpusTexts` of the pairing's manifest (the builders of every P share its
+    appearances), made by the first builder that asks."""
+    try:
+        shared = _CORPUS_TEXTS.get(pairing.manifest)
+    except TypeError:  # a manifest that cannot be weakly referenced: not shared
+        shared = None
+    if shared is None or len(shared.all) != int(pairing.app_n.sum()):
+        shared = CorpusTexts([t for a in pairing.apps for t in a.texts])
+        try:
+            _CORPUS_TEXTS[pairing.manifest] = shared
+        except TypeError:
+            pass
+    return shared
 
 
 def ranges_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -90,12 +150,12 @@ class TrialMaterialiser:
 
     def _number_texts(self) -> None:
         p = self.pairing
-        texts = [t for a in p.apps for t in a.texts]
+        shared = corpus_texts(p)
         cut = [i for i, probe in enumerate(p.probes) if probe.cut_words is not None]
-        codes, self.code_texts = text_codes(texts + [p.probes[i].texts[-1] for i in cut])
-        self.utt_code = codes[: len(texts)]
+        codes, self.code_texts = shared.with_more([p.probes[i].texts[-1] for i in cut])
+        self.utt_code = codes[: len(shared.all)]
         self.cut_code = np.full(len(p.probes), -1, dtype=np.int64)  # a cut last utterance's code
-        self.cut_code[cut] = codes[len(texts) :]
+        self.cut_code[cut] = codes[len(shared.all) :]
         self.app_offset = np.r_[0, np.cumsum(p.app_n)]
         self.probe_range = np.array(
             [(probe.start, probe.stop) for probe in p.probes], dtype=np.int64
@@ -117,12 +177,7 @@ class TrialMaterialiser:
             self._number_texts()
         c = self.columns(plans)
         n = len(plans)
-        # sides numbered in order of first use: each plan's probe, then its enrollment
-        width = int(self.pairing.app_n.max()) + 3
-        keys = np.empty(2 * n, dtype=np.int64)
-        keys[0::2] = 2 * c.probe
-        keys[1::2] = 2 * (c.partner * width + c.where + 2) + 1
-        side_of, first = first_sight_codes(keys)
+        side_of, first = first_sight_codes(*self._side_keys(c))
         plan_of, is_enroll = first // 2, (first % 2).astype(bool)
         starts, lengths = self._side_ranges(c, plan_of, is_enroll, L)
         flat = self.utt_code[ranges_positions(starts.ravel(), lengths.ravel())]
@@ -156,6 +211,17 @@ class TrialMaterialiser:
         return TrialSet(
             texts, sides, probe_side, enroll_side, c.labels, records, meta=meta, columns=columns
         )
+
+    def _side_keys(self, c: PlanColumns):
+        """(keys, size): each plan's probe side, then its enrollment side, as one integer below
+        ``size`` (the sides in order of first use are their first-sight codes): a probe, then
+        the head or tail of an appearance, then the probe's own tail without it."""
+        n_probes, n_apps = len(self.probe_range), len(self.app_offset) - 1
+        enroll = np.where(c.where < 0, 2 * c.partner + (c.where == TAIL), 2 * n_apps + c.probe)
+        keys = np.empty(2 * len(c.probe), dtype=np.int64)
+        keys[0::2] = c.probe
+        keys[1::2] = n_probes + enroll
+        return keys, 2 * n_probes + 2 * n_apps
 
     def _side_ranges(self, c: PlanColumns, plan_of, is_enroll, L: int):
         """(starts, lengths), each sides x 2: a side's utterances as up to two ranges of flat
