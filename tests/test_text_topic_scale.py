@@ -3,15 +3,18 @@ per-episode exclusion counts exact up to COUNT_SAMPLE appearances and estimated 
 the columnar trial sets the metrics read without building a record per trial."""
 
 import gc
+import pickle
 from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 from test_text_trials import manifest, words
 
+from attackers.text.tfidf import TfidfScorer
 from sparc_eval.arrays import first_sight_codes
 from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, materialise, pairing, topic
 from sparc_eval.jobs.text.evaluate import frozen_once_built, heap_frozen, scored_trials
+from sparc_eval.jobs.text.trial_set import CodedTexts
 from sparc_eval.jobs.text.trials import EN, EP, HP, TrialBuilder
 
 TOPICS = ("gardening tomatoes", "stock markets", "football tactics", "jazz history", "pasta")
@@ -191,6 +194,28 @@ def test_a_loaded_corpus_is_frozen_and_still_freed():
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+def test_coded_texts_read_and_score_as_their_list():
+    """A materialised set's texts are codes into the builder's texts: they read, compare, pickle
+    and take like the list they stand for, and TF-IDF scores them as it scores that list (one
+    scorer across the sets, as a run has: rows kept per code are reused from set to set)."""
+    m, _ = topical_corpus(n_speakers=12)
+    config = replace(sporc_config(), P=8, max_probes=2)
+    sets, _ = build_trials(m, config, "speaker", Ls=[1, 4])
+    coded_scorer, listed_scorer = TfidfScorer(), TfidfScorer()
+    for ts in sets.values():
+        coded, plain = ts.texts, list(ts.texts)
+        assert isinstance(coded, CodedTexts) and len(coded) == len(plain)
+        assert coded == plain and coded[1:4] == plain[1:4] and coded[-1] == plain[-1]
+        assert pickle.loads(pickle.dumps(coded)) == plain
+        assert coded.take([2, 0]) == [plain[2], plain[0]]
+        listed = TrialSet(plain, ts.sides, ts.probe_side, ts.enroll_side, ts.labels, ts.records)
+        every_third = np.arange(0, len(ts), 3)
+        assert ts.take(every_third).texts == listed.take(every_third).texts
+        for a, b in ((ts, listed), (ts.take(every_third), listed.take(every_third))):
+            scores = coded_scorer.fit(a.texts).score(a)
+            assert np.array_equal(scores, listed_scorer.fit(b.texts).score(b))
 
 
 def test_materialised_sets_hold_what_each_record_names(monkeypatch):

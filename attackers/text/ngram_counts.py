@@ -22,6 +22,8 @@ from itertools import chain
 import numpy as np
 from scipy import sparse
 
+from sparc_eval.jobs.text.trial_set import CodedTexts
+
 COUNT_BATCH = 10_000  # texts tokenised at once (their tokens are Python strings until counted)
 _SHIFT = 31  # an n-gram key: (n-1)-gram column << 31 | last token's column (columns < 2**31)
 
@@ -38,6 +40,7 @@ class NgramCounts:
         self.columns = [{} for _ in range(self.ngram_range[1])]  # per n: key -> column
         self.n_columns = 0
         self.row_of = {}  # text -> row
+        self._space = (None, None)  # the last list of texts coded into (CodedTexts), its rows
         self._blocks, self._starts = (
             [],
             [],
@@ -45,7 +48,7 @@ class NgramCounts:
 
     def __getstate__(self):
         # shipped to scoring workers: the columns travel, the rows are counted again where needed
-        return {**self.__dict__, "row_of": {}, "_blocks": [], "_starts": []}
+        return {**self.__dict__, "row_of": {}, "_blocks": [], "_starts": [], "_space": (None, None)}
 
     def rows(self, texts) -> sparse.csr_matrix:
         """Counts of ``texts`` (int32; n-gram columns of every text seen so far), counting the new
@@ -90,7 +93,10 @@ class NgramCounts:
 
     def ids(self, texts, *, new_sorted: bool = False) -> np.ndarray:
         """Row ids of ``texts``: one dictionary look-up per text, the texts not seen yet counted
-        first (in sorted order with ``new_sorted``, else in the order given)."""
+        first (in sorted order with ``new_sorted``, else in the order given); texts given as
+        :class:`~sparc_eval.jobs.text.trial_set.CodedTexts` by their codes (``_coded_ids``)."""
+        if isinstance(texts, CodedTexts):
+            return self._coded_ids(texts, new_sorted)
         found = list(map(self.row_of.get, texts))
         new = list(dict.fromkeys(t for t, row in zip(texts, found) if row is None))
         if new:
@@ -103,6 +109,20 @@ class NgramCounts:
             get = self.row_of.__getitem__
             found = [get(t) if row is None else row for t, row in zip(texts, found)]
         return np.fromiter(found, dtype=np.int64, count=len(found))
+
+    def _coded_ids(self, texts: CodedTexts, new_sorted: bool) -> np.ndarray:
+        """:meth:`ids` of coded texts: the rows are kept per code of the list they are coded
+        into (a trial builder's), so a text is looked up by its string once per builder, not
+        once per trial set and fit (at 10^6 texts each string read misses the caches)."""
+        space, rows = self._space
+        if space is not texts.space:
+            space, rows = texts.space, np.full(len(texts.space), -1, dtype=np.int64)
+            self._space = (space, rows)
+        codes = texts.codes
+        need = codes[rows[codes] < 0]
+        if len(need):
+            rows[need] = self.ids([space[c] for c in need.tolist()], new_sorted=new_sorted)
+        return rows[codes]
 
     def _count(self, texts: list) -> sparse.csr_matrix:
         """The rows of ``texts`` (not yet registered), numbering their new n-grams."""

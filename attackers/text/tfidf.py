@@ -15,6 +15,7 @@ import numpy as np
 
 from sparc_eval.arrays import distinct
 from sparc_eval.errors import DataError
+from sparc_eval.jobs.text.trial_set import CodedTexts
 
 from .base import TextScorer, as_trialset, incidence, normalise_rows_in_place, paired_dot
 from .ngram_counts import NgramCounts
@@ -61,7 +62,7 @@ class TfidfScorer(TextScorer):
     def fit(self, texts):
         """Vocabulary (n-grams in at least ``min_df`` of the unique texts) and smoothed IDF, as
         scikit-learn's ``CountVectorizer`` + ``TfidfTransformer(smooth_idf=True)`` compute them."""
-        unique = list(dict.fromkeys(texts))
+        unique = texts if isinstance(texts, CodedTexts) else list(dict.fromkeys(texts))  # distinct
         # texts not counted before are numbered in sorted order (as fitting on sorted texts did),
         # so only they are sorted: a setting whose texts were all seen sorts nothing
         df = self.counts.document_frequency(self.counts.ids(unique, new_sorted=True))

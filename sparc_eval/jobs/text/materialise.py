@@ -18,7 +18,7 @@ import numpy as np
 
 from ...arrays import first_sight_codes
 from .probes import clean_id
-from .trial_set import LazyRecords, TrialSet
+from .trial_set import CodedTexts, LazyRecords, TrialSet
 
 if TYPE_CHECKING:
     from .pairing import TrialPairing
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 #: Where an enrollment lies in its appearance, as a code. HEAD and TAIL are the head and tail of
 #: another appearance; a code k >= 0 is the tail of the probe's own appearance without probe k.
 HEAD, TAIL = -1, -2
+_UNSEEN = np.iinfo(np.int64).max  # a code not yet met in a trial set (_local_texts)
 
 
 def enroll_prefix(app) -> str:
@@ -156,6 +157,7 @@ class TrialMaterialiser:
         self.utt_code = codes[: len(shared.all)]
         self.cut_code = np.full(len(p.probes), -1, dtype=np.int64)  # a cut last utterance's code
         self.cut_code[cut] = codes[len(shared.all) :]
+        self._code_table = np.full(len(self.code_texts), _UNSEEN, dtype=np.int64)  # _local_texts
         self.app_offset = np.r_[0, np.cumsum(p.app_n)]
         self.probe_range = np.array(
             [(probe.start, probe.stop) for probe in p.probes], dtype=np.int64
@@ -259,12 +261,16 @@ class TrialMaterialiser:
         return ids
 
     def _local_texts(self, flat: np.ndarray):
-        """(texts, local): the trial set's texts in order of first use and ``flat`` as indices
-        into them (one linear pass: each code's first position by ``np.minimum.at``)."""
-        at = np.arange(len(flat))
-        first = np.full(len(self.code_texts), len(flat), dtype=np.int64)
-        np.minimum.at(first, flat, at)
-        used = flat[first[flat] == at]
-        local = np.full(len(self.code_texts), -1, dtype=np.int64)
-        local[used] = np.arange(len(used))
-        return [self.code_texts[i] for i in used.tolist()], local[flat]
+        """(texts, local): the trial set's texts in order of first use (codes into the builder's
+        distinct texts) and ``flat`` as indices into them, in one linear pass through a table
+        indexed by code (each code's first position by ``np.minimum.at``, then its index), kept
+        for the builder's sets and reset where this set wrote: a set costs its own size, not the
+        corpus's."""
+        table = self._code_table
+        at = np.arange(len(flat), dtype=np.int64)
+        np.minimum.at(table, flat, at)
+        used = flat[table[flat] == at]
+        table[used] = np.arange(len(used))
+        local = table[flat]
+        table[used] = _UNSEEN
+        return CodedTexts(self.code_texts, used), local

@@ -55,6 +55,38 @@ class LazyRecords(Sequence):
         return LazyRecords(self._build, self._index[np.asarray(idx, dtype=np.int64)])
 
 
+class CodedTexts(Sequence):
+    """A trial set's distinct texts as codes into a list of distinct texts shared by many sets
+    (a trial builder's): read like the list of strings it stands for, without that list being
+    built; a scorer that knows it (TF-IDF) finds each text's counts by its code, not by the
+    string. Pickled as the plain list (a scoring worker gets the set's texts, not the corpus's)."""
+
+    def __init__(self, space: list, codes):
+        self.space, self.codes = space, np.asarray(codes, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.space[c] for c in self.codes[i].tolist()]
+        return self.space[self.codes[i]]
+
+    def __iter__(self):
+        return map(self.space.__getitem__, self.codes.tolist())
+
+    def __eq__(self, other) -> bool:  # compares as the list of texts it stands for
+        return isinstance(other, (list, CodedTexts)) and list(self) == list(other)
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+    def take(self, idx) -> "CodedTexts":
+        return CodedTexts(self.space, self.codes[np.asarray(idx, dtype=np.int64)])
+
+
 #: what :meth:`TrialSet.column` reads from a record when a set has no such column
 _FROM_RECORD = {
     "id": lambda r: r["id"],
@@ -79,7 +111,7 @@ class TrialSet:
     def __init__(
         self, texts, sides, probe_side, enroll_side, labels, records, *, meta=None, columns=None
     ):
-        self.texts = list(texts)
+        self.texts = texts if isinstance(texts, CodedTexts) else list(texts)
         self.sides = [np.asarray(s, dtype=np.int64) for s in sides]
         self.probe_side = np.asarray(probe_side, dtype=np.int64)
         self.enroll_side = np.asarray(enroll_side, dtype=np.int64)
@@ -186,8 +218,11 @@ class TrialSet:
         used = [self.sides[s] for s in side_ids]
         text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
         sides = [np.searchsorted(text_ids, s) for s in used]
+        texts = self.texts
         return TrialSet(
-            [self.texts[t] for t in text_ids],
+            texts.take(text_ids)
+            if isinstance(texts, CodedTexts)
+            else [texts[t] for t in text_ids.tolist()],
             sides,
             np.searchsorted(side_ids, self.probe_side[idx]),
             np.searchsorted(side_ids, self.enroll_side[idx]),
