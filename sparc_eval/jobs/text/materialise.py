@@ -1,12 +1,13 @@
 """Plans into trial sets (:meth:`~.pairing.TrialPairing.materialise`), as arrays.
 
 A task's plans are read once into columns (probe, partner, where the enrollment lies, label,
-type); at each L the sides (probes and enrollments) are numbered in order of first use by one
-sort of their keys, each side's utterances are one or two ranges of its appearance, and the
-texts of every utterance in the builder are numbered once, by their hashes (checked against the
-texts), so that a trial set costs a few passes over arrays, not a dictionary lookup per text and
-a Python step per trial. What comes out is what the per-trial loop made: the same texts in the
-same order, the same sides, ids and columns.
+type); at each L the sides (probes and enrollments) are numbered in order of first use through a
+table indexed by their keys, each side's utterances are one or two ranges of its appearance, and
+the texts of every utterance are numbered once per manifest, by their hashes (checked against
+the texts; :class:`CorpusTexts`), so that a trial set costs a few passes over arrays, not a
+dictionary lookup per text and a Python step per trial. A set's texts are codes into its
+builder's distinct texts (:class:`~.trial_set.CodedTexts`). What comes out is what the per-trial
+loop made: the same texts in the same order, the same sides, ids and columns.
 """
 
 from __future__ import annotations
