@@ -12,11 +12,12 @@ def distinct(x) -> np.ndarray:
     return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
 
-def sorted_runs(keys):
-    """``(order, starts)``: the stable sort order of an integer array, and where each run of equal
-    keys starts in it (so ``order[starts]`` is each distinct key's first position)."""
+def sorted_runs(keys, *, stable: bool = True):
+    """``(order, starts)``: the sort order of an integer array, and where each run of equal keys
+    starts in it (so ``order[starts]`` is each distinct key's first position when the sort is
+    stable; an unstable sort is 2-3 times faster)."""
     keys = np.asarray(keys)
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys, kind="stable" if stable else None)
     ordered = keys[order]
     return order, np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(keys) else order
 
@@ -35,9 +36,7 @@ def first_sight_codes(keys, size: int = 0):
         return _first_sight_by_table(keys)
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(keys)  # not stable (2-3 times faster): a run's first sight is its least
-    ordered = keys[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    order, starts = sorted_runs(keys, stable=False)  # a run's first sight is its least position
     first = np.minimum.reduceat(order, starts)  # each distinct key's first position
     by_first = np.argsort(first)  # distinct positions: any sort gives one order
     rank = np.empty(len(first), dtype=np.int64)

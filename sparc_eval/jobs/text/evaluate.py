@@ -441,15 +441,12 @@ def heap_frozen():
     plans and sides trigger full collections again and again, each walking every object made so
     far, a cost that grows faster than the corpus; the block makes few reference cycles, and the
     collector, enabled again after it, frees them."""
-    was_enabled = gc.isenabled()
     gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
+    with collector_paused():
+        try:
+            yield
+        finally:
+            gc.unfreeze()
 
 
 @contextmanager
@@ -459,12 +456,21 @@ def frozen_once_built():
     :func:`heap_frozen` does when trials are done; still freed when no longer referenced).
     Collections while loading walk every record read so far, again and again (a quarter of the
     load time at 1.5M utterances), and would walk them again right after."""
+    with collector_paused():
+        try:
+            yield
+        finally:
+            gc.freeze()
+
+
+@contextmanager
+def collector_paused():
+    """No automatic collection in the block; the collector as it was after it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if was_enabled:
             gc.enable()
 
