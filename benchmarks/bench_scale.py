@@ -33,7 +33,7 @@ calls in the same order (sparc_eval.jobs.text.evaluate.evaluate_text's body), on
 - materialise: ``TrialBuilder.materialise`` per P, task and L (``build`` is plans + materialise);
 - scoring: ``score_trials`` (TF-IDF fit on the trial set's unique texts: n-gram counts taken once
   per text per run by the scorer, document frequencies and IDF per setting; trials scored in
-  chunks of 20,000);
+  chunks of 4,096, their rows gathered in blocks under 16 MiB);
 - metrics: ``condition_metrics`` (5 conditions, EER/AUC/TPR/minDCF, 1,000 speaker-bootstrap
   resamples) and ``trial_block``;
 - outputs: the trial JSON lines and score files the preset writes (save_trials: True);

@@ -365,6 +365,18 @@ def test_trialset_jsonl_round_trip(tmp_path):
         read_trials_jsonl(tmp_path / "ids.jsonl")
 
 
+def test_trial_lines_from_side_parts_are_the_records_dumped(tmp_path):
+    """write_jsonl dumps a side's probe or enrollment part once and reuses it: every line must
+    still be json.dumps of the trial's record, whole sets and taken subsets alike."""
+    sets, _ = build_trials(podcast_like(), TrialConfig(P=10, L=3, tolerance=0), "speaker")
+    ts = sets[3]
+    assert len(set(ts.enroll_side.tolist())) < len(ts)  # sides shared: parts are reused
+    for name, part in (("all", ts), ("some", ts.take(np.arange(len(ts))[::-3]))):
+        part.write_jsonl(tmp_path / f"{name}.jsonl")
+        lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert lines == [json.dumps(rec, ensure_ascii=False) for rec in part.records]
+
+
 def test_trialset_from_records_shares_sides():
     recs = [
         {"probe_texts": ["a b", "c"], "enroll_texts": ["d"], "label": 1},

@@ -71,17 +71,41 @@ def normalise_rows_in_place(X: sparse.csr_matrix, *, block: int = 1 << 16) -> sp
     return X
 
 
-def paired_dot(A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 50_000) -> np.ndarray:
-    """Dot products of rows ``A[ia[k]]`` and ``B[ib[k]]`` for all k, vectorised; sparse or dense."""
+# Rows gathered per block of trials, in bytes: under glibc's largest mmap threshold (32 MiB), so a
+# block's memory comes back from the heap on the next block. A larger block is mapped afresh and
+# page-faulted in every time, which at 1.5x10^6 utterances cost more than the copy it holds
+# (benchmarks/bench_scale.py: the enrollment rows' gather went from 5.5 s to 1.5 s).
+BLOCK_BYTES = 16 << 20
+
+
+def paired_dot(
+    A, B, ia: np.ndarray, ib: np.ndarray, *, chunk: int = 50_000, block_bytes: int = BLOCK_BYTES
+) -> np.ndarray:
+    """Dot products of rows ``A[ia[k]]`` and ``B[ib[k]]`` for all k, vectorised; sparse or dense.
+    The rows are gathered a block of trials at a time: at most ``chunk`` trials and about
+    ``block_bytes`` of gathered rows (one row larger than that is a block of its own)."""
     out = np.empty(len(ia), dtype=np.float64)
-    for lo in range(0, len(ia), chunk):
-        hi = min(lo + chunk, len(ia))
+    edges = _block_edges(A, B, ia, ib, chunk, block_bytes)
+    for lo, hi in zip(edges[:-1], edges[1:]):
         if sparse.issparse(A):
             prod = A[ia[lo:hi]].multiply(B[ib[lo:hi]])
             out[lo:hi] = np.asarray(prod.sum(axis=1)).ravel()
         else:
             out[lo:hi] = np.einsum("ij,ij->i", A[ia[lo:hi]], B[ib[lo:hi]])
     return out
+
+
+def _block_edges(A, B, ia, ib, chunk: int, block_bytes: int) -> np.ndarray:
+    """Trial positions where :func:`paired_dot`'s blocks start, and the end."""
+    if sparse.issparse(A):
+        size = np.diff(A.indptr)[ia] * (A.data.itemsize + A.indices.itemsize)
+        size += np.diff(B.indptr)[ib] * (B.data.itemsize + B.indices.itemsize)
+    else:
+        size = np.full(len(ia), A.shape[1] * A.itemsize + B.shape[1] * B.itemsize)
+    total = np.cumsum(size)  # bytes gathered through each trial
+    limits = np.arange(block_bytes, total[-1], block_bytes) if len(total) else np.zeros(0)
+    by_bytes = np.searchsorted(total, limits, "right")
+    return np.unique(np.r_[0, by_bytes, np.arange(chunk, len(ia), chunk), len(ia)]).astype(np.int64)
 
 
 class TextScorer:

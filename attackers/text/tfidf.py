@@ -21,7 +21,9 @@ from .base import TextScorer, as_trialset, incidence, normalise_rows_in_place, p
 from .ngram_counts import NgramCounts
 
 CHUNK = 1 << 22  # entries per in-place pass
-SCORE_CHUNK = 20_000  # trials scored at once
+# trials scored at once: their enrollment sides' rows stay under glibc's 32 MiB mmap threshold
+# (about 700 entries of 12 bytes a side at L = 20), so each chunk reuses the last one's memory
+SCORE_CHUNK = 4096
 
 
 class TfidfScorer(TextScorer):

@@ -209,6 +209,7 @@ class TrialMaterialiser:
         records = LazyRecords(
             lambda i: pairing._record(task, i, plans[i], L, pairing.enroll_indices(plans[i], L)),
             np.arange(n),
+            line=lambda i, sides, parts: pairing._json_line(task, i, plans[i], L, sides, parts),
         )
         sides = np.split(local, ends[:-1]) if n else []
         return TrialSet(

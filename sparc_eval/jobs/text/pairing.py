@@ -11,10 +11,12 @@ together.
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # a string as JSON, as json.dumps writes it
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -235,6 +237,10 @@ class Plan:
     position: str  # "tail" (same episode) or "head" (other episode)
     type: str
     label: bool
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False)  # as TrialSet.write_jsonl writes a record
 
 
 # ----------------------------------------------------------------------------- pairing
@@ -579,33 +585,69 @@ class TrialPairing:
 
     def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
         """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""
-        probe, partner = plan.probe, self.apps[plan.partner]
-        papp = self.apps[probe.app]
-        P = int(self.config.P)
         return {
-            "id": f"{task}/P{P}_L{L}/{n:06d}",
+            **self._record_head(task, n, plan, L),
+            "probe": self._probe_part(plan),
+            "enroll": self._enroll_part(plan, L, idx),
+        }
+
+    def _json_line(self, task: str, n: int, plan: Plan, L: int, sides: tuple, parts: dict) -> str:
+        """:meth:`_record` as ``json.dumps`` writes it, and a newline, each part dumped once and
+        shared (``parts``, a dict the set's trials share): the probe and enrollment parts per
+        side (``sides``: the trial's probe and enrollment side), the fields after the id per
+        trial type, so a side's ids are read once, not once per trial."""
+        probe_side, enroll_side = sides
+        probe = parts.get(probe_side)
+        if probe is None:
+            probe = parts[probe_side] = _dumps(self._probe_part(plan))
+        enroll = parts.get(enroll_side)
+        if enroll is None:
+            idx = self.enroll_indices(plan, L)
+            enroll = parts[enroll_side] = _dumps(self._enroll_part(plan, L, idx))
+        kind = (plan.type, plan.label, plan.position)
+        head = parts.get(kind)
+        if head is None:
+            fields = self._record_head(task, n, plan, L)
+            del fields["id"]
+            head = parts[kind] = _dumps(fields)[1:-1]
+        trial_id = encode_basestring(self._trial_id(task, n, L))
+        return f'{{"id": {trial_id}, {head}, "probe": {probe}, "enroll": {enroll}}}\n'
+
+    def _trial_id(self, task: str, n: int, L: int) -> str:
+        return f"{task}/P{int(self.config.P)}_L{L}/{n:06d}"
+
+    def _record_head(self, task: str, n: int, plan: Plan, L: int) -> dict:
+        return {
+            "id": self._trial_id(task, n, L),
             "task": task,
-            "P": P,
+            "P": int(self.config.P),
             "L": L,
             "type": plan.type,
             "label": int(plan.label),
             "conditions": list(TYPE_CONDITIONS[plan.type]),
             "same_episode": plan.position == "tail",
-            "probe": {
-                "id": probe.id,
-                "speaker": papp.speaker,
-                "episode": papp.episode,
-                "utt_ids": papp.ids[probe.start : probe.stop],
-                "n_words": probe.n_words,
-                "cut_words": probe.cut_words,
-            },
-            "enroll": {
-                "id": self._enroll_id(plan, L),
-                "speaker": partner.speaker,
-                "episode": partner.episode,
-                "utt_ids": [partner.ids[i] for i in idx],
-                "position": plan.position,
-            },
+        }
+
+    def _probe_part(self, plan: Plan) -> dict:
+        probe = plan.probe
+        papp = self.apps[probe.app]
+        return {
+            "id": probe.id,
+            "speaker": papp.speaker,
+            "episode": papp.episode,
+            "utt_ids": papp.ids[probe.start : probe.stop],
+            "n_words": probe.n_words,
+            "cut_words": probe.cut_words,
+        }
+
+    def _enroll_part(self, plan: Plan, L: int, idx: list) -> dict:
+        partner = self.apps[plan.partner]
+        return {
+            "id": self._enroll_id(plan, L),
+            "speaker": partner.speaker,
+            "episode": partner.episode,
+            "utt_ids": [partner.ids[i] for i in idx],
+            "position": plan.position,
         }
 
     def stats(self, task: str) -> dict:

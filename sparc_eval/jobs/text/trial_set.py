@@ -33,17 +33,21 @@ TYPE_CONDITIONS = {
 
 class LazyRecords(Sequence):
     """Trial records built when read: ``build(n)`` makes trial ``n``'s dict. A trial builder's
-    sets hold these, so a corpus of millions of trials keeps columns, not a dict per trial."""
+    sets hold these, so a corpus of millions of trials keeps columns, not a dict per trial.
+    ``line(n, sides, parts)``, when given, writes trial ``n``'s record as a JSON line itself
+    (``sides``: its probe and enrollment side; ``parts``: a dict the set's lines share, to
+    dump a side once)."""
 
-    def __init__(self, build, index):
+    def __init__(self, build, index, *, line=None):
         self._build, self._index = build, np.asarray(index, dtype=np.int64)
+        self._line = line
 
     def __len__(self) -> int:
         return len(self._index)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return LazyRecords(self._build, self._index[i])
+            return LazyRecords(self._build, self._index[i], line=self._line)
         return self._build(int(self._index[i]))
 
     def __eq__(self, other) -> bool:  # compares as the list of records it stands for
@@ -52,7 +56,14 @@ class LazyRecords(Sequence):
     __hash__ = None
 
     def take(self, idx) -> "LazyRecords":
-        return LazyRecords(self._build, self._index[np.asarray(idx, dtype=np.int64)])
+        index = self._index[np.asarray(idx, dtype=np.int64)]
+        return LazyRecords(self._build, index, line=self._line)
+
+    def json_line(self, i: int, sides: tuple, parts: dict) -> str:
+        """Record ``i`` as :meth:`TrialSet.write_jsonl` writes it (without texts)."""
+        if self._line is None:
+            return _json_line(self[i])
+        return self._line(int(self._index[i]), sides, parts)
 
 
 class CodedTexts(Sequence):
@@ -85,6 +96,10 @@ class CodedTexts(Sequence):
 
     def take(self, idx) -> "CodedTexts":
         return CodedTexts(self.space, self.codes[np.asarray(idx, dtype=np.int64)])
+
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
 
 
 #: what :meth:`TrialSet.column` reads from a record when a set has no such column
@@ -247,12 +262,17 @@ class TrialSet:
 
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
         with atomic_open(path, "w", encoding="utf-8") as handle:
+            if not with_text and isinstance(self.records, LazyRecords):
+                parts, sides = {}, zip(self.probe_side.tolist(), self.enroll_side.tolist())
+                for i, pair in enumerate(sides):
+                    handle.write(self.records.json_line(i, pair, parts))
+                return
             for i, rec in enumerate(self.records):
                 row = dict(rec)
                 if with_text:
                     row["probe_texts"] = self.probe_texts(i)
                     row["enroll_texts"] = self.enroll_texts(i)
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                handle.write(_json_line(row))
 
 
 def read_trials_jsonl(path) -> TrialSet:
