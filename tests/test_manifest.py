@@ -13,6 +13,7 @@ from sparc_eval.data.manifest import (
     Utterance,
     normalise_sex,
     resolve_audio,
+    word_counts,
 )
 from sparc_eval.errors import DataError
 
@@ -247,6 +248,53 @@ def test_conflicting_speaker_is_reported_and_resolved_by_majority():
         "31.0 (1) vs 45.0 (1)" in message and "most frequent" in message and "first seen" in message
     )
     assert (table["A"]["sex"], table["B"]["sex"], table["C"]["age"]) == ("M", "M", 31.0)
+
+
+def test_runs_of_equal_values_are_counted_as_their_utterances():
+    """Attributes are counted a run of equal utterances at a time: a speaker's runs split by
+    another speaker's utterances add up, ties still go to the first seen, NaN counts nowhere."""
+    nan = float("nan")
+    utts = (
+        _speaker("A", ["F", "F"])
+        + _speaker("B", ["M"])
+        + [Utterance(f"a{i}", "A", "t", sex="M") for i in range(2, 5)]
+        + [Utterance(f"c{i}", "C", "t", sex=s, age=nan) for i, s in enumerate("MMFF")]
+    )
+    conflicts = Manifest(utts).attribute_conflicts()
+    assert [(c.speaker, c.counts, c.resolved) for c in conflicts] == [
+        ("A", (("F", 2), ("M", 3)), "M"),
+        ("C", (("M", 2), ("F", 2)), "M"),
+    ]
+    assert Manifest(utts).speaker_attributes(warn=False)["C"]["age"] is None
+
+
+def test_word_counts_are_counted_once_per_manifest():
+    utts = [Utterance("a", "A", " two  words "), Utterance("b", "A", ""), Utterance("c", "B", "x")]
+    manifest = Manifest(utts)
+    assert manifest.word_counts() == (2, 0, 1) and manifest.word_counts() is manifest.word_counts()
+    assert word_counts(utts) == (2, 0, 1) and word_counts(manifest) is manifest.word_counts()
+
+
+def test_read_extra_strings_are_held_once_and_extra_must_be_an_object(tmp_path):
+    title = "".join(["An episode title ", "read from a file"])  # built: not a code constant
+    rows = [
+        {
+            "id": f"u{i}",
+            "speaker": "A",
+            "text": "t",
+            "extra": {"title": title, "asr_text": f"said {i % 1}"},
+        }
+        for i in range(2)
+    ]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    a, b = Manifest.read_jsonl(path)
+    assert a.extra == rows[0]["extra"] and b.extra == rows[1]["extra"]
+    assert a.extra["title"] is b.extra["title"]  # an episode's title: one object
+    assert a.extra["asr_text"] is not b.extra["asr_text"]  # a transcript: left as read
+    path.write_text(json.dumps({"id": "u", "speaker": "A", "text": "t", "extra": ["t"]}) + "\n")
+    with pytest.raises(DataError, match="line 1: 'extra' must be null or a JSON object"):
+        Manifest.read_jsonl(path)
 
 
 def test_extra_attribute_conflicts_and_utterance_fields():

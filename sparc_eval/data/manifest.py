@@ -32,6 +32,7 @@ import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
+from itertools import groupby
 from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, NamedTuple, Optional
@@ -184,6 +185,8 @@ class Utterance:
             audio = AudioRef(str(audio["path"]), audio.get("start"), audio.get("stop"))
         duration = record.get("duration")
         accent = clean_value(record.get("accent"))
+        if not isinstance(record.get("extra") or {}, dict):
+            raise DataError(f"{where}: 'extra' must be null or a JSON object of attributes")
         return cls(
             id=str(record["id"]),
             speaker=_shared(record["speaker"]),
@@ -195,7 +198,7 @@ class Utterance:
             sex=normalise_sex(record.get("sex")),
             age=clean_age(record.get("age")),
             accent=accent if not isinstance(accent, str) else sys.intern(accent),
-            extra=dict(record.get("extra") or {}),
+            extra=_shared_extra(record.get("extra")),
         )
 
 
@@ -203,6 +206,16 @@ def _shared(value) -> str:
     """One string object per distinct speaker, episode or series (a corpus of 10^6 utterances
     repeats each thousands of times: a few hundred MB held once each)."""
     return sys.intern(str(value))
+
+
+def _shared_extra(extra: Optional[dict]) -> dict:
+    """``extra``'s strings held once each, as ``_shared`` holds ids (a podcast export repeats an
+    episode's title, description and category on each of its utterances); an utterance's own
+    transcript (``asr_text``) is left as read."""
+    return {
+        key: sys.intern(value) if type(value) is str and key != "asr_text" else value
+        for key, value in (extra or {}).items()
+    }
 
 
 def _missing(value) -> bool:
@@ -218,15 +231,21 @@ def _key(value):
         return ("json", json.dumps(value, sort_keys=True, default=str))
 
 
+def _attribute_items(u: Utterance) -> tuple:
+    return (("sex", u.sex), ("age", u.age), ("accent", u.accent), *u.extra.items())
+
+
 def _resolve_speakers(utterances) -> tuple:
     """(speaker -> row, conflicts) by the module's rule: the most frequent non-null value, ties
     to the first seen. Rows keep sex/age/accent always and an extra key once it has a value."""
     seen: dict = {}  # speaker -> attribute -> value key -> [value, count], in first-seen order
-    for u in utterances:
-        attrs = seen.setdefault(u.speaker, {key: {} for key in CORE_ATTRIBUTES})
-        for key, value in (("sex", u.sex), ("age", u.age), ("accent", u.accent), *u.extra.items()):
+    # a speaker's utterances come in runs with the same values: each run is counted at once
+    for (speaker, items), run in groupby((u.speaker, _attribute_items(u)) for u in utterances):
+        attrs = seen.setdefault(speaker, {key: {} for key in CORE_ATTRIBUTES})
+        n = sum(1 for _ in run)
+        for key, value in items:
             if not _missing(value):
-                attrs.setdefault(key, {}).setdefault(_key(value), [value, 0])[1] += 1
+                attrs.setdefault(key, {}).setdefault(_key(value), [value, 0])[1] += n
     rows, conflicts = {}, []
     for speaker, attrs in seen.items():
         row = rows[speaker] = {"speaker": speaker}
@@ -237,6 +256,18 @@ def _resolve_speakers(utterances) -> tuple:
                 counts = tuple((value, n) for value, n in values.values())
                 conflicts.append(AttributeConflict(speaker, key, counts, row[key]))
     return rows, conflicts
+
+
+def word_counts(utterances) -> tuple:
+    """Each utterance's number of words: a Manifest's counts (counted once per manifest: the shared-
+    text step and every trial builder read them), or counted here for any other iterable."""
+    if isinstance(utterances, Manifest):
+        return utterances.word_counts()
+    return _count_words(utterances)
+
+
+def _count_words(utterances) -> tuple:
+    return tuple(len(u.text.split()) if u.text else 0 for u in utterances)
 
 
 def _conflict_message(name: str, conflicts: list, shown: int = 3) -> str:
@@ -315,6 +346,10 @@ class Manifest:
     def _speaker_table(self) -> tuple:
         return _resolve_speakers(self._utterances)
 
+    @cached_property
+    def _word_counts(self) -> tuple:
+        return _count_words(self._utterances)
+
     def by_id(self) -> Mapping:
         """id -> Utterance, built once: the same read-only mapping on every call."""
         return self._by_id
@@ -330,6 +365,10 @@ class Manifest:
 
     def utt2spk(self) -> dict:
         return dict(self._utt2spk)  # a copy (cheap): callers may edit the dict they get
+
+    def word_counts(self) -> tuple:
+        """Each utterance's number of words (its text split at whitespace), in manifest order."""
+        return self._word_counts
 
     @cached_property
     def has_audio(self) -> bool:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from ...data.manifest import word_counts
 from ...errors import DataError
 
 
@@ -93,7 +94,7 @@ def clean_id(value: str) -> str:
 def appearances(manifest) -> list:
     """(speaker, episode) appearances in order of first utterance; utterances keep manifest order."""
     groups = {}
-    for u in manifest:
+    for u, n_words in zip(manifest, word_counts(manifest)):  # a Manifest's: counted once
         if not u.text or not u.text.strip():
             continue
         if u.episode is None:
@@ -107,5 +108,5 @@ def appearances(manifest) -> list:
             app = groups[key] = Appearance(len(groups), u.speaker, u.episode, u.series, [], [], [])
         app.ids.append(u.id)
         app.texts.append(u.text)
-        app.words.append(len(u.text.split()))
+        app.words.append(n_words)
     return list(groups.values())

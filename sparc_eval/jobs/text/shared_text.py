@@ -42,6 +42,7 @@ from itertools import chain
 import numpy as np
 
 from ...arrays import distinct
+from ...data.manifest import Manifest, word_counts
 
 AUTO = "auto"
 _SHIFT = 32  # a packed pair: high part << 32 | low part (both below 2**31)
@@ -181,9 +182,10 @@ def detect_shared_text(
     """
     requested = config or SharedTextConfig()
     config = requested.resolve(utterances)
-    utts = list(utterances)
+    utts = utterances if isinstance(utterances, Manifest) else list(utterances)
     settings = asdict(config)
-    n_words = sum(len(u.text.split()) for u in utts)
+    words = word_counts(utts)
+    n_words = sum(words)
     speaker_codes = {}
     speaker = np.fromiter(
         (speaker_codes.setdefault(u.speaker, len(speaker_codes)) for u in utts),
@@ -220,7 +222,7 @@ def detect_shared_text(
         u = utts[i]
         removed.append(u.id)
         per_speaker[u.speaker] += 1
-        words_removed += len(u.text.split())
+        words_removed += words[i]
         if len(examples) < n_examples:
             examples.append(
                 {"id": u.id, "shared_fraction": round(float(fraction[i]), 3), "text": u.text[:120]}
