@@ -3,7 +3,7 @@
 size, stage by stage.
 
     python benchmarks/bench_scale.py [--sizes 10000,100000,1500000] [--presets naturalvoices,sporc]
-                                     [--data PATH] [--cores 2]
+                                     [--data PATH] [--cores 2] [--repeats 1]
 
 The SPoRC corpus (``synthetic_sporc``) has the same speakers, labels and texts as the NaturalVoices
 one, in single-speaker episodes: each speaker hosts a series of their own episodes, each episode with
@@ -50,7 +50,9 @@ clock (perf_counter), summed over a stage's calls. Memory: the resident set's hi
 RSS peak during the stage, "delta" that peak less the RSS when the stage began; where clear_refs
 is not writable, ru_maxrss (the peak so far, so a stage shows only what exceeds earlier stages).
 Between sizes, each stage's growth exponent log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s
-at the larger size are too short to judge.
+at the larger size are too short to judge. On a shared machine the same code can move a stage's
+time at 10^5 by a third between runs, and its exponent by 0.1: ``--repeats N`` runs each size N
+times (each in fresh processes) and takes each stage's median time, and its largest peak RSS.
 
 Goal (issues 16 and 33): each preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2
 cores, every stage's exponent at most 1.05. When the largest size run is below 1.5x10^6 the totals are
@@ -607,6 +609,25 @@ def run_child(preset: str, n: int, data: Path, cores: int) -> dict:
         return res
 
 
+def median_of(runs: list) -> dict:
+    """One size's repeated runs as one result: each stage's median time and largest peak RSS
+    (the same corpus each time: it is built from a fixed seed)."""
+    if len(runs) == 1:
+        return runs[0]
+    rows = {}
+    for name, first in runs[0]["rows"].items():
+        same = [r["rows"][name] for r in runs]
+        peaks = [r["peak"] for r in same if r["peak"] is not None]
+        deltas = [r["delta"] for r in same if r["delta"] is not None]
+        rows[name] = {
+            **first,
+            "t": float(np.median([r["t"] for r in same])),
+            "peak": max(peaks) if peaks else None,
+            "delta": max(deltas) if deltas else None,
+        }
+    return {**runs[0], "rows": rows}
+
+
 def print_size(res: dict) -> None:
     rows = res["rows"]
     print(
@@ -758,6 +779,12 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--cores", type=int, default=2, help="CPUs to run on (0: all)")
     ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs per size; the table and verdict take each stage's median time (default 1)",
+    )
+    ap.add_argument(
         "--presets", default=",".join(PRESETS), help=f"comma-separated, of {', '.join(PRESETS)}"
     )
     ap.add_argument("--preset", default="naturalvoices", help=argparse.SUPPRESS)
@@ -766,6 +793,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least one run per size")
     pin_cores(args.cores)
     if args.export or args.one_size:
         res = (
@@ -801,8 +830,13 @@ def bench_preset(preset: str, sizes: list, args) -> None:
     )
     results = []
     for n in sizes:
-        results.append(run_child(preset, n, args.data, args.cores))
-        print_size(results[-1])
+        runs = []
+        for _ in range(args.repeats):
+            runs.append(run_child(preset, n, args.data, args.cores))
+            print_size(runs[-1])
+        results.append(median_of(runs))
+        if args.repeats > 1:
+            print(f"  (the table: each stage's median time over {args.repeats} runs)", flush=True)
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
     verdict(results, last_exp)
