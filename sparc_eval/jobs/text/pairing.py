@@ -11,7 +11,6 @@ together.
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from collections import Counter, defaultdict
@@ -26,7 +25,7 @@ from ...errors import DataError
 from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id, enroll_prefix
 from .probes import Probe, appearances, cut_probes
 from .topic import TopicIndex, has_topic_metadata
-from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet
+from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet, dumps
 
 if TYPE_CHECKING:
     from .trials import TrialConfig
@@ -237,10 +236,6 @@ class Plan:
     position: str  # "tail" (same episode) or "head" (other episode)
     type: str
     label: bool
-
-
-def _dumps(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False)  # as TrialSet.write_jsonl writes a record
 
 
 # ----------------------------------------------------------------------------- pairing
@@ -599,17 +594,17 @@ class TrialPairing:
         probe_side, enroll_side = sides
         probe = parts.get(probe_side)
         if probe is None:
-            probe = parts[probe_side] = _dumps(self._probe_part(plan))
+            probe = parts[probe_side] = dumps(self._probe_part(plan))
         enroll = parts.get(enroll_side)
         if enroll is None:
             idx = self.enroll_indices(plan, L)
-            enroll = parts[enroll_side] = _dumps(self._enroll_part(plan, L, idx))
+            enroll = parts[enroll_side] = dumps(self._enroll_part(plan, L, idx))
         kind = (plan.type, plan.label, plan.position)
         head = parts.get(kind)
         if head is None:
             fields = self._record_head(task, n, plan, L)
             del fields["id"]
-            head = parts[kind] = _dumps(fields)[1:-1]
+            head = parts[kind] = dumps(fields)[1:-1]
         trial_id = encode_basestring(self._trial_id(task, n, L))
         return f'{{"id": {trial_id}, {head}, "probe": {probe}, "enroll": {enroll}}}\n'
 

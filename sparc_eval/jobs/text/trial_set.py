@@ -98,8 +98,13 @@ class CodedTexts(Sequence):
         return CodedTexts(self.space, self.codes[np.asarray(idx, dtype=np.int64)])
 
 
+def dumps(obj) -> str:
+    """A record or a part of one as a trial file writes it (UTF-8 kept, not escaped)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
 def _json_line(record: dict) -> str:
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    return dumps(record) + "\n"
 
 
 #: what :meth:`TrialSet.column` reads from a record when a set has no such column
