@@ -51,8 +51,9 @@ RSS peak during the stage, "delta" that peak less the RSS when the stage began; 
 is not writable, ru_maxrss (the peak so far, so a stage shows only what exceeds earlier stages).
 Between sizes, each stage's growth exponent log(t2/t1)/log(n2/n1) (1 = linear); stages under 0.2 s
 at the larger size are too short to judge. On a shared machine the same code can move a stage's
-time at 10^5 by a third between runs, and its exponent by 0.1: ``--repeats N`` runs each size N
-times (each in fresh processes) and takes each stage's median time, and its largest peak RSS.
+time at 10^5 by a third between runs, and its exponent by 0.1: ``--repeats N`` runs the sizes in
+turn N times (each run in fresh processes, so that a slow spell of the machine falls on every size
+rather than on one) and takes each stage's median time, and its largest peak RSS.
 
 Goal (issues 16 and 33): each preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2
 cores, every stage's exponent at most 1.05. When the largest size run is below 1.5x10^6 the totals are
@@ -73,6 +74,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -404,12 +406,12 @@ def preset_settings(preset: str, data_folder: Path, output_folder: Path):
 def timed_screens(builder) -> list:
     """Wrap the builder's screen (its bound method: the library is unchanged); [seconds inside]."""
     spent = [0.0]
-    inner = builder.screen
+    inner = weakref.WeakMethod(builder.screen)  # no cycle: the builder is freed when done
 
     def screen(plan, counts):
         t0 = time.perf_counter()
         try:
-            return inner(plan, counts)
+            return inner()(plan, counts)
         finally:
             spent[0] += time.perf_counter() - t0
 
@@ -484,6 +486,7 @@ def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
             for L in Ls:
                 n_trials += len(sets[L])
                 score_setting(run, task, setting_key(P, L), sets[L], builder.stats(task), meter)
+        builder = sets = None  # as evaluate_text frees them before the next P
     return n_trials, n_cut, topic_on
 
 
@@ -828,15 +831,17 @@ def bench_preset(preset: str, sizes: list, args) -> None:
         f"CPU(s) (--cores {args.cores}), load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
-    results = []
-    for n in sizes:
-        runs = []
-        for _ in range(args.repeats):
-            runs.append(run_child(preset, n, args.data, args.cores))
-            print_size(runs[-1])
-        results.append(median_of(runs))
-        if args.repeats > 1:
-            print(f"  (the table: each stage's median time over {args.repeats} runs)", flush=True)
+    runs = {n: [] for n in sizes}
+    for _ in range(args.repeats):  # the sizes in turn: a slow spell of the machine hits each
+        for n in sizes:
+            runs[n].append(run_child(preset, n, args.data, args.cores))
+            print_size(runs[n][-1])
+    results = [median_of(runs[n]) for n in sizes]
+    if args.repeats > 1:
+        print(
+            f"\n(the table: each stage's median time over {args.repeats} runs of each size)",
+            flush=True,
+        )
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
     verdict(results, last_exp)

@@ -57,3 +57,10 @@ def _first_sight_by_table(keys: np.ndarray):
     code_of = np.empty(len(first_at), dtype=np.int64)
     code_of[keys[first]] = np.arange(len(first))
     return code_of[keys], first
+
+
+def ranges_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of consecutive ranges ``[start, start + length)``, one after another."""
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return offsets + np.arange(total, dtype=np.int64)

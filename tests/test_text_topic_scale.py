@@ -196,6 +196,25 @@ def test_a_loaded_corpus_is_frozen_and_still_freed():
         gc.unfreeze()
 
 
+def test_a_finished_builder_is_freed_while_the_collector_is_paused(tmp_path):
+    """The evaluation pauses the garbage collector while it makes trials: a builder whose trial
+    sets and files are done with must be freed by reference counts (no reference cycle through
+    its materialiser or its topic views), or every P's builder stays in memory until the run
+    ends."""
+    import weakref
+
+    corpus, _ = topical_corpus()
+    with heap_frozen():
+        builder = TrialBuilder(corpus, sporc_config())
+        assert builder.topic_on
+        for task in ("speaker", "sex"):
+            sets = builder.build(task, [1, 2])
+            sets[2].write_jsonl(tmp_path / f"{task}.jsonl")
+        gone = weakref.ref(builder)
+        builder = sets = None
+        assert gone() is None
+
+
 def test_coded_texts_read_and_score_as_their_list():
     """A materialised set's texts are codes into the builder's texts: they read, compare, pickle
     and take like the list they stand for, and TF-IDF scores them as it scores that list (one

@@ -2,6 +2,7 @@
 conditions, controls, and the shared-text detector."""
 
 import json
+import pickle
 from collections import Counter
 
 import numpy as np
@@ -18,6 +19,8 @@ from sparc_eval.jobs.text import (
     detect_shared_text,
     read_trials_jsonl,
 )
+from sparc_eval.jobs.text import trial_set as trial_set_module
+from sparc_eval.jobs.text.trial_set import Sides
 from sparc_eval.jobs.text.trials import EN, EP, HN, HP, Appearance, task_labeller
 
 
@@ -375,6 +378,53 @@ def test_trial_lines_from_side_parts_are_the_records_dumped(tmp_path):
         part.write_jsonl(tmp_path / f"{name}.jsonl")
         lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
         assert lines == [json.dumps(rec, ensure_ascii=False) for rec in part.records]
+
+
+def test_trial_lines_are_the_same_across_write_chunks(tmp_path, monkeypatch):
+    """Lines are joined LINES_PER_WRITE at a time: a set cut into many chunks writes the lines
+    one write per line wrote."""
+    sets, _ = build_trials(podcast_like(), TrialConfig(P=10, L=3, tolerance=0), "sex")
+    ts = sets[3]
+    ts.write_jsonl(tmp_path / "whole.jsonl")
+    monkeypatch.setattr(trial_set_module, "LINES_PER_WRITE", 4)
+    assert len(ts) > 4 and len(ts) % 4  # several chunks and a short last one
+    ts.write_jsonl(tmp_path / "chunked.jsonl")
+    whole = (tmp_path / "whole.jsonl").read_text(encoding="utf-8")
+    assert (tmp_path / "chunked.jsonl").read_text(encoding="utf-8") == whole
+    assert whole.splitlines() == [json.dumps(r, ensure_ascii=False) for r in ts.records]
+
+
+def test_sides_read_as_the_list_of_arrays_they_stand_for():
+    listed = [np.array([4, 1]), np.array([], dtype=np.int64), np.array([2, 2, 0]), np.array([3])]
+    sides = Sides.of(listed)
+    assert len(sides) == 4 and sides.lengths().tolist() == [2, 0, 3, 1]
+    assert [s.tolist() for s in sides] == [s.tolist() for s in listed]
+    assert sides[-1].tolist() == [3] and [s.tolist() for s in sides[1:3]] == [[], [2, 2, 0]]
+    with pytest.raises(IndexError):
+        sides[4]
+    picked = sides.select([2, 0, 1, 2])
+    assert [s.tolist() for s in picked] == [[2, 2, 0], [4, 1], [], [2, 2, 0]]
+    assert [s.tolist() for s in picked.renumbered(np.arange(5) * 10)][0] == [20, 20, 0]
+    assert Sides.of(sides) is sides and len(Sides.of([])) == 0
+
+
+def test_a_taken_batch_pickles_with_its_records_not_its_builder():
+    """A batch sent to a scoring worker carries its records as dicts; a set made from listed
+    sides takes the same batch as one made by the builder (flat sides)."""
+    sets, _ = build_trials(podcast_like(), TrialConfig(P=10, L=3, tolerance=0), "speaker")
+    ts = sets[3]
+    batch = ts.take(np.arange(len(ts))[::2])
+    back = pickle.loads(pickle.dumps(batch))
+    assert back.records == list(batch.records) and isinstance(back.records, list)
+    assert [list(back.side_texts(i)) for i in range(len(back.sides))] == [
+        list(batch.side_texts(i)) for i in range(len(batch.sides))
+    ]
+    listed = TrialSet(
+        ts.texts, list(ts.sides), ts.probe_side, ts.enroll_side, ts.labels, ts.records
+    )
+    again = listed.take(np.arange(len(ts))[::2])
+    assert again.sides.flat.tolist() == batch.sides.flat.tolist()
+    assert again.sides.ends.tolist() == batch.sides.ends.tolist()
 
 
 def test_trialset_from_records_shares_sides():

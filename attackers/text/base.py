@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from sparc_eval.jobs.text.trial_set import Sides
 from sparc_eval.jobs.text.trials import TrialSet
 
 
@@ -37,11 +38,13 @@ def side_matrix(trials: TrialSet) -> sparse.csr_matrix:
     return incidence(trials.sides, len(trials.texts))
 
 
-def incidence(sides: list, n_texts: int) -> sparse.csr_matrix:
-    """(sides x texts) incidence of sides given as arrays of text indices; each row's texts in
-    ascending order, a text listed twice counted twice."""
-    rows = np.repeat(np.arange(len(sides)), [len(s) for s in sides])
-    cols = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int64)
+def incidence(sides, n_texts: int) -> sparse.csr_matrix:
+    """(sides x texts) incidence of sides given as arrays of text indices (a list, or a
+    :class:`~sparc_eval.jobs.text.trial_set.Sides` read whole); each row's texts in ascending
+    order, a text listed twice counted twice."""
+    sides = Sides.of(sides)
+    rows = np.repeat(np.arange(len(sides)), sides.lengths())
+    cols = sides.flat
     data = np.ones(len(cols), dtype=np.float64)
     return sparse.csr_matrix((data, (rows, cols)), shape=(len(sides), n_texts))
 

@@ -494,6 +494,7 @@ def _all_settings(run, clean, config, settings, tasks, usable) -> tuple:
             run.timings["trials"] += time.perf_counter() - t0
             for L in Ls:
                 run.setting(task, setting_key(P, L), sets[L], stats)
+        builder = sets = None  # freed before the next P's builder is made (not both held)
     return topic_on, n_cut
 
 

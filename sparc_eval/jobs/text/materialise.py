@@ -13,13 +13,14 @@ loop made: the same texts in the same order, the same sides, ids and columns.
 from __future__ import annotations
 
 import weakref
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...arrays import first_sight_codes
+from ...arrays import first_sight_codes, ranges_positions
 from .probes import clean_id
-from .trial_set import CodedTexts, LazyRecords, TrialSet
+from .trial_set import CodedTexts, LazyRecords, Sides, TrialSet
 
 if TYPE_CHECKING:
     from .pairing import TrialPairing
@@ -117,13 +118,6 @@ def corpus_texts(pairing: "TrialPairing") -> CorpusTexts:
     return shared
 
 
-def ranges_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions of consecutive ranges ``[start, start + length)``, one after another."""
-    total = int(lengths.sum())
-    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return offsets + np.arange(total, dtype=np.int64)
-
-
 class PlanColumns:
     """One task's plans as arrays: probe (its index among the builder's probes), probe
     appearance, partner appearance, where the enrollment lies, label and type."""
@@ -146,9 +140,15 @@ class TrialMaterialiser:
     trial set) and each task's plan columns (kept for its next L)."""
 
     def __init__(self, pairing: "TrialPairing"):
-        self.pairing = pairing
+        # a weak reference: the builder holds its materialiser, and a cycle would keep a finished
+        # builder alive while the collector is paused (heap_frozen) until every P is done
+        self._pairing = weakref.ref(pairing)
         self._plans = (None, None)  # the last plans list and its columns
         self.utt_code = None  # text code of every utterance, appearance after appearance
+
+    @property
+    def pairing(self) -> "TrialPairing":
+        return self._pairing()
 
     def _number_texts(self) -> None:
         p = self.pairing
@@ -165,7 +165,11 @@ class TrialMaterialiser:
         ).reshape(-1, 2)
         self.probe_ids = np.array([probe.id for probe in p.probes], dtype=object)
         self.speakers = np.array([a.speaker for a in p.apps], dtype=object)
-        self.id_prefix = [enroll_prefix(a) for a in p.apps]
+
+    @cached_property
+    def id_prefix(self) -> list:
+        """Each appearance's :func:`enroll_prefix` (made once: trial files and records read it)."""
+        return [enroll_prefix(a) for a in self.pairing.apps]
 
     def columns(self, plans: list) -> PlanColumns:
         if self._plans[0] is not plans:
@@ -211,7 +215,7 @@ class TrialMaterialiser:
             np.arange(n),
             line=lambda i, sides, parts: pairing._json_line(task, i, plans[i], L, sides, parts),
         )
-        sides = np.split(local, ends[:-1]) if n else []
+        sides = Sides(local, ends)  # the sides' texts, one flat array: no array per side
         return TrialSet(
             texts, sides, probe_side, enroll_side, c.labels, records, meta=meta, columns=columns
         )

@@ -12,6 +12,7 @@ together.
 from __future__ import annotations
 
 import re
+import weakref
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import numpy as np
 
 from ...arrays import sorted_runs
 from ...errors import DataError
-from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id, enroll_prefix
+from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id
 from .probes import Probe, appearances, cut_probes
 from .topic import TopicIndex, has_topic_metadata
 from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet, dumps
@@ -90,18 +91,21 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, m
         if len(candidates):
             yield from rng.permutation(candidates).tolist()
         return
-    n, tried, n_tried, batch = len(universe), np.zeros(len(universe), dtype=bool), 0, 16
-    while 4 * n_tried < n and n_tried < MAX_TRIES:
-        positions = rng.integers(0, n, size=batch)
-        _, first = np.unique(positions, return_index=True)
-        positions = positions[np.sort(first)]  # each position once, in the order drawn
-        positions = positions[~tried[positions]]
-        tried[positions] = True
-        n_tried += len(positions)
-        candidates = universe[positions]
+    # the tried positions as a set, not a mask the universe's size: a probe's few tries then
+    # cost the same in any corpus, where zeroing a mask per draw grew with it
+    n, tried, batch = len(universe), set(), 16
+    while 4 * len(tried) < n and len(tried) < MAX_TRIES:
+        positions = []
+        for p in rng.integers(0, n, size=batch).tolist():  # each position once, in the order drawn
+            if p not in tried:
+                tried.add(p)
+                positions.append(p)
+        candidates = universe[np.asarray(positions, dtype=np.int64)]
         yield from candidates[accept(candidates)].tolist()
         batch *= 2
-    rest = universe[~tried]
+    untried = np.ones(n, dtype=bool)
+    untried[np.fromiter(tried, np.int64, len(tried))] = False
+    rest = universe[untried]
     yield from rng.permutation(rest[accept(rest)]).tolist()
 
 
@@ -165,7 +169,9 @@ class ProbeTopicView:
     ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
-        self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
+        # a proxy, as the pairing keeps its last view: no cycle to outlive it (TrialMaterialiser)
+        self.pairing, self.ep = weakref.proxy(pairing), ep
+        self.universe, self.accept = universe, accept
         self.read, self.whole, self.by_stratum = 0, None, {}
         self.bins, self.read_in_bin = {}, Counter()
 
@@ -532,14 +538,21 @@ class TrialPairing:
         pos_universe, pos_accept = positives
         neg_universe, neg_accept = negatives
         neg_view = self.negative_view(probe.app, neg_universe, neg_accept)
-        plans = []
-        for p in draw_order(rng, pos_universe, lambda c: self.topic_view(ep, c)[0] & pos_accept(c)):
+        plans, pos_strata = [], {}  # a drawn positive's stratum, kept from its topic view
+
+        def positive(c):
+            kept, strata = self.topic_view(ep, c)
+            ok = kept & pos_accept(c)
+            pos_strata.update(zip(c[ok].tolist(), strata[ok].tolist()))
+            return ok
+
+        for p in draw_order(rng, pos_universe, positive):
             if len(plans) >= 2 * k:
                 break
             pos = Plan(probe, int(p), "head", HP, labels[0])
             if not self.screen(pos, counts):
                 continue
-            stratum = self.topic_view(ep, np.asarray([p]))[1][0]
+            stratum = pos_strata[p]
 
             def negative(c, stratum=stratum):
                 return neg_view.in_stratum(c, stratum) & neg_accept(c) & ~np.isin(c, used)
@@ -576,7 +589,8 @@ class TrialPairing:
         return plan.probe.k if plan.partner == plan.probe.app else TAIL
 
     def _enroll_id(self, plan: Plan, L: int) -> str:
-        return enroll_id(enroll_prefix(self.apps[plan.partner]), self._where_code(plan), L)
+        prefix = self._materialiser.id_prefix[plan.partner]
+        return enroll_id(prefix, self._where_code(plan), L)
 
     def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
         """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""

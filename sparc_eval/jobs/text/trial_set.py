@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...arrays import distinct
+from ...arrays import distinct, ranges_positions
 from ...atomic import atomic_open
 from ...errors import DataError
 
@@ -59,6 +59,11 @@ class LazyRecords(Sequence):
         index = self._index[np.asarray(idx, dtype=np.int64)]
         return LazyRecords(self._build, index, line=self._line)
 
+    def __reduce__(self):
+        # pickled as the records it stands for (a scoring worker's batch), not as the trial
+        # builder its functions hold
+        return list, (list(self),)
+
     def json_line(self, i: int, sides: tuple, parts: dict) -> str:
         """Record ``i`` as :meth:`TrialSet.write_jsonl` writes it (without texts)."""
         if self._line is None:
@@ -98,9 +103,61 @@ class CodedTexts(Sequence):
         return CodedTexts(self.space, self.codes[np.asarray(idx, dtype=np.int64)])
 
 
+class Sides(Sequence):
+    """A trial set's sides as one flat array of text indices, side after side, and where each side
+    ends: read like the list of arrays it stands for (side ``i`` is a view of ``flat``), with no
+    array object per side; what reads many sides at once (:meth:`select`, the scorers'
+    incidence matrices) reads ``flat`` and :meth:`lengths` in a few array passes."""
+
+    def __init__(self, flat, ends):
+        self.flat = np.asarray(flat, dtype=np.int64)
+        self.ends = np.asarray(ends, dtype=np.int64)
+        self.starts = np.r_[0, self.ends[:-1]] if len(self.ends) else self.ends
+
+    @classmethod
+    def of(cls, sides) -> "Sides":
+        """Sides given as a list of arrays (or a :class:`Sides`, returned as it is)."""
+        if isinstance(sides, Sides):
+            return sides
+        sides = [np.asarray(s, dtype=np.int64).ravel() for s in sides]
+        flat = np.concatenate(sides) if sides else np.zeros(0, dtype=np.int64)
+        return cls(flat, np.cumsum([len(s) for s in sides], dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i)
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"side {i} of {len(self)}")
+        i %= len(self)
+        return self.flat[self.starts[i] : self.ends[i]]
+
+    def lengths(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    def select(self, side_ids) -> "Sides":
+        """The sides ``side_ids``, in that order, as a new :class:`Sides`."""
+        side_ids = np.asarray(side_ids, dtype=np.int64)
+        lengths = self.lengths()[side_ids]
+        flat = self.flat[ranges_positions(self.starts[side_ids], lengths)]
+        return Sides(flat, np.cumsum(lengths, dtype=np.int64))
+
+    def renumbered(self, values: np.ndarray) -> "Sides":
+        """The same sides with each text index ``t`` replaced by ``values[t]``."""
+        return Sides(np.asarray(values, dtype=np.int64)[self.flat], self.ends)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(ensure_ascii=False) makes one per call
+LINES_PER_WRITE = 4096  # trial lines joined into one write (a write per line cost more at scale)
+
+
 def dumps(obj) -> str:
-    """A record or a part of one as a trial file writes it (UTF-8 kept, not escaped)."""
-    return json.dumps(obj, ensure_ascii=False)
+    """A record or a part of one as a trial file writes it (UTF-8 kept, not escaped): what
+    ``json.dumps(obj, ensure_ascii=False)`` returns."""
+    return _ENCODER.encode(obj)
 
 
 def _json_line(record: dict) -> str:
@@ -132,7 +189,7 @@ class TrialSet:
         self, texts, sides, probe_side, enroll_side, labels, records, *, meta=None, columns=None
     ):
         self.texts = texts if isinstance(texts, CodedTexts) else list(texts)
-        self.sides = [np.asarray(s, dtype=np.int64) for s in sides]
+        self.sides = Sides.of(sides)
         self.probe_side = np.asarray(probe_side, dtype=np.int64)
         self.enroll_side = np.asarray(enroll_side, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=bool)
@@ -235,9 +292,9 @@ class TrialSet:
         original order, so each side lists its texts as before): a batch to score on its own."""
         idx = np.asarray(idx, dtype=np.int64)
         side_ids = distinct(np.concatenate([self.probe_side[idx], self.enroll_side[idx]]))
-        used = [self.sides[s] for s in side_ids]
-        text_ids = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-        sides = [np.searchsorted(text_ids, s) for s in used]
+        used = self.sides.select(side_ids)
+        text_ids = distinct(used.flat)
+        sides = Sides(np.searchsorted(text_ids, used.flat), used.ends)
         texts = self.texts
         return TrialSet(
             texts.take(text_ids)
@@ -268,9 +325,13 @@ class TrialSet:
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
         with atomic_open(path, "w", encoding="utf-8") as handle:
             if not with_text and isinstance(self.records, LazyRecords):
-                parts, sides = {}, zip(self.probe_side.tolist(), self.enroll_side.tolist())
-                for i, pair in enumerate(sides):
-                    handle.write(self.records.json_line(i, pair, parts))
+                parts, sides = {}, list(zip(self.probe_side.tolist(), self.enroll_side.tolist()))
+                line = self.records.json_line
+                for start in range(0, len(sides), LINES_PER_WRITE):
+                    chunk = sides[start : start + LINES_PER_WRITE]
+                    handle.write(
+                        "".join([line(start + i, pair, parts) for i, pair in enumerate(chunk)])
+                    )
                 return
             for i, rec in enumerate(self.records):
                 row = dict(rec)

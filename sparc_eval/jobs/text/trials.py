@@ -255,6 +255,7 @@ class TrialBuilder(TrialPairing):
             counts["probes_without_trials"] += not made
             plans += made
         self._stats[task] = counts
+        self._view = (None, None)  # its filter refers to this builder: no cycle left behind
         return plans
 
     def build(self, task: str, Ls=None) -> dict:
