@@ -11,6 +11,7 @@ import numpy as np
 from test_text_trials import manifest, words
 
 from attackers.text.tfidf import TfidfScorer
+from sparc_eval import arrays
 from sparc_eval.arrays import first_sight_codes
 from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, materialise, pairing, topic
 from sparc_eval.jobs.text.evaluate import frozen_once_built, heap_frozen, scored_trials
@@ -308,4 +309,11 @@ def test_first_sight_codes_by_table_and_by_sort_agree():
         assert (keys[first] == np.asarray(list(seen))).all()
     codes, first = first_sight_codes(np.asarray([-5, 2**40, -5, 3]))
     assert codes.tolist() == [0, 1, 0, 2] and first.tolist() == [0, 1, 3]
+    # large keys go through buckets: keys that share one (multiples of a power of two, hashes
+    # of every sign) are told apart, as a sort tells them
+    for keys in (np.arange(1, 3001) << 40, rng.integers(-(2**63), 2**63 - 1, 4000)):
+        keys = keys[rng.integers(0, len(keys), 2 * len(keys))]  # repeats, in no order
+        by_sort = arrays._first_sight_by_sort(keys)
+        by_buckets = arrays._first_sight_by_buckets(keys)
+        assert all(np.array_equal(a, b) for a, b in zip(by_sort, by_buckets))
     assert first_sight_codes(np.zeros(0, dtype=np.int64))[0].tolist() == []
