@@ -28,7 +28,7 @@ def first_sight_codes(keys, size: int = 0):
     in ``[0, size)`` (a caller's bound, worth it when ``size`` is of the order of the data), or
     small non-negative keys (below ``4 * len(keys) + 2**16``), are numbered in linear time
     through a table indexed by key; other keys (hashes, say) through a table of buckets
-    (:func:`_first_sight_by_buckets`), also linear where a sort of 10^6 random keys took a
+    (``_first_sight_by_buckets``), also linear where a sort of 10^6 random keys took a
     third of a second and grew faster than the keys."""
     keys = np.asarray(keys)
     n = len(keys)
