@@ -406,6 +406,9 @@ def test_sides_read_as_the_list_of_arrays_they_stand_for():
     assert [s.tolist() for s in picked] == [[2, 2, 0], [4, 1], [], [2, 2, 0]]
     assert [s.tolist() for s in picked.renumbered(np.arange(5) * 10)][0] == [20, 20, 0]
     assert Sides.of(sides) is sides and len(Sides.of([])) == 0
+    text_ids, local = picked.compact()
+    assert text_ids.tolist() == [0, 1, 2, 4] and local.ends.tolist() == picked.ends.tolist()
+    assert [s.tolist() for s in local] == [[2, 2, 0], [3, 1], [], [2, 2, 0]]
 
 
 def test_a_taken_batch_pickles_with_its_records_not_its_builder():

@@ -15,7 +15,7 @@ import numpy as np
 
 from sparc_eval.arrays import distinct
 from sparc_eval.errors import DataError
-from sparc_eval.jobs.text.trial_set import CodedTexts, Sides
+from sparc_eval.jobs.text.trial_set import CodedTexts
 
 from .base import TextScorer, as_trialset, incidence, normalise_rows_in_place, paired_dot
 from .ngram_counts import NgramCounts
@@ -93,9 +93,8 @@ class TfidfScorer(TextScorer):
     def _side_vectors(self, trials, side_ids: np.ndarray, ids: np.ndarray):
         """:meth:`side_vectors` of sides ``side_ids`` (ascending) of ``trials``, whose texts have
         count rows ``ids`` (looked up once per trial set, not once per batch of sides)."""
-        used = Sides.of(trials.sides).select(side_ids)
-        text_ids = distinct(used.flat)
-        M = incidence(Sides(np.searchsorted(text_ids, used.flat), used.ends), len(text_ids))
+        text_ids, used = trials.sides.select(side_ids).compact()
+        M = incidence(used, len(text_ids))
         S = (M @ self.counts.rows_at(ids[text_ids])).tocsr()  # sides x columns, summed counts
         idf = (
             self.idf_

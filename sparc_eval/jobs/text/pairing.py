@@ -12,7 +12,6 @@ together.
 from __future__ import annotations
 
 import re
-import weakref
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -169,9 +168,7 @@ class ProbeTopicView:
     ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
-        # a proxy, as the pairing keeps its last view: no cycle to outlive it (TrialMaterialiser)
-        self.pairing, self.ep = weakref.proxy(pairing), ep
-        self.universe, self.accept = universe, accept
+        self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
         self.read, self.whole, self.by_stratum = 0, None, {}
         self.bins, self.read_in_bin = {}, Counter()
 

@@ -149,6 +149,14 @@ class Sides(Sequence):
         """The same sides with each text index ``t`` replaced by ``values[t]``."""
         return Sides(np.asarray(values, dtype=np.int64)[self.flat], self.ends)
 
+    def compact(self):
+        """``(text_ids, sides)``: the texts these sides use (ascending) and the sides as indices
+        into them (what a batch or a block of sides is scored with)."""
+        text_ids = distinct(self.flat)
+        position = np.zeros(int(text_ids[-1]) + 1 if len(text_ids) else 0, dtype=np.int64)
+        position[text_ids] = np.arange(len(text_ids))
+        return text_ids, self.renumbered(position)
+
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(ensure_ascii=False) makes one per call
 LINES_PER_WRITE = 4096  # trial lines joined into one write (a write per line cost more at scale)
@@ -292,9 +300,7 @@ class TrialSet:
         original order, so each side lists its texts as before): a batch to score on its own."""
         idx = np.asarray(idx, dtype=np.int64)
         side_ids = distinct(np.concatenate([self.probe_side[idx], self.enroll_side[idx]]))
-        used = self.sides.select(side_ids)
-        text_ids = distinct(used.flat)
-        sides = Sides(np.searchsorted(text_ids, used.flat), used.ends)
+        text_ids, sides = self.sides.select(side_ids).compact()
         texts = self.texts
         return TrialSet(
             texts.take(text_ids)
