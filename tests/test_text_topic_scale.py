@@ -280,20 +280,21 @@ def test_text_codes_survive_hash_collisions(monkeypatch):
     assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]
 
 
-def test_corpus_texts_number_more_texts_as_text_codes_does(monkeypatch):
+def test_corpus_texts_code_each_text_by_its_first_position(monkeypatch):
     base = ["a b", "c", "a b", "d", "c", "e"]
     more = ["c", "f", "a b", "f", "g"]
-    shared = materialise.CorpusTexts(base)
-    codes, distinct = shared.with_more(more)
-    expected = materialise.text_codes(base + more)
-    assert codes.tolist() == expected[0].tolist() and distinct == expected[1]
-    assert shared.with_more([])[0].tolist() == shared.codes.tolist()
-    # two texts, one hash: among the shared texts, or a new text with a shared one's hash
+    # a code is where the text is first seen in the corpus; the texts the corpus lacks are
+    # appended (once each) and coded by where they land; two texts, one hash (among the shared
+    # texts, or a new text with a shared one's hash) change nothing
     fake = {"a b": 1, "c": 2, "d": 3, "e": 4, "f": 2, "g": 5}
-    for fake_hash in (lambda t: len(t) % 2, fake.__getitem__):
+    for fake_hash in (hash, lambda t: len(t) % 2, fake.__getitem__):
         monkeypatch.setattr(materialise, "hash", fake_hash, raising=False)
-        codes, distinct = materialise.CorpusTexts(base).with_more(more)
-        assert codes.tolist() == expected[0].tolist() and distinct == expected[1]
+        shared = materialise.CorpusTexts(list(base))
+        assert shared.codes.tolist() == [0, 1, 0, 3, 1, 5]
+        assert shared.with_more(more).tolist() == [1, 6, 0, 6, 8]
+        assert shared.space == base + ["f", "f", "g"]
+        assert shared.with_more([]).tolist() == []
+        assert shared.with_more(["g", "d"]).tolist() == [9, 3]  # another builder's: its own
 
 
 def test_first_sight_codes_by_table_and_by_sort_agree():

@@ -118,6 +118,9 @@ class NgramCounts:
         if space is not texts.space:
             space, rows = texts.space, np.full(len(texts.space), -1, dtype=np.int64)
             self._space = (space, rows)
+        elif len(rows) < len(space):  # a shared list that grew (a later builder's cut texts)
+            rows = np.r_[rows, np.full(len(space) - len(rows), -1, dtype=np.int64)]
+            self._space = (space, rows)
         codes = texts.codes
         need = codes[rows[codes] < 0]
         if len(need):

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import weakref
 from functools import cached_property
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...arrays import first_sight_codes, ranges_positions
+from ...arrays import codes_of_positions, first_positions, first_sight_codes, ranges_positions
 from .probes import clean_id
-from .trial_set import CodedTexts, LazyRecords, Sides, TrialSet
+from .trial_set import TRIAL_TYPES, CodedTexts, LazyRecords, Sides, TrialSet
 
 if TYPE_CHECKING:
     from .pairing import TrialPairing
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 #: Where an enrollment lies in its appearance, as a code. HEAD and TAIL are the head and tail of
 #: another appearance; a code k >= 0 is the tail of the probe's own appearance without probe k.
 HEAD, TAIL = -1, -2
-_UNSEEN = np.iinfo(np.int64).max  # a code not yet met in a trial set (_local_texts)
+_UNSEEN = np.iinfo(np.int32).max  # a code not yet met in a trial set (_local_texts)
+_TYPES = np.array(TRIAL_TYPES, dtype=object)
+_TYPE_CODE = {t: i for i, t in enumerate(TRIAL_TYPES)}
 
 
 def enroll_prefix(app) -> str:
@@ -44,59 +47,78 @@ def enroll_id(prefix: str, where: int, L: int) -> str:
 
 def text_codes(texts: list):
     """``(codes, distinct)``: one code per text, equal texts one code, numbered in order of first
-    sight, and the distinct texts in that order. Texts are told apart by their hashes, and every
-    text that shares a hash with an earlier one is compared with it (a collision falls back to
-    numbering the texts themselves)."""
-    codes, first, _ = _hash_codes(texts)
+    sight, and the distinct texts in that order (:func:`text_positions`)."""
+    codes, first = codes_of_positions(text_positions(texts))
     return codes, [texts[i] for i in first.tolist()]
 
 
-def _hash_codes(texts: list):
-    """(codes, first, hashes) of :func:`text_codes`: ``first[c]`` where code c is first seen."""
+def text_positions(texts: list) -> np.ndarray:
+    """Where each text is first seen in ``texts`` (equal texts share it). Texts are told apart
+    by their hashes, and every text whose hash was seen earlier is compared with that earlier
+    text (a collision falls back to telling the texts themselves apart)."""
+    return _text_positions(texts)[0]
+
+
+def _text_positions(texts: list):
+    """(:func:`text_positions`, the texts' hashes)."""
     hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=len(texts))
-    codes, first = first_sight_codes(hashes)
-    earlier = first[codes]
-    for i in np.flatnonzero(earlier != np.arange(len(texts))).tolist():
-        if texts[i] != texts[earlier[i]]:  # two texts, one hash
+    at = first_positions(hashes)
+    for i in np.flatnonzero(at != np.arange(len(texts))).tolist():
+        if texts[i] != texts[at[i]]:  # two texts, one hash
             table = {}
             numbered = (table.setdefault(t, len(table)) for t in texts)
             codes, first = first_sight_codes(np.fromiter(numbered, np.int64, len(texts)))
-            break
-    return codes, first, hashes
+            return first[codes], hashes
+    return at, hashes
 
 
 class CorpusTexts:
-    """The utterance texts of a manifest's appearances (appearance after appearance) numbered once
-    by :func:`text_codes` and shared by the trial builders of every P on that manifest
-    (:func:`corpus_texts`): each builder then numbers only its cut probes' last utterances
-    (:meth:`with_more`), not the whole corpus again."""
+    """The utterance texts of a manifest's appearances (appearance after appearance, ``space``),
+    each coded once by the position of its first sight there (:func:`text_positions`), and
+    shared by the trial builders of every P on that manifest (:func:`corpus_texts`): each
+    builder then codes only its cut probes' last utterances (:meth:`with_more`), not the whole
+    corpus again. Codes are positions, not ranks, so that no list of the distinct texts is made:
+    at 10^6 texts each string read (a reference taken) misses the caches."""
 
     def __init__(self, texts: list):
-        self.all = texts
-        self.codes, first, hashes = _hash_codes(texts)
-        self.texts = [texts[i] for i in first.tolist()]
-        hashes = hashes[first]  # of the distinct texts, in code order
-        self.by_hash = np.argsort(hashes)  # codes in hash order
-        self.sorted_hashes = hashes[self.by_hash]
-        self.collision_free = bool((self.sorted_hashes[1:] != self.sorted_hashes[:-1]).all())
+        self.space = texts  # builders append the cut texts the corpus lacks (with_more)
+        self.n = len(texts)
+        self.codes, self._hashes = _text_positions(texts)
+        self._lookup = None  # (first sights by hash, their sorted hashes, unique?), when needed
 
-    def with_more(self, more: list):
-        """``(codes, distinct)`` of ``self.all + more`` as :func:`text_codes` numbers them, from the
-        shared numbering and a look-up of each text of ``more`` by its hash (two texts with one
-        hash: numbered from scratch)."""
-        if not self.collision_free or not len(self.texts):
-            return text_codes(self.all + more)
+    def with_more(self, more: list) -> np.ndarray:
+        """The codes of ``more``: an equal text's code in the corpus, found by its hash (checked
+        against the text), or else the position in ``space`` where it is appended (equal texts
+        appended once)."""
+        codes = self._find(more)
+        missing = np.flatnonzero(codes < 0)
+        if len(missing):
+            texts = [more[i] for i in missing.tolist()]
+            codes[missing] = len(self.space) + text_positions(texts)
+            self.space.extend(texts)
+        return codes
+
+    def _find(self, more: list) -> np.ndarray:
+        """Each text's code in the corpus, or -1."""
+        if not len(more) or not self.n:
+            return np.full(len(more), -1, dtype=np.int64)
+        if self._lookup is None:
+            firsts = np.flatnonzero(self.codes == np.arange(self.n))
+            hashes = self._hashes[firsts]
+            order = np.argsort(hashes)
+            ordered = hashes[order]
+            self._lookup = (firsts[order], ordered, bool((ordered[1:] != ordered[:-1]).all()))
+            self._hashes = None
+        by_hash, sorted_hashes, unique = self._lookup
         hashes = np.fromiter(map(hash, more), dtype=np.int64, count=len(more))
-        at = np.minimum(np.searchsorted(self.sorted_hashes, hashes), len(self.texts) - 1)
-        found = self.sorted_hashes[at] == hashes
-        codes = np.where(found, self.by_hash[at], -1)
-        for i in np.flatnonzero(found).tolist():
-            if more[i] != self.texts[codes[i]]:  # two texts, one hash
-                return text_codes(self.all + more)
-        missing = np.flatnonzero(~found)
-        new_codes, new_texts = text_codes([more[i] for i in missing.tolist()])
-        codes[missing] = len(self.texts) + new_codes
-        return np.r_[self.codes, codes], self.texts + new_texts
+        at = np.minimum(np.searchsorted(sorted_hashes, hashes), len(by_hash) - 1)
+        codes = np.where(sorted_hashes[at] == hashes, by_hash[at], -1)
+        if unique and all(more[i] == self.space[codes[i]] for i in np.flatnonzero(codes >= 0)):
+            return codes
+        by_text = {}  # two texts, one hash: found by the texts themselves
+        for i in np.flatnonzero(self.codes == np.arange(self.n)).tolist():
+            by_text[self.space[i]] = i
+        return np.fromiter((by_text.get(t, -1) for t in more), np.int64, len(more))
 
 
 _CORPUS_TEXTS = weakref.WeakKeyDictionary()  # manifest -> its CorpusTexts
@@ -109,8 +131,8 @@ def corpus_texts(pairing: "TrialPairing") -> CorpusTexts:
         shared = _CORPUS_TEXTS.get(pairing.manifest)
     except TypeError:  # a manifest that cannot be weakly referenced: not shared
         shared = None
-    if shared is None or len(shared.all) != int(pairing.app_n.sum()):
-        shared = CorpusTexts([t for a in pairing.apps for t in a.texts])
+    if shared is None or shared.n != int(pairing.app_n.sum()):
+        shared = CorpusTexts(list(chain.from_iterable(a.texts for a in pairing.apps)))
         try:
             _CORPUS_TEXTS[pairing.manifest] = shared
         except TypeError:
@@ -132,7 +154,14 @@ class PlanColumns:
         own = self.partner == self.probe_app
         self.where = np.where(head, HEAD, np.where(own, probe_k, TAIL))
         self.labels = np.fromiter((p.label for p in plans), bool, n)
-        self.types = np.array([p.type for p in plans], dtype=object)
+        type_code = np.fromiter((_TYPE_CODE[p.type] for p in plans), np.int64, n)
+        self.types = _TYPES[type_code]
+        # type, label and position in one code: a trial line's fields after its id
+        self.kinds = 4 * type_code + 2 * self.labels + head
+        # the enrollment in one code: the head or tail of an appearance, or a probe's own tail
+        # without it (its side's key)
+        tail = 2 * self.partner + (self.where == TAIL)
+        self.enroll = np.where(self.where < 0, tail, 2 * len(pairing.app_n) + self.probe)
 
 
 class TrialMaterialiser:
@@ -154,11 +183,12 @@ class TrialMaterialiser:
         p = self.pairing
         shared = corpus_texts(p)
         cut = [i for i, probe in enumerate(p.probes) if probe.cut_words is not None]
-        codes, self.code_texts = shared.with_more([p.probes[i].texts[-1] for i in cut])
-        self.utt_code = codes[: len(shared.all)]
         self.cut_code = np.full(len(p.probes), -1, dtype=np.int64)  # a cut last utterance's code
-        self.cut_code[cut] = codes[len(shared.all) :]
-        self._code_table = np.full(len(self.code_texts), _UNSEEN, dtype=np.int64)  # _local_texts
+        self.cut_code[cut] = shared.with_more([p.probes[i].texts[-1] for i in cut])
+        self.utt_code, self.code_texts = shared.codes, shared.space
+        # _local_texts' table, an entry per code this builder uses (int32, half the cache: a
+        # set's utterances number far below 2^31)
+        self._code_table = np.full(len(shared.space), _UNSEEN, dtype=np.int32)
         self.app_offset = np.r_[0, np.cumsum(p.app_n)]
         self.probe_range = np.array(
             [(probe.start, probe.stop) for probe in p.probes], dtype=np.int64
@@ -213,7 +243,7 @@ class TrialMaterialiser:
         records = LazyRecords(
             lambda i: pairing._record(task, i, plans[i], L, pairing.enroll_indices(plans[i], L)),
             np.arange(n),
-            line=lambda i, sides, parts: pairing._json_line(task, i, plans[i], L, sides, parts),
+            lines=lambda *chunk: pairing._json_lines(task, L, plans, c, chunk),
         )
         sides = Sides(local, ends)  # the sides' texts, one flat array: no array per side
         return TrialSet(
@@ -225,10 +255,9 @@ class TrialMaterialiser:
         ``size`` (the sides in order of first use are their first-sight codes): a probe, then
         the head or tail of an appearance, then the probe's own tail without it."""
         n_probes, n_apps = len(self.probe_range), len(self.app_offset) - 1
-        enroll = np.where(c.where < 0, 2 * c.partner + (c.where == TAIL), 2 * n_apps + c.probe)
         keys = np.empty(2 * len(c.probe), dtype=np.int64)
         keys[0::2] = c.probe
-        keys[1::2] = n_probes + enroll
+        keys[1::2] = n_probes + c.enroll
         return keys, 2 * n_probes + 2 * n_apps
 
     def _side_ranges(self, c: PlanColumns, plan_of, is_enroll, L: int):
@@ -273,7 +302,7 @@ class TrialMaterialiser:
         for the builder's sets and reset where this set wrote: a set costs its own size, not the
         corpus's."""
         table = self._code_table
-        at = np.arange(len(flat), dtype=np.int64)
+        at = np.arange(len(flat), dtype=table.dtype)
         np.minimum.at(table, flat, at)
         used = flat[table[flat] == at]
         table[used] = np.arange(len(used))

@@ -108,6 +108,12 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, m
     yield from rng.permutation(rest[accept(rest)]).tolist()
 
 
+def _firsts(values: np.ndarray):
+    """The distinct values of an array and where each is first seen, as two lists."""
+    distinct, at = np.unique(values, return_index=True)
+    return distinct.tolist(), at.tolist()
+
+
 def _span(rows, a: int, b: int):
     """Rows ``a`` to ``b`` of a sparse block (None stays None: no title or description text)."""
     return None if rows is None else rows[a:b]
@@ -285,6 +291,8 @@ class TrialPairing:
         self._probe_norms = (None, set())  # the last probe screened and its normalised utterances
         self._stats = {}
         self._materialiser = TrialMaterialiser(self)  # text codes shared by its trial sets
+        # trial lines' parts as JSON: probe -> its part, L -> enrollment code -> its part
+        self._parts = ({}, {})
         self._of_universe = {}  # (id(universe), what) -> (universe, what was made of it)
         self._view = (None, None)  # the last appearance's negative view (negative_view)
 
@@ -597,27 +605,38 @@ class TrialPairing:
             "enroll": self._enroll_part(plan, L, idx),
         }
 
-    def _json_line(self, task: str, n: int, plan: Plan, L: int, sides: tuple, parts: dict) -> str:
-        """:meth:`_record` as ``json.dumps`` writes it, and a newline, each part dumped once and
-        shared (``parts``, a dict the set's trials share): the probe and enrollment parts per
-        side (``sides``: the trial's probe and enrollment side), the fields after the id per
-        trial type, so a side's ids are read once, not once per trial."""
-        probe_side, enroll_side = sides
-        probe = parts.get(probe_side)
-        if probe is None:
-            probe = parts[probe_side] = dumps(self._probe_part(plan))
-        enroll = parts.get(enroll_side)
-        if enroll is None:
-            idx = self.enroll_indices(plan, L)
-            enroll = parts[enroll_side] = dumps(self._enroll_part(plan, L, idx))
-        kind = (plan.type, plan.label, plan.position)
-        head = parts.get(kind)
-        if head is None:
-            fields = self._record_head(task, n, plan, L)
-            del fields["id"]
-            head = parts[kind] = dumps(fields)[1:-1]
-        trial_id = encode_basestring(self._trial_id(task, n, L))
-        return f'{{"id": {trial_id}, {head}, "probe": {probe}, "enroll": {enroll}}}\n'
+    def _json_lines(self, task: str, L: int, plans: list, columns, chunk) -> str:
+        """:meth:`_record` of the plans ``chunk[0]`` (``columns``: the plans' PlanColumns) as
+        ``json.dumps`` writes them, a line each. Each part is dumped once and shared: the
+        fields after the id per kind (type, label and position) through ``chunk[3]``, a dict the
+        set's lines share; a probe's part, and an enrollment's at one L, through the builder's
+        ``_parts``, as every task's sets show the same (made from the first plan in the chunk
+        that has it). A line then joins parts read by code, with no plan read."""
+        index, parts = chunk[0], chunk[3]
+        heads, (probes, enrolls) = parts.setdefault("head", {}), self._parts
+        enrolls = enrolls.setdefault(L, {})
+        kind, probe, enroll = columns.kinds[index], columns.probe[index], columns.enroll[index]
+        for code, at in zip(*_firsts(kind)):
+            if code not in heads:
+                fields = self._record_head(task, 0, plans[int(index[at])], L)
+                del fields["id"]
+                heads[code] = dumps(fields)[1:-1]
+        for code, at in zip(*_firsts(probe)):
+            if code not in probes:
+                probes[code] = dumps(self._probe_part(plans[int(index[at])]))
+        for code, at in zip(*_firsts(enroll)):
+            if code not in enrolls:
+                plan = plans[int(index[at])]
+                enrolls[code] = dumps(self._enroll_part(plan, L, self.enroll_indices(plan, L)))
+        prefix = encode_basestring(self._trial_id(task, 0, L))[:-7]  # the id less n and quote
+        rows = zip(index.tolist(), kind.tolist(), probe.tolist(), enroll.tolist())
+        return "".join(
+            [
+                f'{{"id": {prefix}{n:06d}", {heads[k]}, "probe": {probes[p]}, '
+                f'"enroll": {enrolls[e]}}}\n'
+                for n, k, p, e in rows
+            ]
+        )
 
     def _trial_id(self, task: str, n: int, L: int) -> str:
         return f"{task}/P{int(self.config.P)}_L{L}/{n:06d}"

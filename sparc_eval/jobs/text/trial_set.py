@@ -34,20 +34,20 @@ TYPE_CONDITIONS = {
 class LazyRecords(Sequence):
     """Trial records built when read: ``build(n)`` makes trial ``n``'s dict. A trial builder's
     sets hold these, so a corpus of millions of trials keeps columns, not a dict per trial.
-    ``line(n, sides, parts)``, when given, writes trial ``n``'s record as a JSON line itself
-    (``sides``: its probe and enrollment side; ``parts``: a dict the set's lines share, to
-    dump a side once)."""
+    ``lines(index, probe_side, enroll_side, parts)``, when given, writes the records ``index``
+    as JSON lines itself (``probe_side``, ``enroll_side``: their sides; ``parts``: a dict the
+    set's lines share, to dump a side once)."""
 
-    def __init__(self, build, index, *, line=None):
+    def __init__(self, build, index, *, lines=None):
         self._build, self._index = build, np.asarray(index, dtype=np.int64)
-        self._line = line
+        self._lines = lines
 
     def __len__(self) -> int:
         return len(self._index)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return LazyRecords(self._build, self._index[i], line=self._line)
+            return LazyRecords(self._build, self._index[i], lines=self._lines)
         return self._build(int(self._index[i]))
 
     def __eq__(self, other) -> bool:  # compares as the list of records it stands for
@@ -57,18 +57,18 @@ class LazyRecords(Sequence):
 
     def take(self, idx) -> "LazyRecords":
         index = self._index[np.asarray(idx, dtype=np.int64)]
-        return LazyRecords(self._build, index, line=self._line)
+        return LazyRecords(self._build, index, lines=self._lines)
 
     def __reduce__(self):
         # pickled as the records it stands for (a scoring worker's batch), not as the trial
         # builder its functions hold
         return list, (list(self),)
 
-    def json_line(self, i: int, sides: tuple, parts: dict) -> str:
-        """Record ``i`` as :meth:`TrialSet.write_jsonl` writes it (without texts)."""
-        if self._line is None:
-            return _json_line(self[i])
-        return self._line(int(self._index[i]), sides, parts)
+    def json_lines(self, lo: int, hi: int, probe_side, enroll_side, parts: dict) -> str:
+        """Records ``lo:hi`` as :meth:`TrialSet.write_jsonl` writes them (without texts)."""
+        if self._lines is None:
+            return "".join(_json_line(self[i]) for i in range(lo, hi))
+        return self._lines(self._index[lo:hi], probe_side[lo:hi], enroll_side[lo:hi], parts)
 
 
 class CodedTexts(Sequence):
@@ -331,12 +331,11 @@ class TrialSet:
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
         with atomic_open(path, "w", encoding="utf-8") as handle:
             if not with_text and isinstance(self.records, LazyRecords):
-                parts, sides = {}, list(zip(self.probe_side.tolist(), self.enroll_side.tolist()))
-                line = self.records.json_line
-                for start in range(0, len(sides), LINES_PER_WRITE):
-                    chunk = sides[start : start + LINES_PER_WRITE]
+                parts, n = {}, len(self)
+                for lo in range(0, n, LINES_PER_WRITE):
+                    hi = min(n, lo + LINES_PER_WRITE)
                     handle.write(
-                        "".join([line(start + i, pair, parts) for i, pair in enumerate(chunk)])
+                        self.records.json_lines(lo, hi, self.probe_side, self.enroll_side, parts)
                     )
                 return
             for i, rec in enumerate(self.records):
