@@ -44,8 +44,8 @@ def first_positions(keys) -> np.ndarray:
     through a table (``_bucket_owners``); a key equal to that first key has found its own first
     sight, and the few keys that share a bucket with a different, earlier key (one in four at
     most) find theirs by a sort among themselves. (A sort of 10^6 random keys took a third of a
-    second and grew faster than the keys.) Positions are int32 below 2^30 keys: half the memory
-    that what reads them through (a trial set's utterances' text codes) moves."""
+    second and grew faster than the keys.) Positions are int32 below 2^30 keys: what reads
+    them (a trial set's utterance text codes) moves half the memory."""
     keys = np.asarray(keys).astype(np.int64, copy=False)
     if not len(keys):
         return np.zeros(0, dtype=np.int64)

@@ -67,8 +67,7 @@ def _text_positions(texts: list):
         if texts[i] != texts[at[i]]:  # two texts, one hash
             table = {}
             numbered = (table.setdefault(t, len(table)) for t in texts)
-            codes, first = first_sight_codes(np.fromiter(numbered, np.int64, len(texts)))
-            return first[codes], hashes
+            return first_positions(np.fromiter(numbered, np.int64, len(texts))), hashes
     return at, hashes
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ...arrays import sorted_runs
+from ...arrays import first_sight_codes, sorted_runs
 from ...errors import DataError
 from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id
 from .probes import Probe, appearances, cut_probes
@@ -110,8 +110,8 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, m
 
 def _firsts(values: np.ndarray):
     """The distinct values of an array and where each is first seen, as two lists."""
-    distinct, at = np.unique(values, return_index=True)
-    return distinct.tolist(), at.tolist()
+    at = first_sight_codes(values)[1]
+    return values[at].tolist(), at.tolist()
 
 
 def _span(rows, a: int, b: int):
@@ -608,11 +608,11 @@ class TrialPairing:
     def _json_lines(self, task: str, L: int, plans: list, columns, chunk) -> str:
         """:meth:`_record` of the plans ``chunk[0]`` (``columns``: the plans' PlanColumns) as
         ``json.dumps`` writes them, a line each. Each part is dumped once and shared: the
-        fields after the id per kind (type, label and position) through ``chunk[3]``, a dict the
+        fields after the id per kind (type, label and position) through ``chunk[1]``, a dict the
         set's lines share; a probe's part, and an enrollment's at one L, through the builder's
         ``_parts``, as every task's sets show the same (made from the first plan in the chunk
         that has it). A line then joins parts read by code, with no plan read."""
-        index, parts = chunk[0], chunk[3]
+        index, parts = chunk
         heads, (probes, enrolls) = parts.setdefault("head", {}), self._parts
         enrolls = enrolls.setdefault(L, {})
         kind, probe, enroll = columns.kinds[index], columns.probe[index], columns.enroll[index]

@@ -34,9 +34,8 @@ TYPE_CONDITIONS = {
 class LazyRecords(Sequence):
     """Trial records built when read: ``build(n)`` makes trial ``n``'s dict. A trial builder's
     sets hold these, so a corpus of millions of trials keeps columns, not a dict per trial.
-    ``lines(index, probe_side, enroll_side, parts)``, when given, writes the records ``index``
-    as JSON lines itself (``probe_side``, ``enroll_side``: their sides; ``parts``: a dict the
-    set's lines share, to dump a side once)."""
+    ``lines(index, parts)``, when given, writes the records ``index`` as JSON lines itself
+    (``parts``: a dict the set's lines share, to dump a part once)."""
 
     def __init__(self, build, index, *, lines=None):
         self._build, self._index = build, np.asarray(index, dtype=np.int64)
@@ -64,11 +63,11 @@ class LazyRecords(Sequence):
         # builder its functions hold
         return list, (list(self),)
 
-    def json_lines(self, lo: int, hi: int, probe_side, enroll_side, parts: dict) -> str:
+    def json_lines(self, lo: int, hi: int, parts: dict) -> str:
         """Records ``lo:hi`` as :meth:`TrialSet.write_jsonl` writes them (without texts)."""
         if self._lines is None:
             return "".join(_json_line(self[i]) for i in range(lo, hi))
-        return self._lines(self._index[lo:hi], probe_side[lo:hi], enroll_side[lo:hi], parts)
+        return self._lines(self._index[lo:hi], parts)
 
 
 class CodedTexts(Sequence):
@@ -334,9 +333,7 @@ class TrialSet:
                 parts, n = {}, len(self)
                 for lo in range(0, n, LINES_PER_WRITE):
                     hi = min(n, lo + LINES_PER_WRITE)
-                    handle.write(
-                        self.records.json_lines(lo, hi, self.probe_side, self.enroll_side, parts)
-                    )
+                    handle.write(self.records.json_lines(lo, hi, parts))
                 return
             for i, rec in enumerate(self.records):
                 row = dict(rec)
