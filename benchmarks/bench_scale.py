@@ -3,7 +3,7 @@
 size, stage by stage.
 
     python benchmarks/bench_scale.py [--sizes 10000,100000,1500000] [--presets naturalvoices,sporc]
-                                     [--data PATH] [--cores 2] [--repeats 1]
+                                     [--data PATH] [--cores 2] [--repeats 1] [--small-repeats 3]
 
 The SPoRC corpus (``synthetic_sporc``) has the same speakers, labels and texts as the NaturalVoices
 one, in single-speaker episodes: each speaker hosts a series of their own episodes, each episode with
@@ -53,7 +53,11 @@ Between sizes, each stage's growth exponent log(t2/t1)/log(n2/n1) (1 = linear); 
 at the larger size are too short to judge. On a shared machine the same code can move a stage's
 time at 10^5 by a third between runs, and its exponent by 0.1: ``--repeats N`` runs the sizes in
 turn N times (each run in fresh processes, so that a slow spell of the machine falls on every size
-rather than on one) and takes each stage's median time, and its largest peak RSS.
+rather than on one) and takes each stage's median time, and its largest peak RSS. The sizes below
+the largest run at least ``--small-repeats`` times (3 by default): at 10^5 the preset's outputs
+take half a second, and one run's jitter there moved a stage's exponent by up to 0.1, while the
+largest size, minutes long, varies by a few percent. ``sync`` runs before each subprocess, so that
+the pages the export (or the last size) left dirty are not written back during the protocol.
 
 Goal (issues 16 and 33): each preset at 1.5x10^6 utterances in under 15 minutes and 6 GB on 2
 cores, every stage's exponent at most 1.05. When the largest size run is below 1.5x10^6 the totals are
@@ -604,6 +608,7 @@ def run_child(preset: str, n: int, data: Path, cores: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out, res = Path(tmp) / "result.json", {}
         for step in ("--export", "--one-size"):
+            os.sync()  # the export's (and the last size's) dirty pages written back first
             cmd = [sys.executable, __file__, step, str(n), "--preset", preset]
             cmd += ["--data", str(data), "--folder", tmp, "--json", str(out), "--cores", str(cores)]
             subprocess.run(cmd, check=True, cwd=REPO)
@@ -788,6 +793,12 @@ def main(argv=None) -> int:
         help="runs per size; the table and verdict take each stage's median time (default 1)",
     )
     ap.add_argument(
+        "--small-repeats",
+        type=int,
+        default=3,
+        help="runs of each size but the largest, if more than --repeats (default 3)",
+    )
+    ap.add_argument(
         "--presets", default=",".join(PRESETS), help=f"comma-separated, of {', '.join(PRESETS)}"
     )
     ap.add_argument("--preset", default="naturalvoices", help=argparse.SUPPRESS)
@@ -796,8 +807,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least one run per size")
+    if args.repeats < 1 or args.small_repeats < 1:
+        ap.error("--repeats and --small-repeats: at least one run per size")
     pin_cores(args.cores)
     if args.export or args.one_size:
         res = (
@@ -831,17 +842,18 @@ def bench_preset(preset: str, sizes: list, args) -> None:
         f"CPU(s) (--cores {args.cores}), load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
+    wanted = {n: max(args.repeats, args.small_repeats) for n in sizes}
+    wanted[sizes[-1]] = args.repeats
     runs = {n: [] for n in sizes}
-    for _ in range(args.repeats):  # the sizes in turn: a slow spell of the machine hits each
+    for turn in range(max(wanted.values())):  # sizes in turn: a slow spell hits each size
         for n in sizes:
-            runs[n].append(run_child(preset, n, args.data, args.cores))
-            print_size(runs[n][-1])
+            if turn < wanted[n]:
+                runs[n].append(run_child(preset, n, args.data, args.cores))
+                print_size(runs[n][-1])
     results = [median_of(runs[n]) for n in sizes]
-    if args.repeats > 1:
-        print(
-            f"\n(the table: each stage's median time over {args.repeats} runs of each size)",
-            flush=True,
-        )
+    if max(wanted.values()) > 1:
+        counts = ", ".join(f"{len(runs[n])} at {n:,}" for n in sizes)
+        print(f"\n(the table: each stage's median time over the runs: {counts})", flush=True)
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
     verdict(results, last_exp)

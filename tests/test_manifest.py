@@ -163,6 +163,36 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
+def test_atomic_stream_writes_every_piece_in_order(tmp_path):
+    from sparc_eval.atomic import atomic_stream
+
+    path = tmp_path / "out.txt"
+    pieces = [f"line {i} é\n" * (i % 7) for i in range(500)]  # more pieces than the queue holds
+    with atomic_stream(path) as handle:
+        for piece in pieces:
+            handle.write(piece)
+        assert not path.exists()  # the file appears only when the block is done
+    assert path.read_text(encoding="utf-8") == "".join(pieces)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_stream_failures_leave_the_old_file(tmp_path):
+    from sparc_eval.atomic import atomic_stream
+
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    with pytest.raises(RuntimeError, match="interrupted"):
+        with atomic_stream(path) as handle:
+            handle.write("half")
+            raise RuntimeError("interrupted")
+    # the writing thread's own error (here: text the encoding cannot hold) reaches the caller
+    with pytest.raises(UnicodeEncodeError):
+        with atomic_stream(path, encoding="ascii") as handle:
+            handle.write("é")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
 # --- cached lookups, transforms that copy, and speaker attribute conflicts ----------------------
 
 

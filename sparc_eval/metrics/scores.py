@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_text
+from ..atomic import atomic_stream
 from ..data.manifest import SEX_WORDS, clean_value
 from ..errors import DataError
 
@@ -257,6 +258,9 @@ def read_spane_llrs(path):
     return trials, {f"{n}:trial": n for n in names}
 
 
+LINES_PER_WRITE = 16384  # score lines joined into one write, written while the next are built
+
+
 def format_score(x: float) -> str:
     """Shortest text that reads back as the same float."""
     return repr(float(x))
@@ -275,11 +279,15 @@ def write_scores(path, enroll_ids, test_ids, scores, labels) -> None:
         if bad.any():
             raise DataError(f"unknown label {words[np.flatnonzero(bad)[0]]!r}", path=path)
         labels = words == "target"
-    text = "".join(
-        f"{e} {t} {format_score(s)} {'target' if y else 'nontarget'}\n"
-        for e, t, s, y in zip(enroll_ids, test_ids, scores.tolist(), labels.tolist())
-    )
-    write_text(path, text)
+    rows = zip(enroll_ids, test_ids, scores.tolist(), labels.tolist())
+    with atomic_stream(path) as handle:
+        while block := list(itertools.islice(rows, LINES_PER_WRITE)):
+            handle.write(
+                "".join(
+                    f"{e} {t} {format_score(s)} {'target' if y else 'nontarget'}\n"
+                    for e, t, s, y in block
+                )
+            )
 
 
 def read_utt2spk(path) -> dict:

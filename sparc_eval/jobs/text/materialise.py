@@ -15,6 +15,7 @@ from __future__ import annotations
 import weakref
 from functools import cached_property
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -144,16 +145,20 @@ class PlanColumns:
     appearance, partner appearance, where the enrollment lies, label and type."""
 
     def __init__(self, pairing: "TrialPairing", plans: list):
+        def column(field: str, dtype, convert=None):  # map: no Python frame per plan
+            values = map(attrgetter(field), plans)
+            return np.fromiter(values if convert is None else map(convert, values), dtype, n)
+
         n = len(plans)
-        self.probe_app = np.fromiter((p.probe.app for p in plans), np.int64, n)
-        probe_k = np.fromiter((p.probe.k for p in plans), np.int64, n)
+        self.probe_app = column("probe.app", np.int64)
+        probe_k = column("probe.k", np.int64)
         self.probe = pairing.probe_start[self.probe_app] + probe_k
-        self.partner = np.fromiter((p.partner for p in plans), np.int64, n)
-        head = np.fromiter((p.position == "head" for p in plans), bool, n)
+        self.partner = column("partner", np.int64)
+        head = column("position", bool, "head".__eq__)
         own = self.partner == self.probe_app
         self.where = np.where(head, HEAD, np.where(own, probe_k, TAIL))
-        self.labels = np.fromiter((p.label for p in plans), bool, n)
-        type_code = np.fromiter((_TYPE_CODE[p.type] for p in plans), np.int64, n)
+        self.labels = column("label", bool)
+        type_code = column("type", np.int64, _TYPE_CODE.__getitem__)
         self.types = _TYPES[type_code]
         # type, label and position in one code: a trial line's fields after its id
         self.kinds = 4 * type_code + 2 * self.labels + head
@@ -196,9 +201,10 @@ class TrialMaterialiser:
         self.speakers = np.array([a.speaker for a in p.apps], dtype=object)
 
     @cached_property
-    def id_prefix(self) -> list:
-        """Each appearance's :func:`enroll_prefix` (made once: trial files and records read it)."""
-        return [enroll_prefix(a) for a in self.pairing.apps]
+    def id_prefix(self) -> np.ndarray:
+        """Each appearance's :func:`enroll_prefix`, an object array (made once: trial files and
+        records read it)."""
+        return np.array([enroll_prefix(a) for a in self.pairing.apps], dtype=object)
 
     def columns(self, plans: list) -> PlanColumns:
         if self._plans[0] is not plans:
@@ -287,11 +293,12 @@ class TrialMaterialiser:
         """Each side's id: the probe's, or speaker/episode/where-L of the enrollment."""
         ids = self.probe_ids[c.probe[plan_of]]
         at = np.flatnonzero(is_enroll)
-        prefix = self.id_prefix
-        ids[at] = [
-            enroll_id(prefix[a], w, L)
-            for a, w in zip(c.partner[plan_of[at]].tolist(), c.where[plan_of[at]].tolist())
-        ]
+        where = c.where[plan_of[at]]
+        # the part after the prefix, one string per ``where`` value (HEAD and TAIL are -1 and
+        # -2), joined to the prefixes by numpy's object addition: no Python call per side
+        low = min(TAIL, HEAD)
+        ends = [enroll_id("", w, L) for w in range(low, int(where.max(initial=low)) + 1)]
+        ids[at] = self.id_prefix[c.partner[plan_of[at]]] + np.array(ends, dtype=object)[where - low]
         return ids
 
     def _local_texts(self, flat: np.ndarray):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ...arrays import first_sight_codes, sorted_runs
+from ...arrays import first_sight_codes, ranges_positions, sorted_runs
 from ...errors import DataError
 from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id
 from .probes import Probe, appearances, cut_probes
@@ -112,11 +112,6 @@ def _firsts(values: np.ndarray):
     """The distinct values of an array and where each is first seen, as two lists."""
     at = first_sight_codes(values)[1]
     return values[at].tolist(), at.tolist()
-
-
-def _span(rows, a: int, b: int):
-    """Rows ``a`` to ``b`` of a sparse block (None stays None: no title or description text)."""
-    return None if rows is None else rows[a:b]
 
 
 def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
@@ -464,23 +459,21 @@ class TrialPairing:
         its Jaccard similarity with episode ``ep``'s in ``jaccard_bin``."""
         order, starts, ends, _, _ = self.category_groups(universe)
         picked, _ = self._bin_groups(ep, universe, jaccard_bin)
-        parts = [order[starts[g] : ends[g]] for g in picked.tolist()]
-        return np.sort(np.concatenate(parts)) if parts else universe[:0]
+        return np.sort(order[ranges_positions(starts[picked], ends[picked] - starts[picked])])
 
     def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """(positions, kept, stratum) of :meth:`category_bin_positions`, as :meth:`topic_view`
-        gives them, computed group by group: one sparse product with the group's rows (kept per
-        universe) and the group's one Jaccard value, not a gather per candidate."""
+        gives them, from the groups' rows (kept per universe, one range per group, read in one
+        pass) and each group's one Jaccard value, not a Jaccard per candidate."""
         order, starts, ends, _, rows = self.category_groups(universe)
         picked, jac = self._bin_groups(ep, universe, jaccard_bin)
-        spans = [(starts[g], ends[g]) for g in picked.tolist()]
-        if not spans:
+        if not len(picked):
             return universe[:0], np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
-        at = np.concatenate([order[a:b] for a, b in spans])
-        sims = np.concatenate(
-            [self.topic.similarity_to_rows(ep, _span(rows, a, b), b - a) for a, b in spans]
-        )
-        jaccard = np.repeat(jac, [b - a for a, b in spans])
+        lengths = ends[picked] - starts[picked]
+        in_rows = ranges_positions(starts[picked], lengths)  # the groups' rows, one after another
+        at = order[in_rows]
+        sims = self.topic.similarity_of_rows(ep, rows, in_rows)
+        jaccard = np.repeat(jac, lengths)
         kept = (self.app_ep[universe[at]] != ep) & (sims <= self.config.topic_max_similarity)
         ascending = np.argsort(at, kind="stable")
         return at[ascending], kept[ascending], self.strata(sims, jaccard)[ascending]

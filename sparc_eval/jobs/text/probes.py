@@ -7,7 +7,6 @@ tolerance`` words (the last one cut at a word boundary when it would jump over t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -88,7 +87,9 @@ def cut_probes(
 
 
 def clean_id(value: str) -> str:
-    return re.sub(r"\s+", "_", str(value).strip())
+    """``value`` with each run of whitespace one underscore, and none at its ends (``split``
+    reads the same whitespace as the regular expression ``\\s+``, faster)."""
+    return "_".join(str(value).split())
 
 
 def appearances(manifest) -> list:

@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 
+from ...arrays import ranges_positions
+
 #: the topic filter's per-episode counts are exact up to this many appearances, and estimated
 #: from a seeded uniform sample of this many beyond (listing every pair is quadratic)
 COUNT_SAMPLE = 2048
@@ -59,18 +61,24 @@ class TopicIndex:
         self._set_rows = {}  # category set code -> its Jaccard with every set (jaccard)
 
     def similarity(self, e: int, others: np.ndarray) -> np.ndarray:
-        """Cosine of episode ``e`` with each of ``others``: each row's products with ``e``'s
-        vector summed in the row's stored order (what a sparse product does, without building
-        one per call: the draws ask for a few candidates at a time)."""
-        others = np.asarray(others, dtype=np.int64)
-        if self.X is None or len(others) == 0:
-            return np.zeros(len(others))
-        X, dense = self.X, self._dense_row(e)
-        starts, lengths = X.indptr[others], X.indptr[others + 1] - X.indptr[others]
-        at = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        products = X.data[at] * dense[X.indices[at]]
-        owner = np.repeat(np.arange(len(others)), lengths)
-        return np.bincount(owner, weights=products, minlength=len(others))
+        """Cosine of episode ``e`` with each of ``others`` (:meth:`similarity_of_rows` of the
+        whole TF-IDF matrix: the draws ask for a few candidates at a time)."""
+        return self.similarity_of_rows(e, self.X, np.asarray(others, dtype=np.int64))
+
+    def similarity_of_rows(self, e: int, rows, which: np.ndarray) -> np.ndarray:
+        """Cosine of episode ``e`` with rows ``which`` of a TF-IDF block (the whole matrix or a
+        :meth:`rows` block; None: no title or description text, all 0): each row's products
+        with ``e``'s vector summed in the row's stored order (what a sparse product does,
+        without building a block per call)."""
+        if rows is None or len(which) == 0:
+            return np.zeros(len(which))
+        dense = self._dense_row(e)
+        starts = rows.indptr[which]
+        lengths = rows.indptr[which + 1] - starts
+        at = ranges_positions(starts, lengths)
+        products = rows.data[at] * dense[rows.indices[at]]
+        owner = np.repeat(np.arange(len(which)), lengths)
+        return np.bincount(owner, weights=products, minlength=len(which))
 
     def rows(self, episodes: np.ndarray):
         """The TF-IDF rows of ``episodes`` (None without title or description text)."""

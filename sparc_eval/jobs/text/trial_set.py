@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...arrays import distinct, ranges_positions
-from ...atomic import atomic_open
+from ...atomic import atomic_stream
 from ...errors import DataError
 
 EP, HP, EN, HN = "easy_positive", "hard_positive", "easy_negative", "hard_negative"
@@ -328,19 +328,23 @@ class TrialSet:
         )
 
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
-        with atomic_open(path, "w", encoding="utf-8") as handle:
+        with atomic_stream(path) as handle:
             if not with_text and isinstance(self.records, LazyRecords):
                 parts, n = {}, len(self)
                 for lo in range(0, n, LINES_PER_WRITE):
                     hi = min(n, lo + LINES_PER_WRITE)
                     handle.write(self.records.json_lines(lo, hi, parts))
                 return
-            for i, rec in enumerate(self.records):
-                row = dict(rec)
-                if with_text:
-                    row["probe_texts"] = self.probe_texts(i)
-                    row["enroll_texts"] = self.enroll_texts(i)
-                handle.write(_json_line(row))
+            for lo in range(0, len(self), LINES_PER_WRITE):
+                hi = min(len(self), lo + LINES_PER_WRITE)
+                handle.write("".join(self._json_line(i, with_text) for i in range(lo, hi)))
+
+    def _json_line(self, i: int, with_text: bool) -> str:
+        row = dict(self.records[i])
+        if with_text:
+            row["probe_texts"] = self.probe_texts(i)
+            row["enroll_texts"] = self.enroll_texts(i)
+        return _json_line(row)
 
 
 def read_trials_jsonl(path) -> TrialSet:
