@@ -145,11 +145,12 @@ class PlanColumns:
     appearance, partner appearance, where the enrollment lies, label and type."""
 
     def __init__(self, pairing: "TrialPairing", plans: list):
+        n = len(plans)
+
         def column(field: str, dtype, convert=None):  # map: no Python frame per plan
             values = map(attrgetter(field), plans)
             return np.fromiter(values if convert is None else map(convert, values), dtype, n)
 
-        n = len(plans)
         self.probe_app = column("probe.app", np.int64)
         probe_k = column("probe.k", np.int64)
         self.probe = pairing.probe_start[self.probe_app] + probe_k

@@ -457,20 +457,25 @@ class TrialPairing:
     def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """Ascending positions in ``universe`` of the appearances whose episode's category set has
         its Jaccard similarity with episode ``ep``'s in ``jaccard_bin``."""
-        order, starts, ends, _, _ = self.category_groups(universe)
-        picked, _ = self._bin_groups(ep, universe, jaccard_bin)
-        return np.sort(order[ranges_positions(starts[picked], ends[picked] - starts[picked])])
+        in_rows, _, _ = self._bin_rows(ep, universe, jaccard_bin)
+        return np.sort(self.category_groups(universe)[0][in_rows])
+
+    def _bin_rows(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+        """The groups of :meth:`_bin_groups` as rows of :meth:`category_groups`' order: (their
+        positions there, group after group, each group's size, each group's Jaccard value)."""
+        _, starts, ends, _, _ = self.category_groups(universe)
+        picked, jac = self._bin_groups(ep, universe, jaccard_bin)
+        lengths = ends[picked] - starts[picked]
+        return ranges_positions(starts[picked], lengths), lengths, jac
 
     def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """(positions, kept, stratum) of :meth:`category_bin_positions`, as :meth:`topic_view`
         gives them, from the groups' rows (kept per universe, one range per group, read in one
         pass) and each group's one Jaccard value, not a Jaccard per candidate."""
-        order, starts, ends, _, rows = self.category_groups(universe)
-        picked, jac = self._bin_groups(ep, universe, jaccard_bin)
-        if not len(picked):
+        order, _, _, _, rows = self.category_groups(universe)
+        in_rows, lengths, jac = self._bin_rows(ep, universe, jaccard_bin)
+        if not len(lengths):
             return universe[:0], np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
-        lengths = ends[picked] - starts[picked]
-        in_rows = ranges_positions(starts[picked], lengths)  # the groups' rows, one after another
         at = order[in_rows]
         sims = self.topic.similarity_of_rows(ep, rows, in_rows)
         jaccard = np.repeat(jac, lengths)

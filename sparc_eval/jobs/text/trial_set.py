@@ -328,16 +328,16 @@ class TrialSet:
         )
 
     def write_jsonl(self, path, *, with_text: bool = False) -> None:
-        with atomic_stream(path) as handle:
+        parts, n = {}, len(self)  # parts: what a lazy set's lines share (dumped once)
+
+        def lines(lo: int, hi: int) -> str:
             if not with_text and isinstance(self.records, LazyRecords):
-                parts, n = {}, len(self)
-                for lo in range(0, n, LINES_PER_WRITE):
-                    hi = min(n, lo + LINES_PER_WRITE)
-                    handle.write(self.records.json_lines(lo, hi, parts))
-                return
-            for lo in range(0, len(self), LINES_PER_WRITE):
-                hi = min(len(self), lo + LINES_PER_WRITE)
-                handle.write("".join(self._json_line(i, with_text) for i in range(lo, hi)))
+                return self.records.json_lines(lo, hi, parts)
+            return "".join(self._json_line(i, with_text) for i in range(lo, hi))
+
+        with atomic_stream(path) as handle:
+            for lo in range(0, n, LINES_PER_WRITE):
+                handle.write(lines(lo, min(n, lo + LINES_PER_WRITE)))
 
     def _json_line(self, i: int, with_text: bool) -> str:
         row = dict(self.records[i])
