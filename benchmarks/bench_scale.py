@@ -65,6 +65,12 @@ extrapolated and the verdict says so: time stage by stage from each stage's last
 as a bound, with every stage at least linear), peak RSS by a straight line through the last two
 sizes. Small sizes understate superlinear work whose per-item cost is tiny (numpy passes over all
 appearances per probe), so the exponents at 10^4-10^5 are a floor for what 1.5x10^6 sees.
+
+Before the presets, the run times exactly linear work (a numpy pass, gather and table write, and
+Python object reads, one 8-byte element per utterance) at the last two sizes
+(``bench_memory_floor.py``) and prints its exponents; the verdict names their range beside the
+stages'. On the 2-core machine of docs/results/scale.md they ran from 1.0 to 1.5: what the caches
+and the TLB add as the working set grows past them, which no stage's code can remove.
 """
 
 from __future__ import annotations
@@ -90,6 +96,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import numpy as np
+from bench_memory_floor import print_floor
 
 DEFAULT_DATA = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data"))
 TOP_N, TOP_SPEAKERS = 1_500_000, 12_500
@@ -716,8 +723,9 @@ def predicted_peak(results: list):
     return p2 + slope * (TOP_N - top["n"]), exponent(p1, p2, prev["n"], top["n"])
 
 
-def verdict(results: list, last_exp: dict) -> None:
-    """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against MAX_EXPONENT."""
+def verdict(results: list, last_exp: dict, floor=None) -> None:
+    """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against MAX_EXPONENT
+    (and, beside them, the exponents of linear work on this machine, ``floor``)."""
     top = results[-1]
     t_pred, t_linear = predicted_time(top, last_exp, 0.0), predicted_time(top, last_exp, 1.0)
     m_pred, m_exp = predicted_peak(results)
@@ -747,10 +755,24 @@ def verdict(results: list, last_exp: dict) -> None:
         f"{'PASS' if judged and not over else 'FAIL' if over else 'n/a'}"
         + (f"; over: {over}" if over else "")
     )
+    print_floor_range(floor)
     per_trial(results, last_exp)
     st = last_exp.get("shared-text detection")
     if st is not None:
         print(f"  shared-text detection (not in the protocol): exponent {st:.2f}")
+
+
+def print_floor_range(floor) -> None:
+    """A diagnostic beside the verdict (which it does not change): the range of exponents that
+    exactly linear work showed on this machine between the same sizes (bench_memory_floor.py)."""
+    if not floor:
+        return
+    low = min(floor, key=lambda k: floor[k][2])
+    high = max(floor, key=lambda k: floor[k][2])
+    print(
+        f"  linear work on this machine, same sizes: exponent {floor[low][2]:.2f} ({low}) "
+        f"to {floor[high][2]:.2f} ({high})"
+    )
 
 
 def per_trial(results: list, last_exp: dict) -> None:
@@ -828,12 +850,13 @@ def main(argv=None) -> int:
     unknown = sorted(set(presets) - set(PRESETS))
     if unknown:
         ap.error(f"unknown presets {unknown}; known: {', '.join(PRESETS)}")
+    floor = print_floor(*sizes[-2:]) if len(sizes) >= 2 else None
     for preset in presets:
-        bench_preset(preset, sizes, args)
+        bench_preset(preset, sizes, args, floor)
     return 0
 
 
-def bench_preset(preset: str, sizes: list, args) -> None:
+def bench_preset(preset: str, sizes: list, args, floor) -> None:
     """Every size of one preset, each in a fresh process; the table and the verdict."""
     path = PRESETS[preset][0]
     print(
@@ -856,7 +879,7 @@ def bench_preset(preset: str, sizes: list, args) -> None:
         print(f"\n(the table: each stage's median time over the runs: {counts})", flush=True)
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
-    verdict(results, last_exp)
+    verdict(results, last_exp, floor)
 
 
 if __name__ == "__main__":
