@@ -71,6 +71,11 @@ Python object reads, one 8-byte element per utterance) at the last two sizes
 (``bench_memory_floor.py``) and prints its exponents; the verdict names their range beside the
 stages'. On the 2-core machine of docs/results/scale.md they ran from 1.0 to 1.5: what the caches
 and the TLB add as the working set grows past them, which no stage's code can remove.
+
+Pairing's work is also counted (``WORK``: candidates screened, TF-IDF rows read by the topic
+views of drawn candidates, by whole-pool views and by category-bin listings) and printed per utterance at each size with its exponent. A count
+is the same in every run on a corpus (fixed seeds), so its growth is the code's alone: where a
+stage's time grows faster than the work it counts, the machine made the difference.
 """
 
 from __future__ import annotations
@@ -131,6 +136,10 @@ OTHER_ACCENTS = (
     "Semitic",
     "Welsh",
 )
+#: Work counted in pairing (``counted_work``, ``timed_screens``): the same for a given corpus
+#: and seed in every run, so their growth with the corpus is the code's, free of the machine's.
+WORK = ("screened candidates", "topic rows drawn", "topic rows, whole views", "category bin rows")
+
 PROTOCOL_STAGES = (
     "load",
     "setup",
@@ -171,6 +180,7 @@ class Meter:
 
     def __init__(self):
         self.rows = {}
+        self.work = dict.fromkeys(WORK, 0)  # rows read, by kind (counted_work)
         self.resettable = _reset_hwm()
         self.method = (
             "RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs"
@@ -414,8 +424,9 @@ def preset_settings(preset: str, data_folder: Path, output_folder: Path):
     return TextRunSettings.from_hparams(hp)
 
 
-def timed_screens(builder) -> list:
-    """Wrap the builder's screen (its bound method: the library is unchanged); [seconds inside]."""
+def timed_screens(builder, work: dict) -> list:
+    """Wrap the builder's screen (its bound method: the library is unchanged); [seconds inside].
+    Each call counts as one screened candidate in ``work``."""
     spent = [0.0]
     inner = weakref.WeakMethod(builder.screen)  # no cycle: the builder is freed when done
 
@@ -425,9 +436,30 @@ def timed_screens(builder) -> list:
             return inner()(plan, counts)
         finally:
             spent[0] += time.perf_counter() - t0
+            work["screened candidates"] += 1
 
     builder.screen = screen
     return spent
+
+
+def counted_work(builder, work: dict) -> None:
+    """Wrap the builder's topic reads (bound methods, as :func:`timed_screens`) to add the TF-IDF
+    rows each reads to ``work``: a count of work, not a time, so its growth is the code's alone
+    (the caches and the machine's drift do not move it)."""
+
+    def wrap(name: str, kind: str, rows) -> None:
+        inner = weakref.WeakMethod(getattr(builder, name))
+
+        def counted(*args):
+            out = inner()(*args)
+            work[kind] += rows(args, out)
+            return out
+
+        setattr(builder, name, counted)
+
+    wrap("topic_view", "topic rows drawn", lambda args, out: len(args[1]))
+    wrap("topic_view_whole", "topic rows, whole views", lambda args, out: len(args[1]))
+    wrap("category_bin_view", "category bin rows", lambda args, out: len(out[0]))
 
 
 def build_task(builder, task: str, Ls: list, meter: Meter, screens: list) -> dict:
@@ -487,7 +519,8 @@ def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
         with meter.stage("probes"):
             builder = TrialBuilder(clean, replace(s.trial_config, P=P, L=max(Ls)), L_max=max(Ls))
         n_cut, topic_on = n_cut + builder.n_cut, topic_on or builder.topic_on
-        screens = timed_screens(builder)
+        screens = timed_screens(builder, meter.work)
+        counted_work(builder, meter.work)
         for task in s.tasks:
             if usable[task] is not None:
                 for L in Ls:
@@ -595,7 +628,14 @@ def one_size(preset: str, n: int, folder: Path) -> dict:
     with meter.stage("shared-text detection"):
         found = detect_shared_text(manifest, replace(s.trial_config.shared_text, enabled=True))
     info["shared_removed"] = found.n_removed
-    return {"n": n, "rows": meter.rows, "method": meter.method, "base_rss": base, **info}
+    return {
+        "n": n,
+        "rows": meter.rows,
+        "work": meter.work,
+        "method": meter.method,
+        "base_rss": base,
+        **info,
+    }
 
 
 # ----------------------------------------------------------------------------- driver and table
@@ -692,6 +732,24 @@ def stage_table(results: list) -> dict:
     return last
 
 
+def work_table(results: list) -> dict:
+    """Print the work counted in pairing (``WORK``), per utterance at each size, and its exponent
+    between the last two sizes; returns {kind: that exponent} for the verdict."""
+    ns = [r["n"] for r in results]
+    if len(ns) < 2 or not all("work" in r for r in results):
+        return {}
+    head = "".join(f"{f'per utt @{n:,}':>20}" for n in ns)
+    print(f"\n{'work in pairing':<24}{head}{f'count @{ns[-1]:,}':>18}{'exp':>8}")
+    found = {}
+    for kind in WORK:
+        counts = [r["work"][kind] for r in results]
+        found[kind] = exponent(counts[-2], counts[-1], ns[-2], ns[-1])
+        cells = "".join(f"{c / n:20.3f}" for c, n in zip(counts, ns))
+        e = "-" if found[kind] is None else f"{found[kind]:.2f}"
+        print(f"{kind:<24}{cells}{counts[-1]:>18,}{e:>8}")
+    return {k: round(e, 2) for k, e in found.items() if e is not None}
+
+
 def protocol_total(res: dict) -> float:
     return sum(res["rows"][s]["t"] for s in PROTOCOL_STAGES if s in res["rows"])
 
@@ -723,9 +781,10 @@ def predicted_peak(results: list):
     return p2 + slope * (TOP_N - top["n"]), exponent(p1, p2, prev["n"], top["n"])
 
 
-def verdict(results: list, last_exp: dict, floor=None) -> None:
+def verdict(results: list, last_exp: dict, floor=None, work=None) -> None:
     """Totals at (or extrapolated to) 1.5x10^6 against the goal; exponents against MAX_EXPONENT
-    (and, beside them, the exponents of linear work on this machine, ``floor``)."""
+    (and, beside them, the exponents of linear work on this machine, ``floor``, and of the work
+    counted in pairing, ``work``)."""
     top = results[-1]
     t_pred, t_linear = predicted_time(top, last_exp, 0.0), predicted_time(top, last_exp, 1.0)
     m_pred, m_exp = predicted_peak(results)
@@ -756,6 +815,8 @@ def verdict(results: list, last_exp: dict, floor=None) -> None:
         + (f"; over: {over}" if over else "")
     )
     print_floor_range(floor)
+    if work:
+        print(f"  work counted in pairing (rows read, candidates screened): exponents {work}")
     per_trial(results, last_exp)
     st = last_exp.get("shared-text detection")
     if st is not None:
@@ -879,7 +940,8 @@ def bench_preset(preset: str, sizes: list, args, floor) -> None:
         print(f"\n(the table: each stage's median time over the runs: {counts})", flush=True)
     print(f"\ntime: wall clock; memory: {results[0]['method']}")
     last_exp = stage_table(results)
-    verdict(results, last_exp, floor)
+    work = work_table(results)
+    verdict(results, last_exp, floor, work)
 
 
 if __name__ == "__main__":
