@@ -73,9 +73,10 @@ stages'. On the 2-core machine of docs/results/scale.md they ran from 1.0 to 1.5
 and the TLB add as the working set grows past them, which no stage's code can remove.
 
 Pairing's work is also counted (``WORK``: candidates screened, TF-IDF rows read by the topic
-views of drawn candidates, by whole-pool views and by category-bin listings) and printed per utterance at each size with its exponent. A count
-is the same in every run on a corpus (fixed seeds), so its growth is the code's alone: where a
-stage's time grows faster than the work it counts, the machine made the difference.
+views of drawn candidates, by whole-pool views and by category-bin listings) and printed per
+utterance at each size with its exponent. A count is the same in every run on a corpus (fixed
+seeds; repeated runs are checked to agree), so its growth is the code's alone: where a stage's
+time grows faster than the work it counts, the machine made the difference.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class Meter:
 
     def __init__(self):
         self.rows = {}
-        self.work = dict.fromkeys(WORK, 0)  # rows read, by kind (counted_work)
+        self.work = dict.fromkeys(WORK, 0)  # counted_work and timed_screens add to it
         self.resettable = _reset_hwm()
         self.method = (
             "RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs"
@@ -666,9 +667,12 @@ def run_child(preset: str, n: int, data: Path, cores: int) -> dict:
 
 def median_of(runs: list) -> dict:
     """One size's repeated runs as one result: each stage's median time and largest peak RSS
-    (the same corpus each time: it is built from a fixed seed)."""
+    (the same corpus each time: it is built from a fixed seed, so the work counted agrees)."""
     if len(runs) == 1:
         return runs[0]
+    differing = [r.get("work") for r in runs[1:] if r.get("work") != runs[0].get("work")]
+    if differing:  # the counts' growth would no longer be the code's alone
+        print(f"  (work counted differs between runs: {runs[0].get('work')} vs {differing[0]})")
     rows = {}
     for name, first in runs[0]["rows"].items():
         same = [r["rows"][name] for r in runs]
