@@ -318,3 +318,89 @@ def test_first_sight_codes_by_table_and_by_sort_agree():
         by_buckets = arrays._first_sight_by_buckets(keys)
         assert all(np.array_equal(a, b) for a, b in zip(by_sort, by_buckets))
     assert first_sight_codes(np.zeros(0, dtype=np.int64))[0].tolist() == []
+
+
+def test_a_small_part_of_a_large_universe_is_drawn_lazily_and_uniformly():
+    """``lazy``: a category bin of a large universe is sampled by rejection at any size, so a
+    common stratum reads a few candidates, not the bin; the draws stay uniform without
+    replacement (a bin small enough to be filtered whole is, without ``lazy``)."""
+    bin_ = np.arange(0, 1_600, 2, dtype=np.int64)  # 800 members: under EXACT_POOL_MAX
+    read = []
+
+    def common(c):
+        read.append(len(c))
+        return c % 4 == 0
+
+    first = next(pairing.draw_order(np.random.default_rng(0), bin_, common, lazy=True))
+    assert first % 4 == 0 and sum(read) <= 16  # one batch of tries, not the whole bin
+    read.clear()
+    next(pairing.draw_order(np.random.default_rng(0), bin_, common))
+    assert sum(read) == len(bin_)  # the small pool's exact filter reads it all
+    drawn = list(pairing.draw_order(np.random.default_rng(1), bin_, common, lazy=True))
+    assert sorted(drawn) == list(range(0, 1_600, 4))  # each member once, read to the end
+    rare = lambda c: c % 200 == 0  # noqa: E731
+    firsts = Counter(
+        next(pairing.draw_order(np.random.default_rng([4, s]), bin_, rare, lazy=True))
+        for s in range(2000)
+    )
+    assert sorted(firsts) == list(range(0, 1_600, 200))
+    assert max(firsts.values()) < 310 and min(firsts.values()) > 190  # 250 each (sd 15)
+    assert list(pairing.draw_order(np.random.default_rng(2), bin_[:0], rare, lazy=True)) == []
+
+
+class _Reads:
+    """A stand-in for the pairing a ProbeTopicView reads: every candidate kept, in stratum 3
+    (no similarity asked, all categories shared); the rows each read asks for are counted."""
+
+    def __init__(self, bin_size: int):
+        self.bin_size, self.rows = bin_size, Counter()
+
+    def topic_view(self, ep, cands):
+        self.rows["drawn"] += len(cands)
+        return np.ones(len(cands), dtype=bool), np.full(len(cands), 3)
+
+    def topic_view_whole(self, ep, universe):
+        self.rows["whole"] += len(universe)
+        return self.topic_view(ep, universe)
+
+    def category_bin_positions(self, ep, universe, jaccard_bin):
+        return np.arange(self.bin_size)
+
+    def category_bin_view(self, ep, universe, jaccard_bin):
+        self.rows["bin"] += self.bin_size
+        at = np.arange(self.bin_size)
+        return at, np.ones(self.bin_size, dtype=bool), np.full(self.bin_size, 3)
+
+
+def test_a_probes_view_reads_the_whole_pool_only_after_a_quarter_of_it():
+    """The whole-pool view is made once a probe's draws have read a quarter of the pool (at
+    least ``WHOLE_VIEW_AFTER``), so it costs at most four times what the lazy reads cost: a
+    fixed count of reads grows quadratically with the corpus, as more probes of a rare stratum
+    reach it and each view grows with the pool."""
+    universe = np.arange(40_000, dtype=np.int64)
+    reads = _Reads(bin_size=100)
+    view = pairing.ProbeTopicView(reads, 0, universe, lambda c: np.ones(len(c), dtype=bool))
+    for start in range(0, 9_984, 128):
+        view(universe[start : start + 128])
+    assert reads.rows["whole"] == 0 and view.read > 16 * pairing.WHOLE_VIEW_AFTER
+    view(universe[10_000:10_016])  # a quarter read: the whole pool, once
+    view(universe[:16])
+    assert reads.rows["whole"] == len(universe) and view.whole is not None
+    small = pairing.ProbeTopicView(_Reads(100), 0, universe[:1_500], lambda c: c >= 0)
+    small(universe[: pairing.WHOLE_VIEW_AFTER])  # a small pool: after WHOLE_VIEW_AFTER, as before
+    assert small.whole is not None
+
+
+def test_category_bins_of_a_large_pool_are_listed_once_found_rare():
+    """A large pool's bins are drawn lazily until a quarter of the bin has been read, whatever
+    the bin's size; a pool of at most ``EXACT_POOL_MAX`` lists its bins at once (the draws of
+    earlier versions)."""
+    big, small = np.arange(5_000, dtype=np.int64), np.arange(800, dtype=np.int64)
+    keep = lambda c: np.ones(len(c), dtype=bool)  # noqa: E731
+    lazy = pairing.ProbeTopicView(_Reads(bin_size=400), 0, big, keep)
+    assert lazy.lazy_bins and lazy.members(3, []) is None
+    assert len(lazy.universe_of(3)) == 400  # drawn within the bin
+    lazy.in_stratum(big[:100], 3)  # a quarter of the bin read: listed from now on
+    assert len(lazy.members(3, [])) == 400 and lazy.pairing.rows["bin"] == 400
+    exact = pairing.ProbeTopicView(_Reads(bin_size=400), 0, small, keep)
+    assert not exact.lazy_bins and len(exact.members(3, [7])) == 399

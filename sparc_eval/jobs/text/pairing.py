@@ -30,7 +30,7 @@ from .trial_set import EN, HP, TYPE_CONDITIONS, TrialSet, dumps
 if TYPE_CHECKING:
     from .trials import TrialConfig
 
-WHOLE_VIEW_AFTER = 512  # candidates read before a probe's topic view covers its whole pool
+WHOLE_VIEW_AFTER = 512  # candidates read, at least, before a probe's topic view covers its pool
 EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
 MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
@@ -68,7 +68,9 @@ def group_index(codes: np.ndarray) -> dict:
     return {int(codes[order[i]]): g for i, g in zip(starts, groups) if codes[order[i]] >= 0}
 
 
-def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, members=None):
+def draw_order(
+    rng: np.random.Generator, universe: np.ndarray, accept=None, *, members=None, lazy=False
+):
     """The members of ``universe`` (ascending indices) that ``accept`` (a vectorised mask) keeps,
     yielded in a uniformly random order, lazily.
 
@@ -84,8 +86,13 @@ def draw_order(rng: np.random.Generator, universe: np.ndarray, accept=None, *, m
     ``members`` (ascending positions in ``universe``) may stand for ``accept`` when the members are
     already known (a stratum listed at once): they are shuffled whole, the small universe's draw at
     any size, and an empty list draws nothing from ``rng``.
+
+    ``lazy`` samples a universe of any size by rejection: a part of a larger universe (a category
+    bin, :class:`ProbeTopicView`), whose draws are uniform, not the small corpus's.
     """
-    if members is not None or len(universe) <= EXACT_POOL_MAX:
+    if members is None and lazy and len(universe) == 0:
+        return
+    if members is not None or (len(universe) <= EXACT_POOL_MAX and not lazy):
         candidates = universe[members] if members is not None else universe[accept(universe)]
         if len(candidates):
             yield from rng.permutation(candidates).tolist()
@@ -156,26 +163,35 @@ class ProbeTopicView:
     """A probe's topic view (:meth:`TrialPairing.topic_view`) of its negative universe, shared by
     the draws for all its positives and by the other probes of its appearance (the same episode
     and the same filter, :meth:`TrialPairing.negative_view`): batch by batch while draws read few
-    candidates, then, once they have read ``WHOLE_VIEW_AFTER``, the whole universe in one product
-    with its rows (cached per universe), looked up from then on.
+    candidates, then, once they have read a quarter of the universe (and ``WHOLE_VIEW_AFTER``),
+    the whole universe in one product with its rows (cached per universe), looked up from then
+    on: the product then costs at most four times the reads, where a fixed count made it
+    quadratic in the corpus (more probes of a rare stratum reach it, and each reads a larger pool).
 
     A stratum that asks for shared categories is drawn among the pool's episodes whose category
     set is in its Jaccard bin only (:meth:`universe_of`; the pool is grouped by category set
-    once): listed at once (:meth:`members`) when the bin holds at most ``EXACT_POOL_MAX``
-    appearances or its draws have read a quarter of it (a rare stratum: most speaker positives,
-    whose title similarity is above 0.05 with the same categories), else drawn lazily within the
-    bin, so a probe reads a few candidates of a common stratum, not a bin that grows with the
-    corpus. The values are the same either way, and so are the draws from a pool of at most
-    ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
+    once): listed at once (:meth:`members`) when the universe holds at most ``EXACT_POOL_MAX``
+    appearances or its draws have read a quarter of the bin (a rare stratum: most speaker
+    positives, whose title similarity is above 0.05 with the same categories), else drawn lazily
+    within the bin by rejection at any bin size, so a probe reads a few candidates of a common
+    stratum, not a bin that grows with the corpus. The values are the same either way, and so
+    are the draws from a pool of at most ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger
+    one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
         self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
         self.read, self.whole, self.by_stratum = 0, None, {}
         self.bins, self.read_in_bin = {}, Counter()
 
+    @property
+    def lazy_bins(self) -> bool:
+        """Whether bins are drawn lazily until found rare: a universe above ``EXACT_POOL_MAX``
+        (a smaller one lists its bins at once, the draws earlier versions made)."""
+        return len(self.universe) > EXACT_POOL_MAX
+
     def __call__(self, cands: np.ndarray):
         self.read += len(cands)
-        if self.whole is None and self.read < WHOLE_VIEW_AFTER:
+        if self.whole is None and self.read < max(WHOLE_VIEW_AFTER, len(self.universe) // 4):
             return self.pairing.topic_view(self.ep, cands)
         if self.whole is None:
             self.whole = self.pairing.topic_view_whole(self.ep, self.universe)
@@ -220,7 +236,7 @@ class ProbeTopicView:
                 kept, strata = self.whole
             elif stratum % 100 > 0:
                 at = self._bin(stratum % 100)
-                if len(at) > EXACT_POOL_MAX and 4 * self.read_in_bin[stratum] < len(at):
+                if self.lazy_bins and 4 * self.read_in_bin[stratum] < len(at):
                     return None
                 at, kept, strata = self.pairing.category_bin_view(
                     self.ep, self.universe, stratum % 100
@@ -563,7 +579,8 @@ class TrialPairing:
             members = neg_view.members(stratum, used)
             universe = neg_universe if members is not None else neg_view.universe_of(stratum)
             neg = None
-            for j in draw_order(rng, universe, negative, members=members):
+            lazy = neg_view.lazy_bins  # a bin of a large universe: rejection at any size
+            for j in draw_order(rng, universe, negative, members=members, lazy=lazy):
                 plan = Plan(probe, int(j), "head", EN, labels[1])
                 if self.screen(plan, counts):
                     neg = plan
