@@ -404,3 +404,25 @@ def test_category_bins_of_a_large_pool_are_listed_once_found_rare():
     assert len(lazy.members(3, [])) == 400 and lazy.pairing.rows["bin"] == 400
     exact = pairing.ProbeTopicView(_Reads(bin_size=400), 0, small, keep)
     assert not exact.lazy_bins and len(exact.members(3, [7])) == 399
+
+
+def test_matched_negatives_of_a_large_pool_are_drawn_lazily_within_bins(monkeypatch):
+    """``matched`` asks for rejection within a bin only where the pool is above
+    ``EXACT_POOL_MAX``: a small corpus keeps its exact draws, a large one's bins are sampled."""
+    m, _ = topical_corpus()
+    asked = []
+    draw = pairing.draw_order
+
+    def recording(rng, universe, accept=None, *, members=None, lazy=False):
+        asked.append((lazy, members is None, len(universe)))
+        return draw(rng, universe, accept, members=members, lazy=lazy)
+
+    monkeypatch.setattr(pairing, "draw_order", recording)
+    build_trials(m, sporc_config(), "speaker")
+    assert asked and not any(lazy for lazy, _, _ in asked)  # 108 appearances: exact
+    asked.clear()
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)
+    build_trials(m, sporc_config(), "speaker")
+    lazy_sizes = [n for lazy, unlisted, n in asked if lazy and unlisted]
+    pools = max(n for _, _, n in asked)
+    assert lazy_sizes and min(lazy_sizes) < pools  # bins (parts of the pool) sampled by rejection

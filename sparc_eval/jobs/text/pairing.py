@@ -185,8 +185,9 @@ class ProbeTopicView:
 
     @property
     def lazy_bins(self) -> bool:
-        """Whether bins are drawn lazily until found rare: a universe above ``EXACT_POOL_MAX``
-        (a smaller one lists its bins at once, the draws earlier versions made)."""
+        """True where bins are drawn lazily until found rare, in a universe above
+        ``EXACT_POOL_MAX`` (a smaller one lists its bins at once, the draws earlier versions
+        made)."""
         return len(self.universe) > EXACT_POOL_MAX
 
     def __call__(self, cands: np.ndarray):
@@ -227,8 +228,8 @@ class ProbeTopicView:
     def members(self, stratum: int, used: list):
         """Ascending positions in the universe of the negatives of ``stratum`` not in ``used``
         (kept by the topic filter and the probe's ``accept``); None where they are drawn lazily
-        (:meth:`universe_of`): no shared category asked and no whole view yet, or a bin larger
-        than ``EXACT_POOL_MAX`` not yet found rare."""
+        (:meth:`universe_of`): no shared category asked and no whole view yet, or, in a universe
+        larger than ``EXACT_POOL_MAX``, a bin not yet found rare (less than a quarter of it read)."""
         stratum = int(stratum)
         if stratum not in self.by_stratum:
             if self.whole is not None:
