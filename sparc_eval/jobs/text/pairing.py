@@ -90,8 +90,6 @@ def draw_order(
     ``lazy`` samples a universe of any size by rejection: a part of a larger universe (a category
     bin, :class:`ProbeTopicView`), whose draws are uniform, not the small corpus's.
     """
-    if members is None and lazy and len(universe) == 0:
-        return
     if members is not None or (len(universe) <= EXACT_POOL_MAX and not lazy):
         candidates = universe[members] if members is not None else universe[accept(universe)]
         if len(candidates):
@@ -558,6 +556,7 @@ class TrialPairing:
         pos_universe, pos_accept = positives
         neg_universe, neg_accept = negatives
         neg_view = self.negative_view(probe.app, neg_universe, neg_accept)
+        lazy = neg_view.lazy_bins  # a bin of a large universe: rejection at any size
         plans, pos_strata = [], {}  # a drawn positive's stratum, kept from its topic view
 
         def positive(c):
@@ -580,7 +579,6 @@ class TrialPairing:
             members = neg_view.members(stratum, used)
             universe = neg_universe if members is not None else neg_view.universe_of(stratum)
             neg = None
-            lazy = neg_view.lazy_bins  # a bin of a large universe: rejection at any size
             for j in draw_order(rng, universe, negative, members=members, lazy=lazy):
                 plan = Plan(probe, int(j), "head", EN, labels[1])
                 if self.screen(plan, counts):
