@@ -451,8 +451,8 @@ def counted_work(builder, work: dict) -> None:
     def wrap(name: str, kind: str, rows) -> None:
         inner = weakref.WeakMethod(getattr(builder, name))
 
-        def counted(*args):
-            out = inner()(*args)
+        def counted(*args, **kwargs):
+            out = inner()(*args, **kwargs)
             work[kind] += rows(args, out)
             return out
 

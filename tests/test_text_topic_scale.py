@@ -363,10 +363,13 @@ class _Reads:
         self.rows["whole"] += len(universe)
         return self.topic_view(ep, universe)
 
-    def category_bin_positions(self, ep, universe, jaccard_bin):
+    def category_bin_rows(self, ep, universe, jaccard_bin):
+        return np.arange(self.bin_size), np.array([self.bin_size]), np.ones(1)
+
+    def category_bin_positions(self, ep, universe, jaccard_bin, rows=None):
         return np.arange(self.bin_size)
 
-    def category_bin_view(self, ep, universe, jaccard_bin):
+    def category_bin_view(self, ep, universe, jaccard_bin, rows=None):
         self.rows["bin"] += self.bin_size
         at = np.arange(self.bin_size)
         return at, np.ones(self.bin_size, dtype=bool), np.full(self.bin_size, 3)
@@ -392,23 +395,52 @@ def test_a_probes_view_reads_the_whole_pool_only_after_a_quarter_of_it():
 
 
 def test_category_bins_of_a_large_pool_are_listed_once_found_rare():
-    """A large pool's bins are drawn lazily until a quarter of the bin has been read, whatever
-    the bin's size; a pool of at most ``EXACT_POOL_MAX`` lists its bins at once (the draws of
-    earlier versions)."""
-    big, small = np.arange(5_000, dtype=np.int64), np.arange(800, dtype=np.int64)
+    """A large pool's bins above ``BIN_LIST_MAX`` are drawn lazily until a quarter of the bin
+    has been read; a smaller bin, and every bin of a pool of at most ``EXACT_POOL_MAX`` (the
+    draws of earlier versions), is listed at once; a listed bin is read once for all its
+    strata."""
+    big, small = np.arange(10_000, dtype=np.int64), np.arange(800, dtype=np.int64)
     keep = lambda c: np.ones(len(c), dtype=bool)  # noqa: E731
-    lazy = pairing.ProbeTopicView(_Reads(bin_size=400), 0, big, keep)
+    lazy = pairing.ProbeTopicView(_Reads(bin_size=2_000), 0, big, keep)
     assert lazy.lazy_bins and lazy.members(3, []) is None
-    assert len(lazy.universe_of(3)) == 400  # drawn within the bin
-    lazy.in_stratum(big[:100], 3)  # a quarter of the bin read: listed from now on
-    assert len(lazy.members(3, [])) == 400 and lazy.pairing.rows["bin"] == 400
+    assert len(lazy.universe_of(3)) == 2_000  # drawn within the bin
+    lazy.in_stratum(big[:500], 3)  # a quarter of the bin read: listed from now on
+    assert len(lazy.members(3, [])) == 2_000 and lazy.pairing.rows["bin"] == 2_000
+    listed = pairing.ProbeTopicView(_Reads(bin_size=pairing.BIN_LIST_MAX), 0, big, keep)
+    assert listed.lazy_bins and len(listed.members(3, [])) == pairing.BIN_LIST_MAX
+    assert len(listed.members(103, [])) == 0  # another stratum of the bin: no second read
+    assert listed.pairing.rows == {"bin": pairing.BIN_LIST_MAX}
     exact = pairing.ProbeTopicView(_Reads(bin_size=400), 0, small, keep)
     assert not exact.lazy_bins and len(exact.members(3, [7])) == 399
 
 
+def test_a_bins_view_and_its_shortcuts_give_the_values_of_the_draws():
+    """A category group's rows read as slices, Jaccard values looked up in the set-by-set table,
+    and a bin's whole view give bit for bit what the per-candidate reads give (what keeps the
+    trials of a small pool identical whichever way its values are read)."""
+    m, _ = topical_corpus()
+    b = TrialBuilder(m, sporc_config())
+    X, n = b.topic.X, len(b.apps)
+    for e in (0, 7, 50):
+        for lo, hi in ((0, n), (3, 4), (10, 37), (5, 5)):
+            exact = b.topic.similarity_of_rows(e, X, np.arange(lo, hi))
+            assert np.array_equal(b.topic.similarity_of_range(e, X, lo, hi), exact)
+        codes = np.arange(len(b.topic.category_example))
+        direct = b.topic._jaccard(e, b.topic.category_example[codes])
+        assert np.array_equal(b.topic.set_jaccard(e, codes), direct)
+    universe = b.all_apps
+    for ep in (0, 7, 50):
+        for jaccard_bin in (1, 2, 3):
+            at, kept, strata = b.category_bin_view(ep, universe, jaccard_bin)
+            assert np.array_equal(at, b.category_bin_positions(ep, universe, jaccard_bin))
+            want_kept, want_strata = b.topic_view(ep, universe[at])
+            assert np.array_equal(kept, want_kept) and np.array_equal(strata, want_strata)
+
+
 def test_matched_negatives_of_a_large_pool_are_drawn_lazily_within_bins(monkeypatch):
     """``matched`` asks for rejection within a bin only where the pool is above
-    ``EXACT_POOL_MAX``: a small corpus keeps its exact draws, a large one's bins are sampled."""
+    ``EXACT_POOL_MAX`` and the bin above ``BIN_LIST_MAX``: a small corpus keeps its exact draws,
+    a large one's large bins are sampled."""
     m, _ = topical_corpus()
     asked = []
     draw = pairing.draw_order
@@ -422,6 +454,7 @@ def test_matched_negatives_of_a_large_pool_are_drawn_lazily_within_bins(monkeypa
     assert asked and not any(lazy for lazy, _, _ in asked)  # 108 appearances: exact
     asked.clear()
     monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)
+    monkeypatch.setattr(pairing, "BIN_LIST_MAX", 4)
     build_trials(m, sporc_config(), "speaker")
     lazy_sizes = [n for lazy, unlisted, n in asked if lazy and unlisted]
     pools = max(n for _, _, n in asked)

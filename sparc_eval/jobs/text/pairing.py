@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 WHOLE_VIEW_AFTER = 512  # candidates read, at least, before a probe's topic view covers its pool
 EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
 MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
+#: category bins of a large pool up to this size are read whole when first drawn from: one
+#: vectorised read of a few hundred rows costs about what two rejection batches cost, and a
+#: rare stratum (most speaker positives) takes several batches
+BIN_LIST_MAX = 512
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
 
 
@@ -168,18 +172,20 @@ class ProbeTopicView:
 
     A stratum that asks for shared categories is drawn among the pool's episodes whose category
     set is in its Jaccard bin only (:meth:`universe_of`; the pool is grouped by category set
-    once): listed at once (:meth:`members`) when the universe holds at most ``EXACT_POOL_MAX``
-    appearances or its draws have read a quarter of the bin (a rare stratum: most speaker
-    positives, whose title similarity is above 0.05 with the same categories), else drawn lazily
-    within the bin by rejection at any bin size, so a probe reads a few candidates of a common
-    stratum, not a bin that grows with the corpus. The values are the same either way, and so
+    once): listed at once (:meth:`members`), in one read for all its strata, when the universe
+    holds at most ``EXACT_POOL_MAX`` appearances, the bin at most ``BIN_LIST_MAX``, or its draws
+    have read a quarter of the bin (a rare stratum: most speaker positives, whose title
+    similarity is above 0.05 with the same categories), else drawn lazily within the bin by
+    rejection, so a probe reads a few candidates of a common stratum, not a bin that grows with
+    the corpus. The values are the same either way, and so
     are the draws from a pool of at most ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger
     one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
         self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
         self.read, self.whole, self.by_stratum = 0, None, {}
-        self.bins, self.read_in_bin = {}, Counter()
+        # per Jaccard bin: its rows in the category groups, positions and whole view (each once)
+        self.bin_rows, self.bins, self.bin_views, self.read_in_bin = {}, {}, {}, Counter()
 
     @property
     def lazy_bins(self) -> bool:
@@ -197,13 +203,40 @@ class ProbeTopicView:
         at = np.searchsorted(self.universe, cands)
         return self.whole[0][at], self.whole[1][at]
 
+    def _rows(self, jaccard_bin: int):
+        """The bin's rows in the pool's category groups (:meth:`TrialPairing.category_bin_rows`)."""
+        if jaccard_bin not in self.bin_rows:
+            self.bin_rows[jaccard_bin] = self.pairing.category_bin_rows(
+                self.ep, self.universe, jaccard_bin
+            )
+        return self.bin_rows[jaccard_bin]
+
     def _bin(self, jaccard_bin: int) -> np.ndarray:
         """Ascending positions in the universe of the episodes in ``jaccard_bin`` (kept per bin)."""
         if jaccard_bin not in self.bins:
             self.bins[jaccard_bin] = self.pairing.category_bin_positions(
-                self.ep, self.universe, jaccard_bin
+                self.ep, self.universe, jaccard_bin, rows=self._rows(jaccard_bin)
             )
         return self.bins[jaccard_bin]
+
+    def _bin_view(self, jaccard_bin: int):
+        """(positions, kept, stratum) of the whole bin, read once for all its strata."""
+        if jaccard_bin not in self.bin_views:
+            self.bin_views[jaccard_bin] = self.pairing.category_bin_view(
+                self.ep, self.universe, jaccard_bin, rows=self._rows(jaccard_bin)
+            )
+        return self.bin_views[jaccard_bin]
+
+    def _listed(self, stratum: int) -> bool:
+        """Whether ``stratum``'s bin is listed whole: in a universe of at most ``EXACT_POOL_MAX``
+        (the draws earlier versions made), a bin of at most ``BIN_LIST_MAX`` (a fixed count of
+        rows per probe, read in one pass), a bin already read whole, or one whose draws have read
+        a quarter of it (a rare stratum)."""
+        jaccard_bin = stratum % 100
+        if not self.lazy_bins or jaccard_bin in self.bin_views:
+            return True
+        size = int(self._rows(jaccard_bin)[1].sum())
+        return size <= BIN_LIST_MAX or 4 * self.read_in_bin[stratum] >= size
 
     def universe_of(self, stratum: int) -> np.ndarray:
         """Where a lazy draw for ``stratum`` looks: its Jaccard bin's appearances when it asks for
@@ -234,12 +267,9 @@ class ProbeTopicView:
                 at = np.arange(len(self.universe))
                 kept, strata = self.whole
             elif stratum % 100 > 0:
-                at = self._bin(stratum % 100)
-                if self.lazy_bins and 4 * self.read_in_bin[stratum] < len(at):
+                if not self._listed(stratum):
                     return None
-                at, kept, strata = self.pairing.category_bin_view(
-                    self.ep, self.universe, stratum % 100
-                )
+                at, kept, strata = self._bin_view(stratum % 100)
             else:
                 return None
             ok = kept & (strata == stratum)
@@ -469,13 +499,16 @@ class TrialPairing:
         picked = np.flatnonzero(np.digitize(jac, self.config.topic_jaccard_edges) == jaccard_bin)
         return picked, jac[picked]
 
-    def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+    def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows=None):
         """Ascending positions in ``universe`` of the appearances whose episode's category set has
-        its Jaccard similarity with episode ``ep``'s in ``jaccard_bin``."""
-        in_rows, _, _ = self._bin_rows(ep, universe, jaccard_bin)
+        its Jaccard similarity with episode ``ep``'s in ``jaccard_bin`` (``rows``: the bin's
+        :meth:`category_bin_rows`, when already made)."""
+        in_rows, _, _ = (
+            rows if rows is not None else self.category_bin_rows(ep, universe, jaccard_bin)
+        )
         return np.sort(self.category_groups(universe)[0][in_rows])
 
-    def _bin_rows(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+    def category_bin_rows(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """The groups of :meth:`_bin_groups` as rows of :meth:`category_groups`' order: (their
         positions there, group after group, each group's size, each group's Jaccard value)."""
         _, starts, ends, _, _ = self.category_groups(universe)
@@ -483,16 +516,21 @@ class TrialPairing:
         lengths = ends[picked] - starts[picked]
         return ranges_positions(starts[picked], lengths), lengths, jac
 
-    def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int):
+    def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows=None):
         """(positions, kept, stratum) of :meth:`category_bin_positions`, as :meth:`topic_view`
         gives them, from the groups' rows (kept per universe, one range per group, read in one
         pass) and each group's one Jaccard value, not a Jaccard per candidate."""
-        order, _, _, _, rows = self.category_groups(universe)
-        in_rows, lengths, jac = self._bin_rows(ep, universe, jaccard_bin)
+        order, _, _, _, block = self.category_groups(universe)
+        in_rows, lengths, jac = (
+            rows if rows is not None else self.category_bin_rows(ep, universe, jaccard_bin)
+        )
         if not len(lengths):
             return universe[:0], np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
         at = order[in_rows]
-        sims = self.topic.similarity_of_rows(ep, rows, in_rows)
+        if len(lengths) == 1:  # one category group (the same set): consecutive rows
+            sims = self.topic.similarity_of_range(ep, block, in_rows[0], in_rows[0] + lengths[0])
+        else:
+            sims = self.topic.similarity_of_rows(ep, block, in_rows)
         jaccard = np.repeat(jac, lengths)
         kept = (self.app_ep[universe[at]] != ep) & (sims <= self.config.topic_max_similarity)
         ascending = np.argsort(at, kind="stable")

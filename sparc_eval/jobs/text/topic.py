@@ -80,6 +80,17 @@ class TopicIndex:
         owner = np.repeat(np.arange(len(which)), lengths)
         return np.bincount(owner, weights=products, minlength=len(which))
 
+    def similarity_of_range(self, e: int, rows, lo: int, hi: int) -> np.ndarray:
+        """:meth:`similarity_of_rows` of the consecutive rows ``lo`` to ``hi`` of a block, read as
+        slices (a category group's rows): the same products and sums, with no gather of the
+        positions."""
+        if rows is None or hi <= lo:
+            return np.zeros(max(hi - lo, 0))
+        a, b = rows.indptr[lo], rows.indptr[hi]
+        products = rows.data[a:b] * self._dense_row(e)[rows.indices[a:b]]
+        owner = np.repeat(np.arange(hi - lo), np.diff(rows.indptr[lo : hi + 1]))
+        return np.bincount(owner, weights=products, minlength=hi - lo)
+
     def rows(self, episodes: np.ndarray):
         """The TF-IDF rows of ``episodes`` (None without title or description text)."""
         return None if self.X is None else self.X[np.asarray(episodes, dtype=np.int64)]
@@ -149,20 +160,27 @@ class TopicIndex:
 
     def set_jaccard(self, e: int, codes: np.ndarray) -> np.ndarray:
         """:meth:`jaccard` of episode ``e`` with category sets (their codes): the same values,
-        from one episode of each set."""
-        return self._jaccard(e, self.category_example[np.asarray(codes, dtype=np.int64)])
+        from one episode of each set (looked up in the set-by-set table where :meth:`jaccard`
+        keeps one)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if len(self.category_example) <= JACCARD_TABLE_MAX:
+            return self._set_row(e)[codes]
+        return self._jaccard(e, self.category_example[codes])
+
+    def _set_row(self, e: int) -> np.ndarray:
+        """Episode ``e``'s set's Jaccard with every category set (made when first asked)."""
+        code = int(self.category_code[e])
+        if code not in self._set_rows:
+            self._set_rows[code] = self._jaccard(e, self.category_example)
+        return self._set_rows[code]
 
     def jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
         """Category-set Jaccard of episode ``e`` with each of ``others``: looked up in ``e``'s
         set's row of set-by-set values (made when first asked, the same values) when the corpus
         has at most ``JACCARD_TABLE_MAX`` category sets, else computed from the category rows."""
-        n_sets = len(self.category_example)
-        if n_sets > JACCARD_TABLE_MAX:
+        if len(self.category_example) > JACCARD_TABLE_MAX:
             return self._jaccard(e, others)
-        code = int(self.category_code[e])
-        if code not in self._set_rows:
-            self._set_rows[code] = self.set_jaccard(e, np.arange(n_sets))
-        return self._set_rows[code][self.category_code[np.asarray(others, dtype=np.int64)]]
+        return self._set_row(e)[self.category_code[np.asarray(others, dtype=np.int64)]]
 
     def _jaccard(self, e: int, others: np.ndarray) -> np.ndarray:
         inter = self.C[others] @ self.C[e]
