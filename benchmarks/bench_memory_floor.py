@@ -41,23 +41,6 @@ def _median_seconds(op) -> float:
     return float(np.median(times))
 
 
-def machine_speed(rounds: int = 3) -> float:
-    """Seconds for a fixed mix of small Python and numpy calls on a few kilobytes (in the caches at
-    any corpus size), the median of ``rounds``: how fast the machine runs at the moment. A stage's
-    time over it leaves what the corpus size costs, without a fast or slow spell of the machine
-    between two sizes (``bench_scale.py`` times it before the stages' calls)."""
-    words, a = [f"w{i}" for i in range(64)], np.arange(64.0)
-    times = []
-    for _ in range(rounds):
-        t0, table = time.perf_counter(), {}
-        for i in range(300):
-            w = words[i & 63]
-            table[w] = table.get(w, 0) + len(w.upper())
-            np.digitize(a, (16.0, 48.0))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def operations(n: int, seed: int = 0) -> dict:
     """name -> a call doing linear work on ``n`` elements (the same work per element at any n)."""
     rng = np.random.default_rng(seed)

@@ -72,12 +72,6 @@ Python object reads, one 8-byte element per utterance) at the last two sizes
 stages'. On the 2-core machine of docs/results/scale.md they ran from 1.0 to 1.5: what the caches
 and the TLB add as the working set grows past them, which no stage's code can remove.
 
-The machine's speed of the moment is timed too (``machine_speed``: a fixed few milliseconds of
-small Python and numpy calls, in the caches at any size) before a stage's call, at most once a
-second, and each call's time is also kept over it. The exponents of those times, printed beside
-the verdict (which they do not change), take out a spell in which the whole machine ran faster
-or slower at one size than at the other; what the caches add as the corpus grows stays in them.
-
 Pairing's work is also counted (``WORK``: candidates screened, TF-IDF rows read by the topic
 views of drawn candidates, by whole-pool views and by category-bin listings) and printed per
 utterance at each size with its exponent. A count is the same in every run on a corpus (fixed
@@ -108,13 +102,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import numpy as np
-from bench_memory_floor import machine_speed, print_floor
+from bench_memory_floor import print_floor
 
 DEFAULT_DATA = Path(os.environ.get("SPARC_EVAL_DATA", REPO.parent / "shared" / "data"))
 TOP_N, TOP_SPEAKERS = 1_500_000, 12_500
 GOAL_S, GOAL_BYTES, MAX_EXPONENT = 15 * 60, 6e9, 1.05
 MIN_JUDGED_S = 0.2  # shorter stages are dominated by noise and fixed costs
-SPEED_EVERY_S = 1.0  # the machine's speed is timed again before a stage call after this long
 BANK = (
     "librispeech/spane_lists/ls-test-clean.txt",
     "librispeech/spane_lists/ls-dev-clean.txt",
@@ -189,7 +182,6 @@ class Meter:
     def __init__(self):
         self.rows = {}
         self.work = dict.fromkeys(WORK, 0)  # counted_work and timed_screens add to it
-        self.speed, self._speed_at = None, -math.inf  # machine_speed() and when it was timed
         self.resettable = _reset_hwm()
         self.method = (
             "RSS high-water mark (VmHWM), reset per stage via /proc/self/clear_refs"
@@ -198,16 +190,7 @@ class Meter:
         )
 
     def _row(self, name: str) -> dict:
-        return self.rows.setdefault(
-            name, {"t": 0.0, "t_speed": 0.0, "peak": 0, "delta": 0, "calls": 0}
-        )
-
-    def _machine_speed(self) -> float:
-        """The machine's speed (:func:`machine_speed`), timed again once ``SPEED_EVERY_S`` has
-        passed, before a stage's call and outside its time."""
-        if time.perf_counter() - self._speed_at >= SPEED_EVERY_S:
-            self.speed, self._speed_at = machine_speed(), time.perf_counter()
-        return self.speed
+        return self.rows.setdefault(name, {"t": 0.0, "peak": 0, "delta": 0, "calls": 0})
 
     def _peak_bytes(self) -> int:
         if self.resettable:
@@ -216,7 +199,6 @@ class Meter:
 
     @contextmanager
     def stage(self, name: str):
-        speed = self._machine_speed()
         if self.resettable:
             _reset_hwm()
         rss0 = _status_kib("VmRSS") * 1024
@@ -228,7 +210,6 @@ class Meter:
             peak = self._peak_bytes()
             row = self._row(name)
             row["t"] += dt
-            row["t_speed"] += dt / speed  # in units of the machine's speed at the call
             row["calls"] += 1
             row["peak"] = max(row["peak"], peak)
             row["delta"] = max(row["delta"], peak - rss0)
@@ -236,10 +217,8 @@ class Meter:
     def move(self, src: str, dst: str, seconds: float) -> None:
         """Time measured inside ``src`` that belongs to ``dst`` (whose memory stays in ``src``)."""
         self._row(src)["t"] -= seconds
-        self._row(src)["t_speed"] -= seconds / self.speed
         row = self._row(dst)
         row["t"] += seconds
-        row["t_speed"] += seconds / self.speed
         row["calls"] += 1
         row["peak"] = row["delta"] = None
 
@@ -702,7 +681,6 @@ def median_of(runs: list) -> dict:
         rows[name] = {
             **first,
             "t": float(np.median([r["t"] for r in same])),
-            "t_speed": float(np.median([r.get("t_speed", math.nan) for r in same])),
             "peak": max(peaks) if peaks else None,
             "delta": max(deltas) if deltas else None,
         }
@@ -841,7 +819,6 @@ def verdict(results: list, last_exp: dict, floor=None, work=None) -> None:
         + (f"; over: {over}" if over else "")
     )
     print_floor_range(floor)
-    print_speed_adjusted(results, judged)
     if work:
         print(f"  work counted in pairing (rows read, candidates screened): exponents {work}")
     per_trial(results, last_exp)
@@ -860,41 +837,6 @@ def print_floor_range(floor) -> None:
     print(
         f"  linear work on this machine, same sizes: exponent {floor[low][2]:.2f} ({low}) "
         f"to {floor[high][2]:.2f} ({high})"
-    )
-
-
-def speed_adjusted(results: list, judged: dict) -> dict:
-    """The judged stages' exponents between the last two sizes with each call's time taken in
-    units of the machine's speed at the call (``t_speed``, :meth:`Meter.stage`)."""
-    if len(results) < 2:
-        return {}
-    (prev, top), (n1, n2) = results[-2:], (results[-2]["n"], results[-1]["n"])
-    found = {}
-    for stage in judged:
-        e = exponent(
-            prev["rows"].get(stage, {}).get("t_speed"),
-            top["rows"].get(stage, {}).get("t_speed"),
-            n1,
-            n2,
-        )
-        if e is not None and not math.isnan(e):
-            found[stage] = round(e, 2)
-    return found
-
-
-def print_speed_adjusted(results: list, judged: dict) -> None:
-    """A diagnostic beside the verdict (which it does not change): the exponents again, with the
-    machine's speed of the moment divided out, so that a fast or slow spell at one size does
-    not read as growth (or its absence)."""
-    found = speed_adjusted(results, judged)
-    if not found:
-        return
-    over = {s: e for s, e in found.items() if e > MAX_EXPONENT}
-    print(
-        f"  at the machine's speed of the moment (each stage call over machine_speed() timed "
-        f"before it): max {max(found.values()):.2f}"
-        + (f"; over {MAX_EXPONENT}: {over}" if over else "")
-        + f"; {found}"
     )
 
 

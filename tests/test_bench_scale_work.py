@@ -58,26 +58,3 @@ def test_work_table_exponents_tell_linear_from_quadratic(capsys):
     found = bench_scale.work_table([size(100, quadratic=False), size(1000, quadratic=False)])
     assert found == {"screened candidates": 1.0, "topic rows drawn": 1.0}
     assert bench_scale.work_table([size(100, quadratic=False)]) == {}
-
-
-def test_stage_times_are_also_taken_at_the_machines_speed(monkeypatch):
-    """Each stage call's time is also kept over the machine's speed timed before it, and the
-    exponents read from those times take out a machine that ran faster at one size."""
-    monkeypatch.setattr(bench_scale, "machine_speed", lambda: 0.5)
-    meter = bench_scale.Meter()
-    with meter.stage("pairing"):
-        sum(range(100_000))
-    row = meter.rows["pairing"]
-    assert row["t"] > 0 and abs(row["t_speed"] - 2 * row["t"]) < 1e-12
-    spent = row["t"]
-    meter.move("pairing", "screens", spent / 2)  # half of it screens: moved at the same speed
-    assert abs(meter.rows["screens"]["t_speed"] - spent) < 1e-12
-    assert abs(row["t_speed"] - spent) < 1e-12
-
-    def size(n, t, speed):
-        return {"n": n, "rows": {"pairing": {"t": t, "t_speed": t / speed}}}
-
-    # 10x the work at 1.25x the machine's speed: 12.5x the time, linear at its speed
-    results = [size(100, 1.0, 0.01), size(1000, 12.5, 0.0125)]
-    assert bench_scale.exponent(1.0, 12.5, 100, 1000) > 1.05
-    assert bench_scale.speed_adjusted(results, {"pairing": 1.1}) == {"pairing": 1.0}
