@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 WHOLE_VIEW_AFTER = 512  # candidates read, at least, before a probe's topic view covers its pool
 EXACT_POOL_MAX = 1024  # candidate universes up to this size are filtered whole (draw_order)
 MAX_TRIES = 4096  # candidates tried one by one before the rest is filtered at once (draw_order)
-#: category bins of a large pool up to this size are read whole when first drawn from: one
+#: the size up to which a category bin of a large pool is read whole when first drawn from (one
 #: vectorised read of a few hundred rows costs about what two rejection batches cost, and a
-#: rare stratum (most speaker positives) takes several batches
+#: rare stratum, most speaker positives, takes several batches)
 BIN_LIST_MAX = 512
 _NAME_RE = re.compile(r"^[^\W\d_][^\W\d_ .'\-]*(?:[ .'\-]+[^\W\d_]+)*\.?$")
 
@@ -509,7 +509,7 @@ class TrialPairing:
         return np.sort(self.category_groups(universe)[0][in_rows])
 
     def category_bin_rows(self, ep: int, universe: np.ndarray, jaccard_bin: int):
-        """The groups of :meth:`_bin_groups` as rows of :meth:`category_groups`' order: (their
+        """The groups of ``_bin_groups`` as rows of :meth:`category_groups`' order: (their
         positions there, group after group, each group's size, each group's Jaccard value)."""
         _, starts, ends, _, _ = self.category_groups(universe)
         picked, jac = self._bin_groups(ep, universe, jaccard_bin)
