@@ -21,7 +21,7 @@ class _Builder:
     def topic_view_whole(self, ep, universe):  # its own product, as the pairing's (not topic_view)
         return np.ones(len(universe), dtype=bool), np.zeros(len(universe), dtype=np.int64)
 
-    def category_bin_view(self, ep, universe, jaccard_bin):
+    def category_bin_view(self, ep, universe, jaccard_bin, rows=None):
         at = universe[: len(universe) // 2]
         return at, np.ones(len(at), dtype=bool), np.zeros(len(at), dtype=np.int64)
 
@@ -36,7 +36,7 @@ def test_wrapped_reads_return_what_they_did_and_count_their_rows():
     kept, strata = builder.topic_view(3, np.arange(5))
     assert kept.all() and len(strata) == 5
     builder.topic_view_whole(3, np.arange(7))
-    at, _, _ = builder.category_bin_view(3, np.arange(10), 1)
+    at, _, _ = builder.category_bin_view(3, np.arange(10), 1, rows=None)  # keywords pass through
     assert list(at) == [0, 1, 2, 3, 4]
     assert [builder.screen(p, {}) for p in range(3)] == [True, False, True]
     assert work == {

@@ -64,7 +64,8 @@ def sporc_config(**kw):
 def test_lazy_topic_draws_follow_the_rules_and_are_seeded(monkeypatch):
     m, attrs = topical_corpus()
     exact = {t: build_trials(m, sporc_config(), t) for t in ("speaker", "sex")}
-    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)  # every pool drawn by rejection
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)  # every pool drawn by rejection,
+    monkeypatch.setattr(pairing, "BIN_LIST_MAX", 4)  # bins too, until found rare
     lazy = {t: build_trials(m, sporc_config(), t) for t in ("speaker", "sex")}
     again = build_trials(m, sporc_config(), "speaker")[0][2].records
     assert list(again) == list(lazy["speaker"][0][2].records)  # seeded
@@ -114,6 +115,7 @@ def test_lazy_matched_negatives_are_uniform_within_the_stratum(monkeypatch):
     members = set(universe[kept & (strata == stratum) & (universe != positive)].tolist())
     assert len(members) >= 5
     monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 4)
+    monkeypatch.setattr(pairing, "BIN_LIST_MAX", 4)  # the bin drawn by rejection, not listed
     drawn = Counter()
     n = 200 * len(members)
     for seed in range(n):

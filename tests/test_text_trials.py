@@ -647,9 +647,9 @@ def test_large_corpora_draw_partners_lazily_by_the_same_rules(monkeypatch):
         }
 
     exact = trials()
-    monkeypatch.setattr(
-        pairing, "EXACT_POOL_MAX", 3
-    )  # every other-episode pool sampled by rejection
+    # every other-episode pool, and every category bin, sampled by rejection
+    monkeypatch.setattr(pairing, "EXACT_POOL_MAX", 3)
+    monkeypatch.setattr(pairing, "BIN_LIST_MAX", 3)
     lazy = trials()
     assert lazy == trials() and lazy != trials(seed=1)  # seeded
     assert lazy["speaker"] != exact["speaker"]  # other draws ...
