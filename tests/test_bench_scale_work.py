@@ -21,7 +21,7 @@ class _Builder:
     def topic_view_whole(self, ep, universe):  # its own product, as the pairing's (not topic_view)
         return np.ones(len(universe), dtype=bool), np.zeros(len(universe), dtype=np.int64)
 
-    def category_bin_view(self, ep, universe, jaccard_bin, rows=None):
+    def category_bin_view(self, ep, universe, jaccard_bin, rows):
         at = universe[: len(universe) // 2]
         return at, np.ones(len(at), dtype=bool), np.zeros(len(at), dtype=np.int64)
 

@@ -368,10 +368,10 @@ class _Reads:
     def category_bin_rows(self, ep, universe, jaccard_bin):
         return np.arange(self.bin_size), np.array([self.bin_size]), np.ones(1)
 
-    def category_bin_positions(self, ep, universe, jaccard_bin, rows=None):
+    def category_bin_positions(self, ep, universe, jaccard_bin, rows):
         return np.arange(self.bin_size)
 
-    def category_bin_view(self, ep, universe, jaccard_bin, rows=None):
+    def category_bin_view(self, ep, universe, jaccard_bin, rows):
         self.rows["bin"] += self.bin_size
         at = np.arange(self.bin_size)
         return at, np.ones(self.bin_size, dtype=bool), np.full(self.bin_size, 3)
@@ -433,8 +433,9 @@ def test_a_bins_view_and_its_shortcuts_give_the_values_of_the_draws():
     universe = b.all_apps
     for ep in (0, 7, 50):
         for jaccard_bin in (1, 2, 3):
-            at, kept, strata = b.category_bin_view(ep, universe, jaccard_bin)
-            assert np.array_equal(at, b.category_bin_positions(ep, universe, jaccard_bin))
+            rows = b.category_bin_rows(ep, universe, jaccard_bin)
+            at, kept, strata = b.category_bin_view(ep, universe, jaccard_bin, rows)
+            assert np.array_equal(at, b.category_bin_positions(ep, universe, jaccard_bin, rows))
             want_kept, want_strata = b.topic_view(ep, universe[at])
             assert np.array_equal(kept, want_kept) and np.array_equal(strata, want_strata)
 

@@ -177,9 +177,8 @@ class ProbeTopicView:
     have read a quarter of the bin (a rare stratum: most speaker positives, whose title
     similarity is above 0.05 with the same categories), else drawn lazily within the bin by
     rejection, so a probe reads a few candidates of a common stratum, not a bin that grows with
-    the corpus. The values are the same either way, and so
-    are the draws from a pool of at most ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger
-    one both are uniform."""
+    the corpus. The values are the same either way, and so are the draws from a pool of at most
+    ``EXACT_POOL_MAX`` (:func:`draw_order`); from a larger one both are uniform."""
 
     def __init__(self, pairing: "TrialPairing", ep: int, universe: np.ndarray, accept):
         self.pairing, self.ep, self.universe, self.accept = pairing, ep, universe, accept
@@ -235,7 +234,7 @@ class ProbeTopicView:
         jaccard_bin = stratum % 100
         if not self.lazy_bins or jaccard_bin in self.bin_views:
             return True
-        size = int(self._rows(jaccard_bin)[1].sum())
+        size = len(self._rows(jaccard_bin)[0])  # the bin's rows, one per appearance
         return size <= BIN_LIST_MAX or 4 * self.read_in_bin[stratum] >= size
 
     def universe_of(self, stratum: int) -> np.ndarray:
@@ -499,14 +498,11 @@ class TrialPairing:
         picked = np.flatnonzero(np.digitize(jac, self.config.topic_jaccard_edges) == jaccard_bin)
         return picked, jac[picked]
 
-    def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows=None):
+    def category_bin_positions(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows):
         """Ascending positions in ``universe`` of the appearances whose episode's category set has
         its Jaccard similarity with episode ``ep``'s in ``jaccard_bin`` (``rows``: the bin's
-        :meth:`category_bin_rows`, when already made)."""
-        in_rows, _, _ = (
-            rows if rows is not None else self.category_bin_rows(ep, universe, jaccard_bin)
-        )
-        return np.sort(self.category_groups(universe)[0][in_rows])
+        :meth:`category_bin_rows`)."""
+        return np.sort(self.category_groups(universe)[0][rows[0]])
 
     def category_bin_rows(self, ep: int, universe: np.ndarray, jaccard_bin: int):
         """The groups of ``_bin_groups`` as rows of :meth:`category_groups`' order: (their
@@ -516,14 +512,13 @@ class TrialPairing:
         lengths = ends[picked] - starts[picked]
         return ranges_positions(starts[picked], lengths), lengths, jac
 
-    def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows=None):
+    def category_bin_view(self, ep: int, universe: np.ndarray, jaccard_bin: int, rows):
         """(positions, kept, stratum) of :meth:`category_bin_positions`, as :meth:`topic_view`
-        gives them, from the groups' rows (kept per universe, one range per group, read in one
-        pass) and each group's one Jaccard value, not a Jaccard per candidate."""
+        gives them, from the groups' rows (``rows``: the bin's :meth:`category_bin_rows`; kept
+        per universe, one range per group, read in one pass) and each group's one Jaccard value,
+        not a Jaccard per candidate."""
         order, _, _, _, block = self.category_groups(universe)
-        in_rows, lengths, jac = (
-            rows if rows is not None else self.category_bin_rows(ep, universe, jaccard_bin)
-        )
+        in_rows, lengths, jac = rows
         if not len(lengths):
             return universe[:0], np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
         at = order[in_rows]

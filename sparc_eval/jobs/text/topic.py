@@ -76,9 +76,7 @@ class TopicIndex:
         starts = rows.indptr[which]
         lengths = rows.indptr[which + 1] - starts
         at = ranges_positions(starts, lengths)
-        products = rows.data[at] * dense[rows.indices[at]]
-        owner = np.repeat(np.arange(len(which)), lengths)
-        return np.bincount(owner, weights=products, minlength=len(which))
+        return _row_sums(rows.data[at] * dense[rows.indices[at]], lengths)
 
     def similarity_of_range(self, e: int, rows, lo: int, hi: int) -> np.ndarray:
         """:meth:`similarity_of_rows` of the consecutive rows ``lo`` to ``hi`` of a block, read as
@@ -88,8 +86,7 @@ class TopicIndex:
             return np.zeros(max(hi - lo, 0))
         a, b = rows.indptr[lo], rows.indptr[hi]
         products = rows.data[a:b] * self._dense_row(e)[rows.indices[a:b]]
-        owner = np.repeat(np.arange(hi - lo), np.diff(rows.indptr[lo : hi + 1]))
-        return np.bincount(owner, weights=products, minlength=hi - lo)
+        return _row_sums(products, np.diff(rows.indptr[lo : hi + 1]))
 
     def rows(self, episodes: np.ndarray):
         """The TF-IDF rows of ``episodes`` (None without title or description text)."""
@@ -187,6 +184,13 @@ class TopicIndex:
         union = self.size[others] + self.size[e] - inter
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+
+
+def _row_sums(products: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The sums of consecutive runs of ``products``, run i ``lengths[i]`` long, each summed in
+    its stored order (as a sparse product sums a row)."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(owner, weights=products, minlength=len(lengths))
 
 
 def category_set(value) -> set:
