@@ -1,4 +1,5 @@
-# `make demo` (the main job on the built-in demo corpus), `make test`, `make docs`, and `make card` (the anonymizer card).
+# `make demo` (the main job on the built-in demo corpus), `make test` (the fast suite), `make test-all`
+# (every test), `make docs`, and `make card` (the anonymizer card).
 # Each creates or reuses .venv and installs what it needs from the package registries only.
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,15 +9,18 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 # pip byte-compiles every module it installs (torch alone: 40 s against 11 s here); Python compiles
-# the modules a run imports, on first import, so installs skip it.
+# the modules a run imports, on first import, so installs skip it. That needs Python to keep what it
+# compiles: a PYTHONDONTWRITEBYTECODE in the environment would recompile torch in every test process
+# (the suite's imports: 7 s a process against 4 s).
 PIP_INSTALL_ARGS ?= --no-compile
+unexport PYTHONDONTWRITEBYTECODE
 # voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
 EXTRAS ?= test,docs,anon,ray,text,voice,pitch
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
-.PHONY: install test lint docs demo card bench clean llm-install llm-server llm-server-stop test-llm \
-	paper-backends-install test-paper-backends
+.PHONY: install test test-all coverage lint docs demo card bench clean llm-install llm-server \
+	llm-server-stop test-llm paper-backends-install test-paper-backends
 
 install: $(STAMP)
 
@@ -30,9 +34,29 @@ $(STAMP): pyproject.toml Makefile
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# ruff (lint and format check, seconds), the docs site (warnings as errors), then the suite.
+# pytest on every core (pytest-xdist; a file's tests share one worker, so a module's fixtures are
+# built once) and the 20 slowest tests of the run printed, to keep the fast suite fast.
+PYTEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile
+# make test: ruff (lint and format check), the docs build (warnings as errors), then every test
+# but the slow ones (a few minutes). make test-all: the same, slow tests included (what CI runs).
+FAST := -m 'not slow and not llm and not paper_backends'
 test: lint docs
-	$(PY) -m pytest -q -ra
+	$(PYTEST) $(FAST)
+
+test-all: lint docs
+	$(PYTEST)
+
+# Line coverage of sparc_eval/, attackers/ and anonymizers/ (pyproject's [tool.coverage]; recipes,
+# CLIs and torchrun workers started by tests are measured too), serially: make coverage for
+# test-all's tests (about 11 minutes), make coverage TIER=fast for make test's.
+TIER ?= all
+coverage: $(STAMP)
+	@rm -f .coverage .coverage.*
+	COVERAGE_FILE=$(CURDIR)/.coverage $(PY) -m coverage run -m pytest -q -ra \
+		$(if $(filter fast,$(TIER)),$(FAST))
+	@$(PY) -m coverage combine -q
+	$(PY) -m coverage report | tail -1
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -112,4 +136,4 @@ bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) results .pytest_cache docs/_build docs/api/generated
+	rm -rf $(VENV) results .pytest_cache docs/_build docs/api/generated .coverage .coverage.*

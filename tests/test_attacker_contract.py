@@ -15,6 +15,7 @@ from sparc_eval.errors import DataError
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow("the bag of phones on the full demo corpus with 100 resamples: about 8 s")
 def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys, recipe):
     args = [
         str(REPO / "hparams/bag_of_phones.yaml"),

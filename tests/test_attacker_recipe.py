@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capture import call_captured
 
 from sparc_eval.errors import DataError
 
@@ -47,7 +48,8 @@ def demo_dir(demo_reading_corpus):
 
 
 @pytest.fixture(scope="module")
-def phones_run(demo_dir, tmp_path_factory):
+def phones_args(demo_dir, tmp_path_factory):
+    """The phone attacker's output folder and recipe arguments."""
     out = tmp_path_factory.mktemp("phones")
     return out, [
         f"--data_folder={demo_dir}",
@@ -57,9 +59,41 @@ def phones_run(demo_dir, tmp_path_factory):
     ]
 
 
-def test_phone_attacker_end_to_end(phones_run, capsys):
-    out, args = phones_run
-    code, lines, err = _run(capsys, "phones.yaml", *args)
+@pytest.fixture(scope="module")
+def phones_run(phones_args):
+    """The phone attacker trained and evaluated once; each test reads its folder (and may run the
+    recipe again into it): its output folder, its arguments and what the first run returned."""
+    out, args = phones_args
+    return out, args, call_captured(_recipe().main, [str(REPO / "hparams/phones.yaml"), *args])
+
+
+def test_phone_ecapa_trains_and_scores_the_small_demo_corpus(small_demo, tmp_path, capsys):
+    """The paper's phone attacker through the recipe on 12 speakers, one epoch: make test's ECAPA
+    run (the full-size one is test_phone_attacker_end_to_end)."""
+    code, lines, err = _run(
+        capsys,
+        "phones.yaml",
+        f"--data_folder={small_demo}",
+        f"--output_folder={tmp_path}",
+        f"--cache_folder={tmp_path / 'cache'}",
+        *TINY,
+        "--number_of_epochs=1",
+        "--plots=False",
+    )
+    assert code == 0, err
+    assert lines[-1] == str(tmp_path / "results.json")
+    results = json.loads((tmp_path / "results.json").read_text())
+    run, overall = results["run"], results["overall"]
+    assert run["features"] == "phones" and run["n_train_speakers"] == 6
+    assert overall["n_target"] == 6 * 4 and overall["n_nontarget"] == 6 * 4 * 5
+    assert 0.0 <= overall["eer"] <= 1.0 and len(results["per_speaker"]) == 6
+    assert (tmp_path / "train_log.txt").read_text().count("epoch:") == 1
+    assert any((tmp_path / "save").glob("CKPT*"))
+
+
+@pytest.mark.slow("trains the phone ECAPA on the full demo corpus: about 10 s")
+def test_phone_attacker_end_to_end(phones_run):
+    out, _, (code, lines, err) = phones_run
     assert code == 0, err
     assert lines[-1] == str(out / "results.json")
     results = json.loads((out / "results.json").read_text())
@@ -90,8 +124,10 @@ def test_phone_attacker_end_to_end(phones_run, capsys):
     assert any((out / "save").glob("CKPT*"))
 
 
+@pytest.mark.slow("reruns the trained phone ECAPA (about 10 s)")
 def test_resume_reuses_checkpoints_and_rejects_changed_hparams(phones_run, capsys):
-    out, args = phones_run
+    out, args, (first_code, _, first_err) = phones_run
+    assert first_code == 0, first_err
     before = json.loads((out / "results.json").read_text())["overall"]
     log = (out / "train_log.txt").read_text()
     code, lines, err = _run(capsys, "phones.yaml", *args)
@@ -104,8 +140,8 @@ def test_resume_reuses_checkpoints_and_rejects_changed_hparams(phones_run, capsy
     assert code == 2 and "emb_dim: 32 -> 48" in err
 
 
-def test_unknown_hparams_key_is_named(phones_run, capsys):
-    out, args = phones_run
+def test_unknown_hparams_key_is_named(phones_args, capsys):
+    _, args = phones_args
     code, lines, err = _run(capsys, "phones.yaml", *args, "--no_such_key=3")
     assert code == 2 and "no_such_key" in err
 
@@ -121,6 +157,7 @@ def test_audio_features_on_a_text_only_corpus_are_refused(data_dir, tmp_path, ca
     assert code == 2 and "mel features need audio" in err and "text-only" in err
 
 
+@pytest.mark.slow("trains the mel ECAPA on demo audio: about 6 s")
 def test_mel_attacker_runs_on_demo_audio(demo_dir, tmp_path, capsys):
     code, lines, err = _run(
         capsys,
@@ -151,9 +188,11 @@ def test_mel_attacker_runs_on_demo_audio(demo_dir, tmp_path, capsys):
 
 def test_short_inputs_do_not_crash_ecapa():
     import torch
-    from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
 
     from attackers.ecapa import pad_to_min_length
+    from sparc_eval.speechbrain_compat import import_speechbrain
+
+    ECAPA_TDNN = import_speechbrain("speechbrain.lobes.models.ECAPA_TDNN").ECAPA_TDNN
 
     model = ECAPA_TDNN(39, channels=[16, 16, 16, 16, 48], lin_neurons=8).eval()
     feats, lens = torch.zeros(2, 3, 39), torch.tensor([1.0, 2 / 3])

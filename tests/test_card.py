@@ -13,15 +13,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-@pytest.fixture(scope="module")
-def small_demo(tmp_path_factory):
-    from sparc_eval.demo import build_demo_corpus
-
-    out = tmp_path_factory.mktemp("small_demo")
-    build_demo_corpus(out, mode="reading", n_speakers=12, utts_per_speaker=8, progress=False)
-    return out
-
-
 SMALL_CARD = """
 seed: 0
 anonymizer: !PLACEHOLDER
@@ -106,6 +97,7 @@ def card(small_demo, tmp_path_factory, recipe):
     return out, json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow("reads the McAdams card with Resemblyzer and utility (about 15 s)")
 def test_each_hparams_file_is_read_once_and_each_scenario_planned_once(card):
     """Typed settings flow down (issue 27): the card reads its own and each attacker's hparams
     file once, and plans the original corpus and each (anonymizer, scenario) once for every cell."""
@@ -118,6 +110,7 @@ def test_each_hparams_file_is_read_once_and_each_scenario_planned_once(card):
     assert RUN_COUNTS["plans"] == 1 + len(doc["run"]["anonymizers"]) * 2  # 2 scenarios
 
 
+@pytest.mark.slow("reads the McAdams card (about 15 s)")
 def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):
     out, doc = card
     assert doc["run"]["anonymizers"] == ["identity", "mcadams"]
@@ -147,6 +140,7 @@ def test_card_runs_every_attacker_in_every_scenario(card, monkeypatch):
         assert (out / f).is_file(), f
 
 
+@pytest.mark.slow("reads the McAdams card (about 15 s)")
 def test_identity_leaves_what_the_original_speech_gives(card):
     """The identity anonymizer changes nothing: every attacker scores as on original speech, its
     content row equals the content bound, G_VD is 0 dB and rho_F0 is 1."""
@@ -180,6 +174,7 @@ def _verdicts_at(out, doc, min_speakers: int) -> list:
     return voice_beyond_content(s, doc["cells"], CellTrials(out, doc["cells"]))
 
 
+@pytest.mark.slow("reads the McAdams card (about 15 s)")
 def test_voice_beyond_content_headline_and_comparisons(card):
     out, doc = card
     rows = {(r["anonymizer"], r["attacker"], r["scenario"]): r for r in doc["voice_beyond_content"]}
@@ -232,6 +227,7 @@ def test_voice_beyond_content_headline_and_comparisons(card):
     assert set(doc["strength"]) == {"resemblyzer", "bag", "tfidf"}
 
 
+@pytest.mark.slow("reruns the McAdams card (about 15 s)")
 def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, capsys, recipe):
     out, doc = card
     text = (out / "card.md").read_text()
@@ -257,6 +253,7 @@ def test_card_md_is_one_screen_and_rerun_reuses_everything(card, small_demo, cap
     assert "S0" in text and "spk" not in text.split("## Speakers")[1].split("##")[0]
 
 
+@pytest.mark.slow("reads the McAdams card (about 15 s)")
 def test_timings_keep_the_stages_and_profile_cells_and_metrics(card):
     _, doc = card
     run = doc["run"]
@@ -334,6 +331,7 @@ def test_learning_curve_warns_when_more_data_still_helps():
     assert row["warning"] is None
 
 
+@pytest.mark.slow("a card with a failing anonymizer and three attackers: about 10 s")
 def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(
     card, small_demo, tmp_path, recipe
 ):

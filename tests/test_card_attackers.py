@@ -89,6 +89,7 @@ def _cell(doc, attacker, speech="identity", scenario="semi-informed"):
     return doc["cells"][speech][attacker][scenario]
 
 
+@pytest.mark.slow("the card with six embedding attackers (about 20 s)")
 def test_every_new_attacker_runs_in_one_card(card):
     _, doc = card
     for attacker in ("resemblyzer", "resemblyzer_max", "resemblyzer_plda", "speechbrain_folder"):
@@ -99,6 +100,7 @@ def test_every_new_attacker_runs_in_one_card(card):
         assert 0.0 <= cell["overall"]["eer"] <= 1.0
 
 
+@pytest.mark.slow("reads the card with six embedding attackers (about 20 s)")
 def test_back_end_adaptation_is_named_and_never_plain_semi_informed(card):
     out, doc = card
     plda = _cell(doc, "resemblyzer_plda")
@@ -106,12 +108,8 @@ def test_back_end_adaptation_is_named_and_never_plain_semi_informed(card):
     assert "backend_adaptation" in plda["deviations"]
     backend = plda["attacker_notes"]["backend"]
     assert {"cosine_eer", "plda_eer", "beats_cosine"} <= set(backend)
-    assert (
-        "semi-informed"
-        not in _cell(doc, "ssl_ecapa").get("scenario_label", "semi-informed")[
-            len("semi-informed") :
-        ]
-    )
+    # ssl_ecapa trains on anonymized speech: plain semi-informed, never the back-end label
+    assert _cell(doc, "ssl_ecapa").get("scenario_label", "semi-informed") == "semi-informed"
     # cosine and max scoring cannot adapt to anonymized speech: refused, with the reason
     assert _cell(doc, "resemblyzer")["status"] == "not_applicable"
     assert "plda" in _cell(doc, "resemblyzer_max")["reason"]
@@ -119,6 +117,7 @@ def test_back_end_adaptation_is_named_and_never_plain_semi_informed(card):
     assert "(back-end)" in card_md and "back-end adaptation" in card_md
 
 
+@pytest.mark.slow("reads the card with six embedding attackers (about 20 s)")
 def test_embedding_attackers_report_singling_out(card):
     out, doc = card
     blocks = {
@@ -139,6 +138,7 @@ def test_an_attacker_without_embeddings_says_why_singling_out_is_missing():
     assert "gives no embeddings" in block["not_applicable"]
 
 
+@pytest.mark.slow("reads the card with six embedding attackers (about 20 s)")
 def test_ssl_ecapa_names_its_departures_from_voiceprivacy_2026(card):
     _, doc = card
     deviations = _cell(doc, "ssl_ecapa")["deviations"]

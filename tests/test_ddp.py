@@ -5,10 +5,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow("torchrun starts two training processes twice: about 50 s")
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
@@ -111,8 +112,11 @@ def test_a_failing_rank_stops_the_run_with_its_error(demo_dir, tmp_path):
         str(hparams),
         "--distributed_backend=gloo",
     ]
-    start = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, cwd=REPO, timeout=300, env=env
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("a failing rank left the other hung at the barrier (no exit within 300 s)")
     assert proc.returncode != 0 and "rank 1 failed on purpose" in proc.stderr
-    assert time.perf_counter() - start < 120  # stopped, not hung at the barrier

@@ -42,7 +42,16 @@ def _wav_bytes(root: Path) -> dict:
 # --- the full-size corpora ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["reading", "conversation"])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "reading",
+        pytest.param(
+            "conversation",
+            marks=pytest.mark.slow("builds the conversation demo corpus: about 8 s"),
+        ),
+    ],
+)
 def test_counts_audio_and_attribute_balance(mode, request):
     manifest = request.getfixturevalue(f"demo_{mode}_corpus")
     per_speaker = Counter(u.speaker for u in manifest)
@@ -96,6 +105,7 @@ def test_reading_episodes_are_chapters_of_one_speaker(demo_reading_corpus):
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
 
 
+@pytest.mark.slow("builds the conversation demo corpus (about 8 s)")
 def test_conversation_episodes_pair_speakers_on_one_topic(demo_conversation_corpus):
     speakers = defaultdict(set)
     topics = defaultdict(set)
@@ -121,6 +131,7 @@ def test_conversation_episodes_pair_speakers_on_one_topic(demo_conversation_corp
     assert all(a.speaker != b.speaker for a, b in zip(first, first[1:]))
 
 
+@pytest.mark.slow("builds the conversation demo corpus (about 8 s)")
 def test_manifest_file_loads_back_and_validates(demo_reading_corpus, demo_conversation_corpus):
     for manifest in (demo_reading_corpus, demo_conversation_corpus):
         loaded = Manifest.read_jsonl(manifest.name)  # validates
@@ -129,6 +140,7 @@ def test_manifest_file_loads_back_and_validates(demo_reading_corpus, demo_conver
         assert settings["n_speakers"] == 48 and settings["utts_per_speaker"] == 20
 
 
+@pytest.mark.slow("builds the conversation demo corpus (about 8 s)")
 def test_full_size_text_is_deterministic(demo_reading_corpus, demo_conversation_corpus):
     for manifest, mode in (
         (demo_reading_corpus, "reading"),
@@ -142,6 +154,7 @@ def test_full_size_text_is_deterministic(demo_reading_corpus, demo_conversation_
         assert [u.text for u, _ in other] != [u.text for u in manifest]
 
 
+@pytest.mark.slow("builds the conversation demo corpus (about 8 s)")
 def test_sentences_read_as_english(demo_reading_corpus, demo_conversation_corpus):
     for manifest in (demo_reading_corpus, demo_conversation_corpus):
         for utt in manifest:
@@ -185,6 +198,7 @@ def _distinctiveness(manifest: Manifest) -> tuple:
     return accuracy, mean_distance
 
 
+@pytest.mark.slow("builds the conversation demo corpus (about 8 s)")
 def test_reading_content_is_more_speaker_distinctive_than_conversation(
     demo_reading_corpus, demo_conversation_corpus
 ):

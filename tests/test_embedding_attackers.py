@@ -3,6 +3,7 @@ embeddings, and the shared base (attackers/embedding.py) on a fake encoder over 
 
 import json
 import logging
+import zlib
 
 import numpy as np
 import pytest
@@ -147,7 +148,11 @@ def _corpus(folder, speakers: dict, n_utts: int, tag: str) -> Manifest:
     folder.mkdir(exist_ok=True)
     utts = [
         _utterance(
-            folder, f"{tag}{spk}-{i}", spk, pitch * (1 + 0.01 * i), seed=hash((tag, spk, i)) % 1000
+            folder,
+            f"{tag}{spk}-{i}",
+            spk,
+            pitch * (1 + 0.01 * i),
+            seed=zlib.crc32(f"{tag}/{spk}/{i}".encode()) % 1000,
         )
         for spk, pitch in speakers.items()
         for i in range(n_utts)

@@ -3,11 +3,13 @@ corpus in both modes, and the parts (vocabulary, fair splits, bootstrap comparis
 
 import importlib.util
 import json
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from capture import call_captured
 
 from sparc_eval.attack.evaluation import BootstrapSettings
 from sparc_eval.attack.evaluation_set import balanced_count, choose_speakers, restrict_split
@@ -248,13 +250,15 @@ def real_run(data_dir, tmp_path_factory):
         corpora=corpora,
         attackers=attackers,
     )
-    return hp, tmp / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        first = call_captured(recipe().main, [str(hp)])
+    return hp, tmp / "out", first
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_librispeech_and_edacc_side_by_side(real_run, capsys):
-    hp, out = real_run
-    code, lines, err = run(capsys, hp)
+@pytest.mark.slow("trains the phone ECAPA on real LibriSpeech and EdAcc: about 30 s")
+def test_librispeech_and_edacc_side_by_side(real_run):
+    hp, out, (code, lines, err) = real_run
     assert code == 0, err
     assert lines[-1] == str(out / "results.json")
     doc = json.loads((out / "results.json").read_text())
@@ -340,9 +344,11 @@ def test_librispeech_and_edacc_side_by_side(real_run, capsys):
     assert len(list((out / "models" / "phones").iterdir())) == 1
 
 
+@pytest.mark.slow("reads the real LibriSpeech and EdAcc run (about 30 s)")
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_rerun_reuses_finished_cells(real_run, capsys):
-    hp, out = real_run
+    hp, out, (first_code, _, first_err) = real_run
+    assert first_code == 0, first_err
     before = json.loads((out / "results.json").read_text())
     code, lines, err = run(capsys, hp)
     assert code == 0, err
@@ -354,6 +360,7 @@ def test_a_rerun_reuses_finished_cells(real_run, capsys):
 # --- the demo corpus in both modes ---------------------------------------------------------------
 
 
+@pytest.mark.slow("builds the conversation demo corpus and trains two ECAPA models: about 20 s")
 def test_demo_reading_leaks_more_than_conversation(
     demo_reading_corpus, demo_conversation_corpus, tmp_path, capsys
 ):
@@ -439,6 +446,7 @@ def test_cli_lists_the_leakage_command():
     assert exit_info.value.code == 0
 
 
+@pytest.mark.slow("trains the phone ECAPA on the full demo corpus: about 6 s")
 def test_after_an_anonymizer_text_attackers_read_its_transcripts(
     demo_reading_corpus, tmp_path, capsys
 ):

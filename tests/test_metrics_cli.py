@@ -242,6 +242,7 @@ def test_cli_bad_input_exit_code(tmp_path, capsys):
     assert "fpr_targets" in capsys.readouterr().err
 
 
+@pytest.mark.slow("three fresh interpreters: about 4 s")
 def test_metrics_command_imports_no_torch(tmp_path):
     scores, utt2spk, speakers = synthetic(tmp_path)
     code = (
@@ -311,6 +312,7 @@ def vpc_text_scores(vpc: Path, out: Path):
     return out
 
 
+@pytest.mark.slow("scores the real VoicePrivacy lists with TF-IDF: about 3 s")
 def test_cli_on_voiceprivacy_text_scores(data_dir, tmp_path, capsys):
     vpc = data_dir / "vpc_librispeech"
     if not (vpc / "libri_test_trials_f" / "trials").exists():

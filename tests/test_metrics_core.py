@@ -52,9 +52,15 @@ KINDS = ("continuous", "integers", "balanced", "rounded", "separable")
 
 
 def test_speechbrain_docstring_example():
+    import torch
+
     s, y = trials([0.6, 0.7, 0.8, 0.5], [0.4, 0.3, 0.2, 0.1])
     r = core.eer(s, y)
     assert r.eer == 0.0 and r.threshold == 0.4  # first threshold with FAR = FRR = 0
+    sb_eer, sb_threshold = speechbrain_metric_stats().EER(
+        torch.tensor([0.6, 0.7, 0.8, 0.5]), torch.tensor([0.4, 0.3, 0.2, 0.1])
+    )
+    assert sb_eer == 0.0 and r.threshold == pytest.approx(sb_threshold)  # SpeechBrain's float32
     assert core.auc(s, y) == 1.0
     assert core.tpr_at_fpr(s, y) == {0.01: 1.0, 0.001: 1.0}
     assert core.min_dcf(s, y)[0] == 0.0
@@ -87,8 +93,15 @@ def test_hand_worked_ties():
 def test_speechbrain_float32_tie_break():
     """A balanced, heavily tied set where the exact first minimiser of |FAR - FRR| (EER 0.375)
     is not SpeechBrain's: its float32 rates break the tie the other way (EER 11/24)."""
+    import torch
+
     s, y = trials([1, 4, 3, 3, 2, 4, 1, 5, 5, 3, 3, 4], [4, 2, 1, 2, 1, 4, 5, 1, 1, 4, 3, 3])
-    assert core.eer(s, y).eer == pytest.approx(11 / 24, abs=1e-12)
+    r = core.eer(s, y)
+    assert r.eer == pytest.approx(11 / 24, abs=1e-12)
+    sb_eer, sb_threshold = speechbrain_metric_stats().EER(
+        torch.from_numpy(s[y]), torch.from_numpy(s[~y])
+    )
+    assert r.eer == pytest.approx(sb_eer, abs=1e-7) and r.threshold == sb_threshold
 
 
 def test_single_distinct_score_and_perfect_inversion():

@@ -242,6 +242,7 @@ def test_all_scores_equal_give_uninformative_values_and_no_linkability():
     )
 
 
+@pytest.mark.slow("the metric panel's plots and 1,000 resamples: about 3 s")
 def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path):
     """15 perfectly separated targets make one bin, where D is 0 whatever the scores: null, not 0
     (also in the CI). The worst speakers' halves do not depend on the process (Python's string

@@ -213,6 +213,7 @@ def _prepare_again(source, demo_dir, tmp_path):
     return attacker.n_embedded, len(read)
 
 
+@pytest.mark.slow("the recipe with a pretrained model, per format: about 2.5 s each")
 @pytest.mark.parametrize(
     "name, architecture", [("speechbrain", "ECAPA_TDNN"), ("wavlm", "WavLMForXVector")]
 )

@@ -210,6 +210,7 @@ def _train(capsys, *args):
     return json.loads(Path(out.out.strip().splitlines()[-1]).read_text())
 
 
+@pytest.mark.slow("STT-TTS anonymizes the demo split and trains ECAPA: about 12 s")
 def test_stt_tts_trials_are_scored_on_the_words_they_say(
     demo_reading_corpus, demo_dir, tmp_path, capsys
 ):

@@ -234,6 +234,7 @@ def _numbers(doc: dict) -> dict:
     return {"cells": cells, "curves": curves}
 
 
+@pytest.mark.slow("four cards with a trained mel ECAPA: about 25 s")
 def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_path):
     """McAdams alpha 0.8 then 0.6 into one folder gives what a fresh folder gives at 0.6: the
     semi-informed attacker and its learning-curve variant are trained anew on the new speech."""
@@ -278,6 +279,7 @@ def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_pa
     assert not (old / "anonymized" / "mcadams" / "attacker").exists()  # deterministic: made once
 
 
+@pytest.mark.slow("two cards with random McAdams and Resemblyzer: about 9 s")
 def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_demo, tmp_path):
     """Random McAdams: the attacker's enrollment and training speech use the attacker's seed, the
     trials the user's; with attacker_draws: user the attacker reuses the user's (named)."""

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 USE_SPEECHBRAIN = """
 from sparc_eval.speechbrain_compat import import_speechbrain, torchaudio_status
 import_speechbrain()
@@ -35,6 +37,7 @@ def _run(code, env_extra=None, tmp_path=None):
     )
 
 
+@pytest.mark.slow("imports torch and SpeechBrain in a fresh interpreter: about 6 s")
 def test_working_torchaudio_is_used_as_is(tmp_path):
     fake = tmp_path / "site" / "torchaudio"
     for sub in ("", "transforms", "functional", "compliance"):
@@ -56,6 +59,7 @@ def test_working_torchaudio_is_used_as_is(tmp_path):
     assert "STATUS torchaudio 2.99.0" in out.stdout
 
 
+@pytest.mark.slow("imports torch and SpeechBrain in two fresh interpreters: about 6 s")
 def test_broken_or_missing_torchaudio_gets_the_stand_in():
     blocker = """
     import sys

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capture import call_captured
 from pretrained_fixtures import SSL_HIDDEN as HIDDEN
 from pretrained_fixtures import write_ssl_snapshot
 
@@ -124,20 +125,21 @@ def _recipe_args(snapshots, demo_dir, out, *extra):
 
 
 @pytest.fixture(scope="module")
-def ssl_run(snapshots, demo_dir, tmp_path_factory):
-    """The recipe's arguments for a tiny run on the demo corpus, and its output folder."""
+def ssl_run(snapshots, demo_dir, tmp_path_factory, recipe):
+    """A tiny run on the demo corpus, made once: the recipe's arguments, its output folder and
+    what the run returned (code, stdout lines, stderr)."""
     out = tmp_path_factory.mktemp("ssl_run")
-    return _recipe_args(snapshots, demo_dir, out), out
+    args = _recipe_args(snapshots, demo_dir, out)
+    return args, out, call_captured(recipe("train_attacker").main, args)
 
 
-def test_recipe_trains_and_scores_end_to_end(ssl_run, recipe, capsys):
+@pytest.mark.slow("trains ECAPA on a tiny WavLM over the demo corpus: about 6 s")
+def test_recipe_trains_and_scores_end_to_end(ssl_run):
     import torch
 
-    args, out = ssl_run
-    code = recipe("train_attacker").main(args)
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert captured.out.strip().splitlines()[-1] == str(out / "results.json")
+    args, out, (code, lines, err) = ssl_run
+    assert code == 0, err
+    assert lines[-1] == str(out / "results.json")
     results = json.loads((out / "results.json").read_text())
     run, overall = results["run"], results["overall"]
     assert run["features"] == "ssl" and run["freeze_upstream"] is True and run["init_from"] is None
@@ -151,12 +153,12 @@ def test_recipe_trains_and_scores_end_to_end(ssl_run, recipe, capsys):
     assert set(weights) == {"layer_weights"} and weights["layer_weights"].abs().sum() > 0
 
 
+@pytest.mark.slow("reruns the trained SSL ECAPA (about 6 s)")
 def test_a_rerun_resumes_the_trained_weights_and_a_changed_upstream_is_refused(
     ssl_run, snapshots, recipe, capsys
 ):
-    args, out = ssl_run
-    if not (out / "results.json").is_file():
-        pytest.skip("needs the end-to-end run")
+    args, out, (first_code, _, first_err) = ssl_run
+    assert first_code == 0, first_err
     before = json.loads((out / "results.json").read_text())["overall"]
     log = (out / "train_log.txt").read_text()
     assert recipe("train_attacker").main(args) == 0, capsys.readouterr().err
@@ -191,8 +193,9 @@ def _loaded_attacker(snapshots, demo_dir, tmp_path, init_from):
 
 
 def _tiny_ecapa(input_size):
-    from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
+    from sparc_eval.speechbrain_compat import import_speechbrain
 
+    ECAPA_TDNN = import_speechbrain("speechbrain.lobes.models.ECAPA_TDNN").ECAPA_TDNN
     return ECAPA_TDNN(
         input_size,
         channels=TINY_ECAPA["channels"],

@@ -61,33 +61,24 @@ def _load_recipe(name):
     return module
 
 
-@pytest.fixture(scope="module")
-def tiny_demo(tmp_path_factory):
-    from sparc_eval.demo import build_demo_corpus
-
-    out = tmp_path_factory.mktemp("tiny_demo")
-    build_demo_corpus(out, mode="reading", n_speakers=12, utts_per_speaker=8, progress=False)
-    return out
-
-
-def _run(tmp_path_factory, tiny_demo, name, template, recipe, *extra) -> Path:
+def _run(tmp_path_factory, small_demo, name, template, recipe, *extra) -> Path:
     out = tmp_path_factory.mktemp(name)
     hparams = out.parent / f"{out.name}.yaml"
-    hparams.write_text(template.format(out=out, data=tiny_demo, repo=REPO))
+    hparams.write_text(template.format(out=out, data=small_demo, repo=REPO))
     assert _load_recipe(recipe).main([str(hparams), *extra]) == 0
     return out
 
 
 @pytest.fixture(scope="module")
-def card_folder(tmp_path_factory, tiny_demo) -> Path:
+def card_folder(tmp_path_factory, small_demo) -> Path:
     """A finished card: the identity anonymizer against the bag-of-phones attacker (seconds)."""
-    return _run(tmp_path_factory, tiny_demo, "card", CARD, "evaluate_anonymizer", "--n_enroll=3")
+    return _run(tmp_path_factory, small_demo, "card", CARD, "evaluate_anonymizer", "--n_enroll=3")
 
 
 @pytest.fixture(scope="module")
-def leakage_folder(tmp_path_factory, tiny_demo) -> Path:
+def leakage_folder(tmp_path_factory, small_demo) -> Path:
     """A finished leakage comparison: TF-IDF on the demo corpus, both conditions (seconds)."""
-    return _run(tmp_path_factory, tiny_demo, "leakage", LEAKAGE, "compare_leakage")
+    return _run(tmp_path_factory, small_demo, "leakage", LEAKAGE, "compare_leakage")
 
 
 def _copy(folder: Path, tmp_path: Path) -> Path:

@@ -3,7 +3,6 @@
 import json
 import math
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -18,8 +17,8 @@ class FakeOpenAI:
     """``POST /v1/chat/completions``; the reply depends on a marker word in the probe text.
 
     NUM<k>: replies "<k>"; NONUM: "I cannot tell."; BIG: "150, surely"; RATE: 429 once, then "77";
-    FAIL: 500 once, then "12"; DOWN: always 500; SLOW: sleeps past the client timeout once, then
-    "33"; AUTH: 401. LOGP<k> (read in the last message): with ``logprobs`` requested, a yes/no reply
+    FAIL: 500 once, then "12"; DOWN: always 500; SLOW: held past the client timeout once (until it
+    asks again), then "33"; AUTH: 401. LOGP<k> (read in the last message): with ``logprobs`` requested, a yes/no reply
     whose top log-probabilities give P(yes) = k/100, and for a 0-9 rating P("7") = P("3") = k/100
     (the rest on "A"); without, the text "yes". ``GET /v1/models`` lists ``models`` when set.
     """
@@ -30,6 +29,7 @@ class FakeOpenAI:
         self.models = None
         self.seen = {}
         self.lock = threading.Lock()
+        self.slow_retried = threading.Event()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,7 +75,11 @@ class FakeOpenAI:
                 if marker == "AUTH":
                     return self._send(401, {"error": "bad key"})
                 if marker == "SLOW" and n == 1:
-                    time.sleep(0.6)
+                    # held until the client has given up and asked again (at most 30 s), so the
+                    # retry is what answers, however slow the machine
+                    owner.slow_retried.wait(30)
+                if marker == "SLOW" and n == 2:
+                    owner.slow_retried.set()
                 reply = {
                     "NONUM": "I cannot tell.",
                     "BIG": "150, surely",
@@ -202,7 +206,7 @@ def test_rate_limit_and_server_error_are_retried(server, tmp_path):
 
 
 def test_timeout_is_retried(server, tmp_path):
-    sc = scorer(server, tmp_path, timeout=0.3)
+    sc = scorer(server, tmp_path, timeout=1.5)
     assert sc.score(trials(["SLOW"])).tolist() == [33.0]
     assert server.seen["SLOW"] == 2
 

@@ -396,6 +396,7 @@ def read_scores(path):
     return [line.split() for line in Path(path).read_text().splitlines()]
 
 
+@pytest.mark.slow("every P and L ablation with paired comparisons: about 3 s")
 def test_ablations_and_paired_scorer_comparisons(tmp_path):
     from sparc_eval.metrics import paired_bootstrap
 

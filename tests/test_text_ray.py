@@ -23,6 +23,8 @@ from sparc_eval.jobs.text.evaluate import score_trials
 from sparc_eval.jobs.text.ray_scoring import ScoringRunner, trial_batch, trial_batches
 from sparc_eval.jobs.text.settings import scoring_from_hparams
 
+pytestmark = pytest.mark.slow("starts a local Ray cluster and its workers: about 25 s")
+
 # the scorers defined here travel to the Ray workers by value (the workers cannot import tests/)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -21,17 +21,8 @@ FAST = [
 
 
 @pytest.fixture(scope="module")
-def vpc_root(tmp_path_factory):
-    from sparc_eval.demo import build_demo_corpus
-
-    demo = build_demo_corpus(
-        tmp_path_factory.mktemp("vpc_demo"),
-        mode="reading",
-        n_speakers=12,
-        utts_per_speaker=8,
-        progress=False,
-    )
-    return build_vpc_tree(demo, tmp_path_factory.mktemp("vpc_data"))
+def vpc_root(small_demo_corpus, tmp_path_factory):
+    return build_vpc_tree(small_demo_corpus, tmp_path_factory.mktemp("vpc_data"))
 
 
 @pytest.fixture()
@@ -79,6 +70,9 @@ def test_attacker_recipe_vpc2024_one_row_per_list(vpc_root, tmp_path):
     assert "VoicePrivacy 2024 layout" in (tmp_path / "r" / "report.md").read_text()
 
 
+@pytest.mark.slow(
+    "a second preset through the attacker recipe (vpc2024 runs in make test): about 2 s"
+)
 def test_attacker_recipe_vpc2026_reads_the_mixed_lists(vpc_root, tmp_path):
     doc = _recipe(
         "vpc2026", vpc_root, tmp_path / "r", "--scenario=ignorant"
@@ -223,6 +217,7 @@ def _with_training_folder(root: Path, suffix: str = "_identity") -> Path:
     return root
 
 
+@pytest.mark.slow("trains ECAPA on the VoicePrivacy tree: about 3 s")
 def test_semi_informed_trains_on_the_anonymized_training_folder_subset(copy_of, tmp_path):
     pytest.importorskip("resemblyzer")
     root = _with_training_folder(copy_of())
