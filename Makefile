@@ -34,8 +34,9 @@ $(STAMP): pyproject.toml Makefile
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-# pytest on every core (pytest-xdist; a file's tests share one worker, so a module's fixtures are
-# built once) and the 20 slowest tests of the run printed, to keep the fast suite fast.
+# pytest on two cores, as the project's machines have (pytest-xdist; PYTEST_WORKERS=auto: every
+# core; a file's tests share one worker, so a module's fixtures are built once), and the 20
+# slowest tests of the run printed, to keep the fast suite fast.
 PYTEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -ra --durations=20 -n $(PYTEST_WORKERS) --dist loadfile
 # make test: ruff (lint and format check), the docs build (warnings as errors), then every test
@@ -56,7 +57,7 @@ coverage: $(STAMP)
 	COVERAGE_FILE=$(CURDIR)/.coverage $(PY) -m coverage run -m pytest -q -ra \
 		$(if $(filter fast,$(TIER)),$(FAST))
 	@$(PY) -m coverage combine -q
-	$(PY) -m coverage report | tail -1
+	@echo "line coverage, %: $$($(PY) -m coverage report --format=total --precision=1)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -23,8 +23,6 @@ from sparc_eval.jobs.text.evaluate import score_trials
 from sparc_eval.jobs.text.ray_scoring import ScoringRunner, trial_batch, trial_batches
 from sparc_eval.jobs.text.settings import scoring_from_hparams
 
-pytestmark = pytest.mark.slow("starts a local Ray cluster and its workers: about 25 s")
-
 # the scorers defined here travel to the Ray workers by value (the workers cannot import tests/)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -137,6 +135,7 @@ def test_scoring_keys_of_the_hparams():
         scoring_from_hparams({"score_batch_size": 0})
 
 
+@pytest.mark.slow("starts a local Ray cluster and its workers (about 25 s for the module)")
 def test_tfidf_and_embeddings_over_ray_give_the_local_scores(local_ray, tmp_path):
     ts = word_trials(60)
     over_ray = ScoringRunner(runner="ray", num_workers=2, batch_size=16)
@@ -154,6 +153,7 @@ def test_tfidf_and_embeddings_over_ray_give_the_local_scores(local_ray, tmp_path
     )  # the shared cache
 
 
+@pytest.mark.slow("starts a local Ray cluster and its workers (about 25 s for the module)")
 def test_llm_judge_over_two_endpoints_and_its_cache(local_ray, tmp_path):
     a, b = FakeOpenAI(), FakeOpenAI()
     try:
@@ -186,6 +186,7 @@ def test_llm_judge_over_two_endpoints_and_its_cache(local_ray, tmp_path):
         b.close()
 
 
+@pytest.mark.slow("starts a local Ray cluster and its workers (about 25 s for the module)")
 def test_a_worker_that_dies_mid_run_is_replaced(local_ray, tmp_path):
     server = FakeOpenAI()
     try:
@@ -219,6 +220,7 @@ def test_a_worker_that_dies_mid_run_is_replaced(local_ray, tmp_path):
         server.close()
 
 
+@pytest.mark.slow("starts a local Ray cluster and its workers (about 25 s for the module)")
 def test_evaluate_text_over_ray_gives_the_local_results(local_ray, tmp_path):
     from sparc_eval.data.manifest import Manifest, Utterance
     from sparc_eval.jobs.text import TrialConfig
