@@ -17,7 +17,8 @@ def _pytest(tmp_path, test_code: str, *args, ci: bool) -> subprocess.CompletedPr
     )
     (tmp_path / "test_throwaway.py").write_text(test_code)
     (tmp_path / "test_other.py").write_text("def test_other():\n    pass\n")
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    # not this run's: a pytest-xdist worker passes on PYTEST_XDIST_WORKER, and CI its CI
+    env = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
     if ci:
         env["CI"] = "true"
     return subprocess.run(
