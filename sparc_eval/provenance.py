@@ -79,13 +79,20 @@ def _commit() -> str | None:
 
 
 def bootstrap_deviation(unit: str) -> dict:
-    """The named deviation of CIs that resample trials (they share test speakers), else ``{}``."""
-    if unit != "trial":
-        return {}
-    return {
-        "bootstrap_unit_trial": "CIs resample trials, which are not independent when they share a test "
-        "speaker (or a probe, an enrollment model): too narrow; bootstrap_unit: speaker"
-    }
+    """The named deviation of CIs that resample less than the speakers on both sides of the
+    trials (the default, two-way), else ``{}``."""
+    if unit == "trial":
+        return {
+            "bootstrap_unit_trial": "CIs resample trials, which are not independent when they share "
+            "a speaker (or a probe, an enrollment model): too narrow; bootstrap_unit: two_way"
+        }
+    if unit == "speaker":
+        return {
+            "bootstrap_unit_speaker": "CIs resample test speakers with the enrolled side held "
+            "fixed, though a non-target score depends on both speakers: too narrow where enrolled "
+            "speakers are also tested; bootstrap_unit: two_way"
+        }
+    return {}
 
 
 def environment() -> dict:

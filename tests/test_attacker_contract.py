@@ -28,7 +28,7 @@ def test_bag_of_phones_through_the_attacker_recipe(demo_dir, tmp_path, capsys, r
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "results.json")
     doc = json.loads((tmp_path / "results.json").read_text())
     assert doc["run"]["attacker"] == "bag_of_phones" and doc["run"]["features"] == "bag_of_phones"
-    assert doc["run"]["schema_version"] >= 2 and doc["run"]["bootstrap_unit"] == "speaker"
+    assert doc["run"]["schema_version"] >= 2 and doc["run"]["bootstrap_unit"] == "two_way"
     # speakers of the demo corpus read their own topics: their phone frequencies differ, but not much
     assert 0.2 < doc["overall"]["eer"] < 0.5 and doc["overall"]["n_target"] == 240
     trials = Trials.read(tmp_path / "scores.txt")

@@ -159,6 +159,27 @@ def _trials(n_spk, n_utt, shift, rng, prefix="t"):
     )
 
 
+def test_comparisons_resample_both_sides_when_the_enrolled_speakers_are_known(tmp_path):
+    """Enrollment ids that are not speakers (``e3`` for speaker ``s3``, as a text attacker's
+    enrollment sets are): with the enrolled speakers (a cell's ``enroll2spk``) the comparison is
+    two-way; without them (a cell written before they were kept) it resamples test speakers and
+    says so."""
+    rng = np.random.default_rng(0)
+    a = _trials(12, 6, 1.0, rng)
+    b = replace(a, score=a.score + 0.5 * a.label)
+    fixed = compare_cells(a, b, n_boot=100, seed=0)
+    assert fixed["unit"] == "speaker" and fixed["enrollment_side"].startswith("held fixed")
+    mapping = {f"e{i}": f"s{i}" for i in range(12)}
+    a.write(tmp_path / "scores.txt")
+    known = Trials.read(tmp_path / "scores.txt", a.utt2spk(), enroll2spk=mapping)
+    assert known.enrolled_known() and not a.enrolled_known()
+    both = compare_cells(
+        known, replace(known, score=known.score + 0.5 * known.label), n_boot=100, seed=0
+    )
+    assert both["unit"] == "two_way" and "enrollment_side" not in both
+    assert both["eer_diff"] == fixed["eer_diff"]  # the same trials and scores: only the CI moves
+
+
 def test_comparisons_pair_when_trials_are_shared():
     rng = np.random.default_rng(0)
     a = _trials(12, 6, 1.0, rng)

@@ -230,6 +230,25 @@ def test_speaker_unit_binned_uses_the_exact_draws():
         )
 
 
+def test_two_way_binned_uses_the_exact_draws():
+    """Pairs of (enrolled, tested) speakers: the binned tables are the exact path's draws, so the
+    bound holds resample by resample; 40 speakers enrolled and tested, one draw for both sides."""
+    s, y = make(6000, seed=8)
+    rng = np.random.default_rng(8)
+    test = rng.integers(0, 40, s.size)
+    enroll = np.where(y, test, rng.integers(0, 40, s.size))
+    kw = dict(n_boot=64, seed=4, unit="two_way", groups=test, enroll_groups=enroll)
+    ex = B.bootstrap_metrics(s, y, method="exact", **kw)
+    bi = B.bootstrap_metrics(s, y, method="binned", bins=128, **kw)
+    assert bi.method == "binned" and bi.info()["sides"] == "one draw" and bi.n_valid == ex.n_valid
+    values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
+    for k, v in flat(ex.samples).items():
+        ok = np.isfinite(v)
+        assert np.all((v >= values[k] - below[k] - 1e-12)[ok]) and np.all(
+            (v <= values[k] + above[k] + 1e-12)[ok]
+        )
+
+
 def test_thousands_of_speakers_take_the_sparse_speaker_table():
     """5,000 speakers x 2 x 4,096 bins would be 41M dense floats; the sparse table holds at most
     one cell per trial, and the draws stay the exact path's (the bound holds resample by resample)."""

@@ -163,3 +163,141 @@ def test_small_inputs_keep_the_exact_draws():
         "unit": "trial",
         "seed": 0,
     }
+
+
+# --- the two-way speaker bootstrap (issue 60) ----------------------------------------------------
+
+
+def three_speakers():
+    """Speakers a, b, c, each enrolled and each tested with one utterance: every utterance against
+    every enrolled speaker, 9 trials of which 3 target (enroll, test speaker, score, label)."""
+    rows = [
+        ("a", "a", 2.0, True),
+        ("a", "b", 0.3, False),
+        ("a", "c", 1.1, False),
+        ("b", "a", 0.2, False),
+        ("b", "b", 1.9, True),
+        ("b", "c", 0.5, False),
+        ("c", "a", 1.5, False),
+        ("c", "b", 0.1, False),
+        ("c", "c", 0.9, True),
+    ]
+    enroll, test, score, label = (np.array(x) for x in zip(*rows))
+    return enroll, test, score.astype(float), label.astype(bool)
+
+
+def test_two_way_weights_by_hand():
+    """a drawn twice, b never, c once: a non-target (enrolled i, tested j) counts m_i m_j times,
+    a target of speaker i m_i times (one person, not two)."""
+    enroll, test, score, label = three_speakers()
+    plan = B._Plan(label, "two_way", True, test, 0, enroll)
+    assert plan.sides == "one draw" and plan.n_groups == 3  # one draw over the union {a, b, c}
+    weights = plan.trial_weights(np.array([[2, 0, 1]]))[0]
+    #                  a-a  a-b  a-c  b-a  b-b  b-c  c-a  c-b  c-c
+    assert weights.tolist() == [2, 0, 2, 0, 0, 0, 2, 0, 1]
+    # an attribute task's target pairs two people (same sex, say): both sides count, m_a m_c
+    label[2] = True
+    attribute = B._Plan(label, "two_way", True, test, 0, enroll)
+    assert attribute.trial_weights(np.array([[2, 0, 1]]))[0][2] == 2 * 1
+
+
+def test_two_way_resample_is_the_weighted_trials_of_its_draw():
+    enroll, test, score, label = three_speakers()
+    res = B.bootstrap_metrics(
+        score, label, n_boot=20, seed=5, unit="two_way", groups=test, enroll_groups=enroll
+    )
+    assert res.unit == "two_way" and res.info()["sides"] == "one draw"
+    plan = B._Plan(label, "two_way", True, test, 5, enroll)
+    for i in range(20):
+        drawn = np.random.default_rng([5, i]).integers(0, 3, size=3)  # resample i's draw
+        m = np.bincount(drawn, minlength=3)
+        weights = plan.trial_weights(m[None, :])[0]
+        assert np.array_equal(plan.speaker_multiplicities([i])[0], m)
+        keep = weights > 0
+        if not (label[keep].any() and (~label[keep]).any()):
+            assert np.isnan(res.samples["eer"][i])  # one class left: dropped
+            continue
+        expected = core.eer(
+            np.repeat(score, weights.astype(int)), np.repeat(label, weights.astype(int))
+        )
+        assert res.samples["eer"][i] == pytest.approx(expected.eer)
+
+
+def test_two_way_draws_each_side_on_its_own_when_no_speaker_is_on_both():
+    enroll = np.array(["x", "x", "y", "y", "x", "y"])
+    test = np.array(["a", "b", "a", "b", "c", "c"])
+    label = np.zeros(6, bool)
+    plan = B._Plan(label, "two_way", True, test, 0, enroll)
+    assert plan.sides == "independent draws" and plan.side_sizes == [3, 2]
+    m = plan.speaker_multiplicities([0])[0]
+    assert m[:3].sum() == 3 and m[3:].sum() == 2  # 3 tested drawn among a-c, 2 enrolled among x-y
+    # tested a, b, c are 0, 1, 2; enrolled x, y come after them: 3, 4
+    assert plan.trial_weights(np.array([[1, 2, 0, 3, 0]]))[0].tolist() == [3, 6, 0, 0, 0, 0]
+
+
+def test_a_paired_comparison_draws_once_for_both_systems():
+    """b ranks the trials as a does: with one set of draws every resample's EERs are equal, so the
+    difference is exactly 0 in each; any other draw for b would move it."""
+    rng = np.random.default_rng(2)
+    spk = [f"s{i}" for i in range(12)]
+    enroll = np.repeat(spk, 12 * 3)
+    test = np.tile(np.repeat(spk, 3), 12)
+    label = enroll == test
+    score = rng.normal(size=label.size) + 2 * label
+    res = B.paired_bootstrap(
+        score,
+        2 * score + 1,
+        label,
+        n_boot=100,
+        seed=0,
+        unit="two_way",
+        groups=test,
+        enroll_groups=enroll,
+    )
+    assert res.unit == "two_way" and res.ci95["eer"] == [0.0, 0.0] and res.p_value["eer"] == 1.0
+    both = B.speaker_paired_bootstrap(
+        score,
+        label,
+        test,
+        2 * score + 1,
+        label,
+        test,
+        n_boot=100,
+        seed=0,
+        enroll_groups_a=enroll,
+        enroll_groups_b=enroll,
+    )  # different trial lists of the same speakers: the same draws too
+    assert both.unit == "two_way" and both.ci95["eer"] == [0.0, 0.0]
+    alone = [
+        B.bootstrap_metrics(
+            s, label, n_boot=100, seed=k, unit="two_way", groups=test, enroll_groups=enroll
+        ).samples["eer"]
+        for k, s in enumerate((score, 2 * score + 1))
+    ]
+    assert np.any(alone[0] != alone[1])  # independent draws would not cancel
+
+
+def test_two_way_is_wider_than_holding_the_enrolled_side_fixed():
+    """Enrollment-side effects (each enrolled speaker's non-target scores shifted): resampling
+    the enrolled side too widens the EER interval."""
+    rng = np.random.default_rng(0)
+    spk = np.arange(24).astype(str)
+    enroll = np.repeat(spk, 24 * 10)
+    test = np.tile(np.repeat(spk, 10), 24)
+    label = enroll == test
+    shift = dict(zip(spk, rng.normal(0, 0.8, 24)))
+    score = rng.normal(size=label.size) + np.where(label, 2.5, np.array([shift[e] for e in enroll]))
+    width = {}
+    for unit in ("two_way", "speaker"):
+        ci = B.bootstrap_metrics(
+            score, label, n_boot=300, seed=0, unit=unit, groups=test, enroll_groups=enroll
+        ).ci()["eer"]
+        width[unit] = ci[1] - ci[0]
+    assert width["two_way"] > 1.3 * width["speaker"]
+
+
+def test_two_way_needs_the_enrolled_speakers():
+    s, y = make(50)
+    g = np.arange(50) % 5
+    with pytest.raises(DataError, match="enrolled speaker"):
+        B.bootstrap_metrics(s, y, n_boot=5, unit="two_way", groups=g)

@@ -232,3 +232,21 @@ def test_write_report_from_library(tmp_path):
     assert {"per_speaker_eer.png", "segments.png"} <= set(written) and "roc.png" not in written
     doc = json.loads(written["results.json"].read_text())
     assert "plots.roc" in doc["not_applicable"]
+
+
+def test_per_speaker_plot_names_a_few_speakers_and_draws_many_as_one_curve(tmp_path):
+    """Up to MAX_NAMED_SPEAKERS a bar and a name each; beyond, the sorted EERs as one step curve
+    in a figure of fixed width (1,000 bars made a figure 250 inches wide)."""
+    from matplotlib.image import imread
+
+    from sparc_eval.metrics.plots import MAX_NAMED_SPEAKERS, plot_per_speaker
+
+    def per(n):
+        return {
+            f"s{i}": {"eer": (i % 50) / 100, "n_target": 5, "n_nontarget": 50} for i in range(n)
+        }
+
+    few = imread(plot_per_speaker(tmp_path / "few.png", per(MAX_NAMED_SPEAKERS)))
+    many = imread(plot_per_speaker(tmp_path / "many.png", per(1000), overall_eer=0.2))
+    assert few.shape[1] > many.shape[1]  # the named bars need the width; the curve does not
+    assert many.shape[1] <= 8 * 150  # 8 inches at the plots' 120 dpi, with room to spare

@@ -415,54 +415,65 @@ def test_align_trials_for_paired_bootstrap(tmp_path):
         align_trials(a, d)
 
 
-def test_cli_bootstrap_unit_follows_utt2spk(tmp_path, capsys):
-    """Trials that share a test speaker are not independent: with --utt2spk the CIs resample
-    speakers by default; without it they resample trials, and the command says so."""
+def _metrics(scores, out, *extra) -> str:
+    """Runs ``sparc-eval metrics`` (100 resamples, no plots); returns what it said on stderr."""
+    import io
+    from contextlib import redirect_stderr
+
+    args = ["metrics", "--scores", scores, "--out", out, "--n-boot", 100, "--no-plots", *extra]
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main([str(a) for a in args]) == 0
+    return err.getvalue()
+
+
+def test_cli_bootstrap_unit_follows_what_the_files_say(tmp_path):
+    """Enrolled speakers known (enrollment ids that are speakers of --utt2spk, or --enroll2spk):
+    two-way; --utt2spk alone with enrollment ids it does not know: test speakers, the enrolled
+    side held fixed, said on stderr, in the report and in run.bootstrap; no --utt2spk: trials."""
     scores, utt2spk, _ = synthetic(tmp_path)
-    with_spk, without = tmp_path / "spk", tmp_path / "trial"
-    assert (
-        main(
-            [
-                "metrics",
-                "--scores",
-                str(scores),
-                "--utt2spk",
-                str(utt2spk),
-                "--out",
-                str(with_spk),
-                "--n-boot",
-                "100",
-                "--no-plots",
-            ]
-        )
-        == 0
+    said = _metrics(scores, tmp_path / "two_way", "--utt2spk", utt2spk)
+    assert "speakers on both sides" in said
+    two_way = strict_json(tmp_path / "two_way/results.json")
+    assert two_way["run"]["bootstrap_unit"] == "two_way" and two_way["run"]["deviations"] == {}
+    assert two_way["run"]["bootstrap"]["sides"] == "one draw"
+    report = (tmp_path / "two_way/report.md").read_text()
+    assert "resamples of the speakers on both sides of the trials, enrolled and tested" in report
+
+    # the same trials with enrollment models named otherwise ("model-spk0"): unknown to utt2spk
+    renamed = tmp_path / "renamed.txt"
+    renamed.write_text(
+        "".join(f"model-{line}" for line in scores.read_text().splitlines(keepends=True))
     )
-    assert "resample test speakers" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "metrics",
-                "--scores",
-                str(scores),
-                "--out",
-                str(without),
-                "--n-boot",
-                "100",
-                "--no-plots",
-            ]
-        )
-        == 0
-    )
-    assert "too narrow" in capsys.readouterr().err
-    spk, trial = strict_json(with_spk / "results.json"), strict_json(without / "results.json")
-    assert spk["run"]["bootstrap_unit"] == "speaker" and spk["run"]["deviations"] == {}
-    assert (
-        trial["run"]["bootstrap_unit"] == "trial"
-        and "bootstrap_unit_trial" in trial["run"]["deviations"]
-    )
-    assert "resamples of test speakers" in (with_spk / "report.md").read_text()
-    assert "resamples of trials" in (without / "report.md").read_text()
-    assert (
-        spk["overall"]["eer"] == trial["overall"]["eer"]
-        and spk["overall"]["ci95"] != trial["overall"]["ci95"]
-    )
+    said = _metrics(renamed, tmp_path / "fixed", "--utt2spk", utt2spk)
+    assert "test speakers; the enrolled side is held fixed" in said
+    fixed = strict_json(tmp_path / "fixed/results.json")
+    assert fixed["run"]["bootstrap_unit"] == "speaker"
+    assert fixed["run"]["bootstrap"]["enrollment_side"].startswith("held fixed")
+    assert "bootstrap_unit_speaker" in fixed["run"]["deviations"]
+    assert "the enrolled side is held fixed" in (tmp_path / "fixed/report.md").read_text()
+    assert fixed["overall"]["eer"] == two_way["overall"]["eer"]
+
+    enroll2spk = tmp_path / "enroll2spk"
+    enroll2spk.write_text("".join(f"model-spk{i} spk{i}\n" for i in range(8)))
+    _metrics(renamed, tmp_path / "mapped", "--utt2spk", utt2spk, "--enroll2spk", enroll2spk)
+    mapped = strict_json(tmp_path / "mapped/results.json")
+    assert mapped["run"]["bootstrap_unit"] == "two_way"
+    assert mapped["overall"]["ci95"] == two_way["overall"]["ci95"]  # the same draws, the same CIs
+
+    said = _metrics(scores, tmp_path / "trial")
+    assert "too narrow" in said
+    trial = strict_json(tmp_path / "trial/results.json")
+    assert trial["run"]["bootstrap_unit"] == "trial"
+    assert "bootstrap_unit_trial" in trial["run"]["deviations"]
+    assert "resamples of trials" in (tmp_path / "trial/report.md").read_text()
+    # 8 speakers, each enrolled and tested: resampling both sides widens the interval
+    width = lambda doc: doc["overall"]["ci95"]["eer"][1] - doc["overall"]["ci95"]["eer"][0]
+    assert width(two_way) > width(fixed)
+
+
+def test_enroll2spk_needs_utt2spk(tmp_path, capsys):
+    scores, utt2spk, _ = synthetic(tmp_path)
+    args = ["metrics", "--scores", str(scores), "--out", str(tmp_path / "o")]
+    assert main([*args, "--enroll2spk", str(utt2spk)]) == 2
+    assert "--enroll2spk needs --utt2spk" in capsys.readouterr().err

@@ -256,12 +256,15 @@ def test_stt_tts_trials_are_scored_on_the_words_they_say(
     # rule 10 and provenance: speaker-level CIs by default, what the number depends on
     run = spoken["run"]
     assert (
-        run["bootstrap_unit"] == "speaker" and "model_size_cpu" not in run["deviations"]
+        run["bootstrap_unit"] == "two_way" and "model_size_cpu" not in run["deviations"]
     )  # custom sizes here
     assert "model_size_custom" in run["deviations"]
     env = run["environment"]
     assert env["packages"]["torch"] and env["torch_threads"] >= 1 and env["machine"]
-    assert "resamples of test speakers" in (tmp_path / "spoken/report.md").read_text()
+    assert (
+        "resamples of the speakers on both sides of the trials"
+        in (tmp_path / "spoken/report.md").read_text()
+    )
 
 
 def test_recipe_segments_list_accents_in_no_segment():

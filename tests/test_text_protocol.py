@@ -106,7 +106,7 @@ def test_presets_follow_appendix_A1():
     for name in ("naturalvoices", "sporc"):
         hp = load_hparams(REPO / "hparams" / "text" / f"{name}.yaml", {"output_folder": "unused"})
         cfg = trial_config_from_hparams(hp)
-        assert hp["protocol"] == name and hp["bootstrap_unit"] == "speaker"
+        assert hp["protocol"] == name and hp["bootstrap_unit"] == "two_way"
         assert parse_settings(hp["P"], hp["L"], hp["settings"]) == [
             (200, 20),
             (200, 5),
@@ -442,8 +442,9 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
         [float(x[2]) for x in b],
         [x[3] == "target" for x in a],
         n_boot=30,
-        unit="speaker",
+        unit="two_way",
         groups=[t["probe"]["speaker"] for t in trials],
+        enroll_groups=[t["enroll"]["speaker"] for t in trials],
     )
     assert rows[0]["diff"]["eer"] == pytest.approx(again.diff["eer"])
     assert rows[0]["ci95"]["eer"] == pytest.approx(again.ci95["eer"])
@@ -453,7 +454,7 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
     )
 
 
-def test_cis_resample_test_speakers_by_default(tmp_path):
+def test_cis_resample_the_speakers_on_both_sides_by_default(tmp_path):
     from sparc_eval.metrics import evaluate_trials
 
     out = tmp_path / "out"
@@ -465,9 +466,8 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
         output_folder=out,
         plots=False,
     )
-    assert (
-        doc["run"]["bootstrap_unit"] == "speaker"
-        and "bootstrap_unit_trial" not in doc["run"]["deviations"]
+    assert doc["run"]["bootstrap_unit"] == "two_way" and not any(
+        k.startswith("bootstrap_unit") for k in doc["run"]["deviations"]
     )
     scores = read_scores(out / "scores" / "speaker_P50_L5.txt")
     trials = [
@@ -480,13 +480,16 @@ def test_cis_resample_test_speakers_by_default(tmp_path):
         [float(s[2]) for s in scores],
         [s[3] for s in scores],
         utt2spk={t["probe"]["id"]: t["probe"]["speaker"] for t in trials},
+        enroll2spk={t["enroll"]["id"]: t["enroll"]["speaker"] for t in trials},
         n_boot=40,
         seed=0,
-        bootstrap_unit="speaker",
+        bootstrap_unit="two_way",
     )
     block = doc["tasks"]["speaker"]["P50_L5"]["conditions"]["combined"]
+    assert again.details["bootstrap"]["unit"] == "two_way"
     assert block["ci95"]["eer"] == pytest.approx(again["overall"]["ci95"]["eer"])
-    assert "bootstrap resamples of test speakers" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "bootstrap resamples of speakers on both sides of the trials" in report
     doc = evaluate_text(
         conversations(),
         TfidfScorer(),

@@ -283,7 +283,7 @@ def test_naturalvoices_preset_on_edacc(data_dir, tmp_path, capsys):
     assert doc["shared_text"]["n_removed"] == 0 and doc["run"]["protocol"] == "naturalvoices"
     assert (
         set(doc["run"]["deviations"]) == {"probes_cut"}
-        and doc["run"]["bootstrap_unit"] == "speaker"
+        and doc["run"]["bootstrap_unit"] == "two_way"
     )
 
 

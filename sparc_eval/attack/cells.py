@@ -343,13 +343,15 @@ def run_cell(
         cell_dir / "utt2spk", "w", encoding="utf-8"
     ) as handle:  # for the scores of a reused cell
         handle.writelines(f"{t} {s}\n" for t, s in sorted(result.trials.utt2spk().items()))
+    with atomic_open(cell_dir / "enroll2spk", "w", encoding="utf-8") as handle:  # two-way CIs
+        handle.writelines(f"{e} {s}\n" for e, s in sorted(result.trials.enroll_map().items()))
     base = {
         "attacker": spec.name,
         "kind": spec.kind,
         "corpus": evalset.name,
         "condition": condition,
         "results": "results.json",
-        "trials": {"scores": "scores.txt", "utt2spk": "utt2spk"},
+        "trials": {"scores": "scores.txt", "utt2spk": "utt2spk", "enroll2spk": "enroll2spk"},
         "n_utterances": len(view)
         if plan.split is None
         else len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
@@ -380,7 +382,13 @@ def run_cell(
 
 
 def cell_trials(cell_dir: Path) -> Trials:
-    """The scored trials of a finished cell, for comparisons."""
+    """The scored trials of a finished cell, for comparisons (with their enrolled speakers where
+    the cell wrote them: cells before the two-way bootstrap did not)."""
     from ..metrics import read_utt2spk
 
-    return Trials.read(cell_dir / "scores.txt", read_utt2spk(cell_dir / "utt2spk"))
+    enrolled = cell_dir / "enroll2spk"
+    return Trials.read(
+        cell_dir / "scores.txt",
+        read_utt2spk(cell_dir / "utt2spk"),
+        enroll2spk=read_utt2spk(enrolled) if enrolled.is_file() else None,
+    )

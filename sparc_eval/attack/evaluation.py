@@ -13,20 +13,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from ..errors import DataError
+from ..metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from ..metrics.core import MetricSettings
 from ..metrics.small import MIN_SPEAKERS
 from .trials import Trials
-
-BOOTSTRAP_UNITS = ("speaker", "trial")
 
 
 @dataclass(frozen=True)
 class BootstrapSettings:
     n_boot: int = 1000  # resamples (0: no CIs)
     seed: int = 0
-    unit: str = (
-        "speaker"  # test speakers (the protocols' unit: their trials are not independent) | trial
-    )
+    # two_way: the speakers on both sides of the trials | speaker: test speakers | trial
+    unit: str = DEFAULT_BOOTSTRAP_UNIT
     method: str = "auto"  # auto | exact | binned (sparc_eval.metrics.bootstrap)
     bins: Optional[int] = None  # score bins of the binned bootstrap (None: the unit's default)
 
@@ -146,6 +144,7 @@ def evaluate(
         scored.score,
         scored.label,
         utt2spk=scored.utt2spk(),
+        enroll2spk=scored.enroll2spk(),
         speakers=segment_speakers(speakers, seg),
         settings=settings.metrics,
         n_boot=boot.n_boot,

@@ -41,6 +41,7 @@ def evaluate_subset(
         chosen.score,
         chosen.label,
         utt2spk=chosen.utt2spk(),
+        enroll2spk=chosen.enroll2spk(),
         settings=settings.metrics,
         n_boot=boot.n_boot,
         seed=boot.seed,

@@ -127,6 +127,28 @@ class Trials:
             return None
         return dict(zip(self.test.tolist(), self.test_speaker.tolist()))
 
+    def enroll2spk(self) -> dict:
+        """Enrolled speaker -> itself: the enrollment side of :attr:`enroll_speakers`, which are
+        speaker ids, for a two-way bootstrap (:func:`sparc_eval.metrics.evaluate_trials`)."""
+        return {s: s for s in set(self.enroll_speakers.tolist())}
+
+    def enroll_map(self) -> dict:
+        """Enrollment id -> enrolled speaker (the ``enroll2spk`` file a cell writes beside its
+        scores)."""
+        return dict(zip(self.enroll.tolist(), self.enroll_speakers.tolist()))
+
+    def enrolled_known(self) -> bool:
+        """Whether :attr:`enroll_speakers` are speakers: given, or enrollment ids that name the
+        test speaker of every target trial (speaker-level enrollment)."""
+        if self.enroll_speaker is not None:
+            return True
+        if self.test_speaker is None:
+            return False
+        target = self.label.astype(bool)
+        return bool(
+            np.array_equal(self.enroll[target].astype(str), self.test_speaker[target].astype(str))
+        )
+
     def keys(self) -> np.ndarray:
         """``enroll<TAB>test`` per trial: what pairs two attackers' trials."""
         return np.char.add(np.char.add(self.enroll.astype(str), "\t"), self.test.astype(str))
@@ -143,9 +165,12 @@ class Trials:
         return len(self) - len(scored)
 
     @classmethod
-    def read(cls, path, utt2spk: Optional[dict] = None) -> "Trials":
+    def read(
+        cls, path, utt2spk: Optional[dict] = None, enroll2spk: Optional[dict] = None
+    ) -> "Trials":
         """A score file (every rule of :mod:`sparc_eval.metrics.scores` checked); ``utt2spk``
-        gives the test speakers (a test id missing from it is an error naming it)."""
+        gives the test speakers (a test id missing from it is an error naming it), ``enroll2spk``
+        the enrolled speakers (an enrollment id missing from it keeps its id)."""
         from ..metrics.scores import read_scores
 
         found = read_scores(path)
@@ -158,4 +183,14 @@ class Trials:
                     path=path,
                 )
             speakers = [utt2spk[t] for t in found.test.tolist()]
-        return cls(found.enroll, found.test, found.scores, found.labels, test_speaker=speakers)
+        enrolled = None
+        if enroll2spk is not None:
+            enrolled = [enroll2spk.get(e, e) for e in found.enroll.tolist()]
+        return cls(
+            found.enroll,
+            found.test,
+            found.scores,
+            found.labels,
+            test_speaker=speakers,
+            enroll_speaker=enrolled,
+        )

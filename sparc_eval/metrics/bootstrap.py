@@ -16,11 +16,13 @@ resample is a count table, never a re-sorted list. Two ways to draw one (``metho
   ``np.random.default_rng([seed, j, 1])``. The speaker unit uses per-speaker count tables
   (speakers x bins, sparse: one cell per speaker, bin and label that holds trials, so its size
   grows with the trials, not speakers x bins): a resample's table is its speaker multiplicities
-  times that matrix, with the same speaker draws as the exact path.
+  times that matrix, with the same speaker draws as the exact path. The two-way unit weights
+  each trial by its speakers' multiplicities and sums the weights per (bin, label) cell: O(trials)
+  per resample, since a non-target's weight depends on two speakers.
 - ``"auto"`` (default): exact up to 20,000 trials (where it costs no more, and small files keep
   the numbers they always had) and with weights; binned above.
 
-Bins (at most B: 2,048 for the trial unit, 4,096 for the speaker unit). With at most B distinct
+Bins (at most B: 2,048 for the trial unit, 4,096 for the speaker units). With at most B distinct
 scores, each distinct score is its own bin and the binned bootstrap is the exact bootstrap in
 distribution (other random numbers). Otherwise consecutive distinct scores are grouped: a new
 bin starts where either class's cumulative share enters a new cell of width 1/k, and a distinct
@@ -68,9 +70,22 @@ Units:
 - ``"trial"`` (default): trials drawn with replacement; with ``stratify=True`` (default) target
   and non-target trials are drawn separately, so every resample keeps the trial list's class
   counts (and never has one class);
-- ``"speaker"``: speakers drawn with replacement (``groups`` gives each trial's speaker, by
-  default the test speaker); every trial of a drawn speaker counts as often as it was drawn.
-  Resamples left with one class are dropped (how many is reported).
+- ``"two_way"``: speakers drawn with replacement on both sides of a trial (Owen's pigeonhole
+  bootstrap for crossed designs, Ann. Appl. Stat. 1(2), 2007): ``groups`` gives each trial's
+  test speaker, ``enroll_groups`` its enrolled speaker. When the two sides share speakers (every
+  enrolled speaker also tested, as in the card's split and the VoicePrivacy lists) one draw over
+  their union serves both: speaker i drawn m_i times gives a trial between enrolled i and
+  tested j (i != j: every non-target, and an attribute task's targets) the weight m_i m_j and a
+  target trial of speaker i the weight m_i (two copies of one person are not two people). When no speaker is on both sides the two sides are drawn
+  independently. A non-target score depends on both speakers, so holding the enrolled side
+  fixed makes intervals too narrow (docs: "How well the intervals cover"); this one is mildly
+  conservative (Owen and Eckles, Ann. Appl. Stat. 6(3), 2012).
+- ``"speaker"``: test speakers drawn with replacement (``groups`` gives each trial's speaker, by
+  default the test speaker), the enrolled side held fixed; every trial of a drawn speaker counts
+  as often as it was drawn.
+
+Speaker-unit resamples left with one class are dropped (how many is reported). A paired
+comparison applies one set of draws to both systems.
 
 A seed gives the same numbers whatever the chunking. Intervals are percentile intervals
 (``level`` 0.95: the 2.5th and 97.5th percentiles of the valid resamples).
@@ -101,18 +116,28 @@ from .core import (
     sort_trials,
 )
 
-BOOTSTRAP_UNITS = ("trial", "speaker")
+# the units (module docstring): the one definition; settings and CLIs read it from here
+BOOTSTRAP_UNITS = ("two_way", "speaker", "trial")
+DEFAULT_BOOTSTRAP_UNIT = "two_way"  # where enrolled speakers are known (jobs, hparams, the CLI)
+SPEAKER_UNITS = ("two_way", "speaker")
+UNIT_WORDS = {  # what a resample draws, as the reports say it ("resamples of ...")
+    "two_way": "the speakers on both sides of the trials, enrolled and tested",
+    "speaker": "test speakers",
+    "trial": "trials",
+}
 BOOTSTRAP_METHODS = ("auto", "exact", "binned")
 DEFAULT_BINS = {
     "trial": 2048,
     "speaker": 4096,
-}  # the speaker unit's AUC bound needs the finer table
+    "two_way": 4096,
+}  # the speaker units' AUC bound needs the finer table
 AUTO_EXACT_MAX_TRIALS = 20_000  # "auto" keeps the exact draws up to here (no slower there)
 BLOCK = 64  # binned resamples per generator (fixed, so the chunking never changes the numbers)
 FOCUS_Z = 4.0  # focus windows span this many bootstrap standard deviations around each threshold
 FOCUS_SHARE = {
     "trial": 0.75,
     "speaker": 0.3,
+    "two_way": 0.3,
 }  # of the bins, for the focus windows (the rest serve the AUC)
 AUC_FAILURE = 1e-6  # the trial unit's AUC bound holds for a resample with probability >= 1 - this
 EER_FLOAT_SLACK = 1e-6  # SpeechBrain's float32 tie-breaking may pick a near-minimal threshold
@@ -139,6 +164,7 @@ class BootstrapResult:
     exact_bins: bool = True
     bounds: Optional[tuple] = None
     extra: Optional[dict] = None  # replicates of the caller's extra metrics (``extra=`` below)
+    sides: Optional[str] = None  # two-way: "one draw" (shared speakers) or "independent draws"
 
     def ci(self) -> dict:
         """``{"eer": [lo, hi], "auc": ..., "tpr_at_fpr": {target: [lo, hi]}, "min_dcf": ...}``;
@@ -167,6 +193,8 @@ class BootstrapResult:
             "unit": self.unit,
             "seed": self.seed,
         }
+        if self.sides is not None:
+            out["sides"] = self.sides
         if self.method == "binned":
             bound = self.ci_error_bound()
             bound["tpr_at_fpr"] = {fpr_key(k): v for k, v in bound["tpr_at_fpr"].items()}
@@ -343,21 +371,28 @@ def focus_windows(t, n, settings: MetricSettings = MetricSettings(), spread=None
 
 
 def _speaker_spread(plan: "_Plan", st):
-    """``spread(g)`` of :func:`focus_windows` for the speaker unit: sqrt(sum_s x_s^2) / C with
-    x_s = c_s(<= g) - F(g) c_s over the speakers' class counts c_s (to first order); None for the
-    trial unit."""
-    if plan.unit != "speaker":
+    """``spread(g)`` of :func:`focus_windows` for the speaker units, to first order: a class's
+    rate below distinct score g moves by sum_s delta_s x_s / C when speaker s is drawn 1 + delta_s
+    times, with x_s = (its trials <= g) - F(g) (its trials), C the class's trials; two-way, a
+    trial counts for its enrolled speaker too when that is another person. None for the trial
+    unit."""
+    if plan.unit == "trial":
         return None
     group, is_target = st.code >> 1, (st.code & 1).astype(bool)
+    k = plan.n_groups
+    roles = [(plan.group_index, np.ones(plan.n, dtype=bool))]
+    if plan.enroll_index is not None:
+        roles.append((plan.enroll_index, plan.two_people))
+
+    def influence(mask, below):
+        count = lambda m: sum(np.bincount(s[m & on], minlength=k) for s, on in roles)
+        c = count(mask).astype(np.float64)
+        x = count(mask & below) - (mask & below).sum() / mask.sum() * c
+        return np.sqrt((x * x).sum()) / mask.sum()
 
     def spread(g):
-        out = []
-        for mask in (is_target, ~is_target):
-            c = np.bincount(plan.group_index[mask], minlength=plan.n_groups).astype(np.float64)
-            below = np.bincount(plan.group_index[mask & (group <= g)], minlength=plan.n_groups)
-            x = below - below.sum() / c.sum() * c
-            out.append(np.sqrt((x * x).sum()) / c.sum())
-        return out[0], out[1]  # FRR's, then (1 - FAR's) = FAR's
+        below = group <= g
+        return influence(is_target, below), influence(~is_target, below)  # FRR's, FAR's
 
     return spread
 
@@ -471,29 +506,63 @@ def _min_dcf_bound(r: Rates, mixed, value, settings: MetricSettings):
 
 class _Plan:
     """How to draw resample ``i``: returns either drawn trial indices (trial unit) or per-trial
-    multiplicities (speaker unit), for rows ``ids`` of the chunk."""
+    multiplicities (speaker units), for rows ``ids`` of the chunk.
 
-    def __init__(self, labels, unit: str, stratify: bool, groups, seed: int):
+    Speaker units number their speakers ``0..n_groups-1``: ``group_index`` is each trial's test
+    speaker, ``enroll_index`` (two-way) its enrolled one, in the same numbering when the sides
+    share speakers (one draw over their union) and after the test speakers when they do not
+    (each side drawn on its own: ``side_sizes``)."""
+
+    def __init__(self, labels, unit: str, stratify: bool, groups, seed: int, enroll_groups=None):
         if unit not in BOOTSTRAP_UNITS:
             raise ValueError(f"unit must be one of {BOOTSTRAP_UNITS}, not {unit!r}")
         self.unit = unit
         self.seed = int(seed)
         self.n = labels.size
+        self.draws_per_resample = self.n
+        self.enroll_index = None
+        self.sides = None
         if unit == "trial":
             self.strata = [np.flatnonzero(labels), np.flatnonzero(~labels)] if stratify else [None]
-            self.draws_per_resample = self.n
+            return
+        test = self._speakers(
+            groups, labels, "a speaker-level bootstrap needs each trial's speaker"
+        )
+        if unit == "speaker":
+            _, self.group_index = np.unique(test, return_inverse=True)
+            self.side_sizes = [int(self.group_index.max()) + 1]
         else:
-            if groups is None:
-                raise DataError(
-                    "a speaker-level bootstrap needs each trial's speaker",
-                    hint="pass groups= (or --utt2spk on the command line)",
-                )
-            g = np.asarray(groups)
-            if g.shape != labels.shape:
-                raise DataError(f"groups have shape {g.shape} but there are {labels.size} trials")
-            _, self.group_index = np.unique(g, return_inverse=True)
-            self.n_groups = int(self.group_index.max()) + 1
-            self.draws_per_resample = self.n
+            enrolled = self._speakers(
+                enroll_groups, labels, "a two-way bootstrap needs each trial's enrolled speaker"
+            )
+            self._two_sides(test, enrolled)
+        self.n_groups = sum(self.side_sizes)
+
+    @staticmethod
+    def _speakers(groups, labels, what: str) -> np.ndarray:
+        if groups is None:
+            raise DataError(what, hint="pass groups= (or --utt2spk on the command line)")
+        g = np.asarray(groups)
+        if g.shape != labels.shape:
+            raise DataError(f"groups have shape {g.shape} but there are {labels.size} trials")
+        return g
+
+    def _two_sides(self, test: np.ndarray, enrolled: np.ndarray) -> None:
+        as_str = lambda a: a if a.dtype.kind == "U" else a.astype(str)  # one namespace, both sides
+        names, index = sorted_codes(np.concatenate([as_str(test), as_str(enrolled)]))
+        test_index, enroll_index = index[: test.size], index[test.size :]
+        on_test_side = np.zeros(names.size, dtype=bool)
+        on_test_side[test_index] = True
+        if on_test_side[enroll_index].any():  # shared speakers: one draw over the union
+            self.group_index, self.enroll_index = test_index, enroll_index
+            self.side_sizes = [names.size]
+            self.sides = "one draw"
+        else:  # different people on each side: two independent draws, tested speakers first
+            renumber = np.cumsum(on_test_side) - 1
+            renumber[~on_test_side] = on_test_side.sum() + np.arange((~on_test_side).sum())
+            self.group_index, self.enroll_index = renumber[test_index], renumber[enroll_index]
+            self.side_sizes = [int(on_test_side.sum()), int((~on_test_side).sum())]
+            self.sides = "independent draws"
 
     def rng(self, i: int):
         return np.random.default_rng([self.seed, int(i)])
@@ -513,12 +582,51 @@ class _Plan:
                     lo += k
         return out
 
+    def _draw(self, i: int) -> np.ndarray:
+        """Resample ``i``'s drawn speakers: each side's size, with replacement from that side."""
+        rng, start, parts = self.rng(i), 0, []
+        for size in self.side_sizes:
+            parts.append(start + rng.integers(0, size, size=size))
+            start += size
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
     def speaker_multiplicities(self, ids) -> np.ndarray:
-        """``(len(ids), n_speakers)`` how often each speaker was drawn (speaker unit)."""
+        """``(len(ids), n_groups)`` how often each speaker was drawn (speaker units)."""
         k = self.n_groups
-        draws = np.stack([self.rng(i).integers(0, k, size=k) for i in ids])
+        draws = np.stack([self._draw(i) for i in ids])
         offsets = (np.arange(len(ids)) * k)[:, None]
         return np.bincount((draws + offsets).ravel(), minlength=len(ids) * k).reshape(len(ids), k)
+
+    def trial_weights(self, mult: np.ndarray) -> np.ndarray:
+        """``(b, n)`` per-trial weights of speaker multiplicities ``mult`` ``(b, n_groups)``: the
+        test speaker's multiplicity, times the enrolled speaker's (two-way) when they are two
+        people."""
+        w = mult[:, self.group_index].astype(np.float64)
+        if self.enroll_index is not None:
+            two = self.two_people
+            w[:, two] *= mult[:, self.enroll_index[two]]
+        return w
+
+    @property
+    def two_people(self) -> np.ndarray:
+        """Two-way: the trials whose enrolled and tested speakers differ (every non-target; the
+        targets of an attribute task too); a speaker's own target trials count it once."""
+        return self.enroll_index != self.group_index
+
+
+def sorted_codes(ids) -> tuple:
+    """``(distinct ids sorted, each id's index among them)``, as ``np.unique(ids,
+    return_inverse=True)`` gives them: hashed first, then only the distinct ids sorted (sorting
+    10^6 strings takes a second)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(np.asarray(ids)))
+    names = np.asarray(encoded.dictionary.to_pylist())
+    order = np.argsort(names, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return names[order], rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _chunk_counts(plan: _Plan, codes_list, weights, m_list, ids):
@@ -533,8 +641,7 @@ def _chunk_counts(plan: _Plan, codes_list, weights, m_list, ids):
             table = np.bincount(binned.ravel(), weights=w, minlength=b * 2 * m).reshape(b, m, 2)
             out.append((table[..., 1], table[..., 0]))
     else:
-        mult = plan.speaker_multiplicities(ids)
-        w = mult[:, plan.group_index].astype(np.float64)  # (b, n) per-trial multiplicity
+        w = plan.trial_weights(plan.speaker_multiplicities(ids))  # (b, n) per-trial multiplicity
         if weights is not None:
             w *= weights
         for codes, m in zip(codes_list, m_list):
@@ -587,6 +694,7 @@ def bootstrap_metrics(
     bins: Optional[int] = None,
     sorted_trials=None,
     extra=None,
+    enroll_groups=None,
 ) -> BootstrapResult:
     """Bootstrap replicates of every metric (see the module docstring for the units, the
     ``method`` and the ``bins``).
@@ -597,13 +705,14 @@ def bootstrap_metrics(
     when the caller has it (saves the sort). ``extra(t, n, first)``: more metrics of the same
     resampled count tables ``(b, m)``, whose column j starts at distinct score ``first[j]``
     (one distinct score per column for the exact method, a bin for the binned one); it returns
-    ``{name: (b,) array}``, kept in :attr:`BootstrapResult.extra`.
+    ``{name: (b,) array}``, kept in :attr:`BootstrapResult.extra`. ``groups``: each trial's test
+    speaker (speaker units); ``enroll_groups``: its enrolled speaker (two-way unit).
     """
     s, y, w = check_trials(scores, labels, weights)
     if n_boot < 1:
         raise ValueError("n_boot must be at least 1")
     st = sort_trials(s, y) if sorted_trials is None else sorted_trials
-    plan = _Plan(y, unit, stratify, groups, seed)
+    plan = _Plan(y, unit, stratify, groups, seed, enroll_groups)
     bins = DEFAULT_BINS[plan.unit] if bins is None else int(bins)
     if _use_binned(method, plan, w, bins):
         return _binned_bootstrap(st, plan, n_boot, level, settings, bins, extra)
@@ -614,7 +723,9 @@ def bootstrap_metrics(
         _store(samples, lo, hi, metrics_from_counts(t, n, settings))
         _store_extra(more, n_boot, lo, hi, extra, t, n, np.arange(m))
     n_valid = int(np.isfinite(samples["auc"]).sum())
-    return BootstrapResult(samples, n_boot, n_valid, unit, seed, level, extra=more or None)
+    return BootstrapResult(
+        samples, n_boot, n_valid, unit, seed, level, extra=more or None, sides=plan.sides
+    )
 
 
 def _store_extra(more: dict, n_boot: int, lo: int, hi: int, extra, t, n, first) -> None:
@@ -671,6 +782,7 @@ def _binned_bootstrap(
         binning.exact,
         (below, above),
         more or None,
+        plan.sides,
     )
 
 
@@ -690,6 +802,8 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
             return both[..., 1], both[..., 0]
 
         return draw
+    if plan.unit == "two_way":
+        return _two_way_draws(st, plan, binning)
     rng = lambda lo: np.random.default_rng([plan.seed, lo // BLOCK, 1])
     if plan.strata == [None]:  # unstratified: all trials over the (bin, label) cells
         tree = _Tree(np.stack([nb, tb], axis=-1).ravel())
@@ -704,6 +818,37 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
     def draw(lo, hi):
         g = rng(lo)
         return t_tree.draw(g, round(tb.sum()), hi - lo), n_tree.draw(g, round(nb.sum()), hi - lo)
+
+    return draw
+
+
+def _two_way_draws(st, plan: "_Plan", binning: Binning):
+    """The two-way unit's ``draw(lo, hi)``: each trial weighted by its speakers' multiplicities
+    (the product of its enrolled and tested speaker's; a speaker's own target trial by that one
+    speaker's: its "enrolled" column is one of ones), summed per (bin, label) cell over the trials
+    sorted by cell. Whole counts, so the sums are exact; O(trials) per resample, since a non-target's
+    weight depends on two speakers (pairs can be as many as trials)."""
+    cell = binning.of_group[st.code >> 1] * 2 + (st.code & 1)  # original trial order
+    order = np.argsort(cell, kind="stable")
+    cells = cell[order]
+    starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+    tested = plan.group_index[order]
+    enrolled = np.where(plan.two_people[order], plan.enroll_index[order], plan.n_groups)
+    n_cells = 2 * binning.n_bins
+
+    def draw(lo, hi):
+        mult = plan.speaker_multiplicities(range(lo, hi))
+        # int32 sums are exact while every weight together stays below 2^31 (a third faster)
+        exact = tested.size * int(mult.max()) ** 2 < 2**31
+        mult = np.hstack([mult, np.ones((hi - lo, 1), mult.dtype)])
+        mult = mult.astype(np.int32 if exact else np.float64)
+        out = np.zeros((hi - lo, n_cells))
+        for row, m in enumerate(mult):
+            out[row, cells[starts]] = np.add.reduceat(
+                m[enrolled] * m[tested], starts, dtype=m.dtype
+            )
+        both = out.reshape(hi - lo, -1, 2)
+        return both[..., 1], both[..., 0]
 
     return draw
 
@@ -760,10 +905,12 @@ def paired_bootstrap(
     level: float = 0.95,
     settings: MetricSettings = MetricSettings(),
     chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    enroll_groups=None,
 ) -> PairedResult:
     """Compare system b with system a on the same trials (same order, same labels).
 
-    Every resample applies the same multiplicities to both systems; the difference b - a of
+    Every resample applies the same multiplicities to both systems (one set of draws, of the
+    trials or of the speakers on one or both sides: ``unit``); the difference b - a of
     each metric is taken per resample. Reported: the point values, the point difference, its
     percentile CI and a two-sided bootstrap p-value, 2 * min(P(diff* <= 0), P(diff* >= 0))
     capped at 1 (a rough test of "no difference").
@@ -775,7 +922,7 @@ def paired_bootstrap(
             f"the two systems have {sa.size} and {sb.size} trials; they must share trials"
         )
     st_a, st_b = sort_trials(sa, y), sort_trials(sb, y)
-    plan = _Plan(y, unit, stratify, groups, seed)
+    plan = _Plan(y, unit, stratify, groups, seed, enroll_groups)
 
     pa, pb = _point(st_a, w, settings), _point(st_b, w, settings)
     sam_a = _empty_samples(settings, n_boot)
@@ -811,36 +958,49 @@ def speaker_paired_bootstrap(
     level: float = 0.95,
     settings: MetricSettings = MetricSettings(),
     chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
+    enroll_groups_a=None,
+    enroll_groups_b=None,
 ) -> PairedResult:
     """Compare two systems scored on different trials of the same test speakers (a text and an
     ECAPA attacker on one corpus; one attacker with and without some utterances). Every resample
-    draws test speakers with replacement, the same draw for both systems, and weights each
-    system's trials by their speaker's multiplicity, so what makes a speaker easy or hard cancels
-    in the difference, as trial-level pairing does in :func:`paired_bootstrap`."""
+    draws speakers with replacement, the same draw for both systems, and weights each system's
+    trials by their speaker's multiplicity, so what makes a speaker easy or hard cancels in the
+    difference, as trial-level pairing does in :func:`paired_bootstrap`. With both systems'
+    enrolled speakers (``enroll_groups_a``, ``enroll_groups_b``) the draw is two-way (see the
+    module docstring); without, the enrolled side is held fixed (``unit`` ``"speaker"``)."""
     sa, ya, _ = check_trials(scores_a, labels_a)
     sb, yb, _ = check_trials(scores_b, labels_b)
     ga, gb = np.asarray(groups_a).astype(str), np.asarray(groups_b).astype(str)
     if ga.shape != sa.shape or gb.shape != sb.shape:
         raise DataError("every trial of both systems needs its test speaker (groups)")
-    plan = _Plan(np.concatenate([ya, yb]), "speaker", True, np.concatenate([ga, gb]), seed)
-    index = (plan.group_index[: sa.size], plan.group_index[sa.size :])
+    two_way = enroll_groups_a is not None and enroll_groups_b is not None
+    if two_way != (enroll_groups_a is not None or enroll_groups_b is not None):
+        raise DataError("a two-way comparison needs both systems' enrolled speakers")
+    enrolled = (
+        np.concatenate([np.asarray(enroll_groups_a), np.asarray(enroll_groups_b)])
+        if two_way
+        else None
+    )
+    unit = "two_way" if two_way else "speaker"
+    plan = _Plan(np.concatenate([ya, yb]), unit, True, np.concatenate([ga, gb]), seed, enrolled)
     sorted_ = (sort_trials(sa, ya), sort_trials(sb, yb))
+    parts = (slice(0, sa.size), slice(sa.size, None))
     points = [_point(st, None, settings) for st in sorted_]
     samples = [_empty_samples(settings, n_boot), _empty_samples(settings, n_boot)]
     for lo, hi in _chunks(n_boot, sa.size + sb.size, chunk_elements):
-        mult = plan.speaker_multiplicities(range(lo, hi)).astype(np.float64)
+        weights = plan.trial_weights(plan.speaker_multiplicities(range(lo, hi)))
         rows = np.arange(hi - lo)[:, None]
-        for st, idx, sam in zip(sorted_, index, samples):
+        for st, part, sam in zip(sorted_, parts, samples):
             m = st.n_groups
             binned = st.code[None, :] + rows * 2 * m
             table = np.bincount(
-                binned.ravel(), weights=mult[:, idx].ravel(), minlength=(hi - lo) * 2 * m
+                binned.ravel(), weights=weights[:, part].ravel(), minlength=(hi - lo) * 2 * m
             ).reshape(hi - lo, m, 2)
             _store(sam, lo, hi, metrics_from_counts(table[..., 1], table[..., 0], settings))
     diff, ci, pv = _differences(points[0], points[1], samples[0], samples[1], settings, level)
     valid = np.isfinite(samples[0]["auc"]) & np.isfinite(samples[1]["auc"])
     return PairedResult(
-        points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), "speaker", int(seed)
+        points[0], points[1], diff, ci, pv, n_boot, int(valid.sum()), unit, int(seed)
     )
 
 
@@ -858,13 +1018,19 @@ def unpaired_bootstrap(
     stratify: bool = True,
     level: float = 0.95,
     settings: MetricSettings = MetricSettings(),
+    enroll_groups_a=None,
+    enroll_groups_b=None,
 ) -> PairedResult:
     """Compare system b with system a when they were evaluated on different trials (two corpora,
     or attackers whose trial lists differ): each system is resampled on its own, with independent
     draws, and the difference b - a is taken per resample. Same report as :func:`paired_bootstrap`;
     the interval is wider, as it must be, since nothing cancels between the two."""
     boots, points = [], []
-    for k, (s, y, g) in enumerate(((scores_a, labels_a, groups_a), (scores_b, labels_b, groups_b))):
+    systems = (
+        (scores_a, labels_a, groups_a, enroll_groups_a),
+        (scores_b, labels_b, groups_b, enroll_groups_b),
+    )
+    for k, (s, y, g, e) in enumerate(systems):
         boots.append(
             bootstrap_metrics(
                 s,
@@ -873,6 +1039,7 @@ def unpaired_bootstrap(
                 seed=int(seed) + k,
                 unit=unit,
                 groups=g,
+                enroll_groups=e,
                 stratify=stratify,
                 level=level,
                 settings=settings,

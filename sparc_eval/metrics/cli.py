@@ -1,6 +1,6 @@
 """``sparc-eval metrics``: verification metrics, report and plots from a score file.
 
-    sparc-eval metrics --scores FILE [--utt2spk FILE] [--speakers FILE] --out DIR
+    sparc-eval metrics --scores FILE [--utt2spk FILE] [--enroll2spk FILE] [--speakers FILE] --out DIR
 
 writes ``DIR/results.json`` (:doc:`/contracts`), ``DIR/report.md``, ``DIR/roc.png``,
 ``DIR/det.png`` and, when available, ``DIR/per_speaker_eer.png`` and ``DIR/segments.png``.
@@ -16,7 +16,7 @@ from .small import MIN_SPEAKERS
 
 
 def register(subparsers) -> None:
-    from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, DEFAULT_BINS
+    from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, BOOTSTRAP_UNITS, DEFAULT_BINS
 
     p = subparsers.add_parser(
         "metrics",
@@ -31,6 +31,11 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--utt2spk", help="Kaldi utt2spk mapping test ids to speakers (enables per-speaker EER)"
+    )
+    p.add_argument(
+        "--enroll2spk",
+        help="Kaldi-style mapping of enrollment ids to speakers, for the two-way bootstrap when the "
+        "enrollment ids are neither speakers of --utt2spk nor utterances it maps",
     )
     p.add_argument(
         "--speakers",
@@ -50,10 +55,12 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
         "--bootstrap-unit",
-        choices=("trial", "speaker"),
+        choices=BOOTSTRAP_UNITS,
         default=None,
-        help="resample test speakers (the default with --utt2spk: trials that share a speaker are "
-        "not independent) or trials (stratified by label; the default without --utt2spk)",
+        help="two_way: resample the speakers on both sides of the trials, enrolled and tested (the "
+        "default with --utt2spk when the enrolled speakers are known: a non-target score depends "
+        "on both); speaker: test speakers only, the enrolled side held fixed (the default when "
+        "they are not); trial: trials, stratified by label (the default without --utt2spk)",
     )
     p.add_argument(
         "--bootstrap-method",
@@ -117,23 +124,30 @@ def register(subparsers) -> None:
 
 
 def _read_inputs(args):
-    """``(trials, utt2spk, speakers)`` from the files named; SpAnE's ``llrs.npy`` brings its own
-    speakers and makes the scores LLRs (``args.llr``)."""
+    """``(trials, utt2spk, speakers, enroll2spk)`` from the files named; SpAnE's ``llrs.npy``
+    brings its own speakers and makes the scores LLRs (``args.llr``)."""
+    from ..errors import DataError
     from .scores import read_scores, read_spane_llrs, read_speakers, read_utt2spk
 
     utt2spk = read_utt2spk(args.utt2spk) if args.utt2spk else None
+    enroll2spk = read_utt2spk(args.enroll2spk) if args.enroll2spk else None
     if str(args.scores).endswith(".npy"):  # SpAnE's raw scores: PLDA LLRs, speakers named
         trials, spane_utt2spk = read_spane_llrs(args.scores)
         utt2spk, args.llr = utt2spk or spane_utt2spk, True
     else:
         trials = read_scores(args.scores)
     speakers = read_speakers(args.speakers) if args.speakers else None
-    return trials, utt2spk, speakers
+    if enroll2spk is not None and utt2spk is None:
+        raise DataError(
+            "--enroll2spk needs --utt2spk", hint="the two-way bootstrap draws the test speakers too"
+        )
+    return trials, utt2spk, speakers, enroll2spk
 
 
 def _checked_settings(args, utt2spk):
     """The metric settings of the options (DataError on a bad one); the bootstrap unit defaults to
-    test speakers with --utt2spk, else trials, said on stderr."""
+    two-way with --utt2spk (speakers when the enrolled ones are unknown: :func:`_said_unit`),
+    else trials, said on stderr."""
     from ..errors import DataError
     from .core import MetricSettings
 
@@ -152,17 +166,29 @@ def _checked_settings(args, utt2spk):
     if args.bootstrap_bins is not None and args.bootstrap_bins < 2:
         raise DataError("--bootstrap-bins must be >= 2")
     if args.bootstrap_unit is None:
-        args.bootstrap_unit = "speaker" if utt2spk is not None else "trial"
-        if args.n_boot:
-            unit = "test speakers" if utt2spk is not None else "trials"
-            caveat = (
-                ""
-                if utt2spk is not None
-                else " (no --utt2spk: trials sharing a speaker are treated as "
-                "independent, so the CIs are too narrow)"
+        args.bootstrap_unit = "two_way" if utt2spk is not None else "trial"
+        if args.n_boot and utt2spk is None:
+            print(
+                "sparc-eval metrics: CIs resample trials (no --utt2spk: trials sharing a speaker "
+                "are treated as independent, so the CIs are too narrow)",
+                file=sys.stderr,
             )
-            print(f"sparc-eval metrics: CIs resample {unit}{caveat}", file=sys.stderr)
     return settings
+
+
+def _said_unit(args, results) -> str:
+    """The unit that ran (two-way falls back to speaker when the enrolled speakers are unknown),
+    said on stderr with what became of the enrolled side."""
+    info = (getattr(results, "details", None) or {}).get("bootstrap") or {}
+    unit = info.get("unit", args.bootstrap_unit)
+    side = info.get("enrollment_side")
+    if args.n_boot and side:
+        print(
+            f"sparc-eval metrics: CIs resample {'speakers on both sides' if unit == 'two_way' else 'test speakers'}; "
+            f"the enrolled side is {side}",
+            file=sys.stderr,
+        )
+    return unit
 
 
 def run(args) -> int:
@@ -171,7 +197,7 @@ def run(args) -> int:
     from .small import small_note
 
     t0 = time.perf_counter()
-    trials, utt2spk, speakers = _read_inputs(args)
+    trials, utt2spk, speakers, enroll2spk = _read_inputs(args)
     t_read = time.perf_counter() - t0
     settings = _checked_settings(args, utt2spk)
     results = evaluate_trials(
@@ -180,6 +206,7 @@ def run(args) -> int:
         trials.scores,
         trials.labels,
         utt2spk=utt2spk,
+        enroll2spk=enroll2spk,
         speakers=speakers,
         n_boot=args.n_boot,
         seed=args.seed,
@@ -192,6 +219,7 @@ def run(args) -> int:
         min_verdict_speakers=args.min_verdict_speakers,
         llr=args.llr,
     )
+    unit_run = _said_unit(args, results)
     timings = {
         "read": round(t_read, 4),
         **{k: round(v, 4) for k, v in (results.timings_s or {}).items()},
@@ -204,6 +232,7 @@ def run(args) -> int:
         "hparams": {
             "scores": str(args.scores),
             "utt2spk": args.utt2spk,
+            "enroll2spk": args.enroll2spk,
             "speakers": args.speakers,
             "n_boot": args.n_boot,
             "bootstrap_unit": args.bootstrap_unit,
@@ -221,8 +250,8 @@ def run(args) -> int:
         },
         "seed": args.seed,
         "timings_s": timings,
-        "bootstrap_unit": args.bootstrap_unit,
-        "deviations": bootstrap_deviation(args.bootstrap_unit) if args.n_boot else {},
+        "bootstrap_unit": unit_run,
+        "deviations": bootstrap_deviation(unit_run) if args.n_boot else {},
         "environment": environment(),
     }
     written = write_report(args.out, results, run_info, plots=not args.no_plots)

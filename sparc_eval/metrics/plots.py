@@ -90,21 +90,30 @@ def plot_det(path, far, frr, *, eer=None) -> Path:
         plt.close(fig)
 
 
+MAX_NAMED_SPEAKERS = 60  # more speakers than this: their sorted EERs as one curve, unnamed
+
+
 def plot_per_speaker(path, per_speaker: dict, *, overall_eer=None) -> Path:
-    """Bar per speaker (sorted by EER); speakers without an EER are left out and counted."""
+    """Bar per speaker (sorted by EER), named; beyond ``MAX_NAMED_SPEAKERS`` the sorted EERs as a
+    step curve (a name or a bar each would not be readable, and a figure as wide as 1,000 bars
+    took seconds to draw). Speakers without an EER are left out and counted."""
     plt = _pyplot()
     rows = sorted(((v["eer"], k) for k, v in per_speaker.items() if v["eer"] is not None))
     missing = sum(1 for v in per_speaker.values() if v["eer"] is None)
-    fig, ax = plt.subplots(figsize=(max(5, 0.25 * len(rows) + 2), 4))
-    ax.bar(range(len(rows)), [100 * e for e, _ in rows], color="C0")
-    ax.set_xticks(range(len(rows)), [k for _, k in rows], rotation=90, fontsize=7)
+    named = len(rows) <= MAX_NAMED_SPEAKERS
+    fig, ax = plt.subplots(figsize=(max(5, 0.25 * len(rows) + 2) if named else 8, 4))
+    if named:
+        ax.bar(range(len(rows)), [100 * e for e, _ in rows], color="C0")
+        ax.set_xticks(range(len(rows)), [k for _, k in rows], rotation=90, fontsize=7)
+    else:
+        ax.step(range(1, len(rows) + 1), [100 * e for e, _ in rows], where="mid", color="C0")
     if overall_eer is not None:
         ax.axhline(
             100 * overall_eer, ls="--", c="C3", lw=1, label=f"overall {100 * overall_eer:.2f}%"
         )
         ax.legend(fontsize=8)
     ax.set_ylabel("EER (%)")
-    ax.set_xlabel("test speaker")
+    ax.set_xlabel("test speaker" if named else f"test speakers, by EER (rank of {len(rows)})")
     title = "Per-speaker EER"
     if missing:
         title += f" ({missing} speaker{'s' if missing != 1 else ''} without an EER not shown)"

@@ -26,7 +26,7 @@ import numpy as np
 from ..atomic import write_json, write_text
 from ..errors import DataError
 from ..provenance import report_lines, versions
-from .bootstrap import bootstrap_metrics
+from .bootstrap import SPEAKER_UNITS, UNIT_WORDS, bootstrap_metrics, sorted_codes
 from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
 from .core import (
     Counts,
@@ -116,6 +116,7 @@ def evaluate_trials(
     min_verdict_speakers: int = MIN_SPEAKERS,
     llr: Optional[bool] = None,
     panel_ci: bool = True,
+    enroll2spk: Optional[dict] = None,
 ) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
@@ -129,8 +130,12 @@ def evaluate_trials(
       enrollment) must be listed (DataError naming the missing ids); accents are grouped by
       ``accent_grouping`` (``coarse`` or ``fine``), and labels that form no segment (missing,
       or saying nothing about the accent) are listed in ``not_applicable``.
-    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"trial"`` or ``"speaker"``
-      (test speakers, needs ``utt2spk``), seeded by ``seed``; ``bootstrap_method`` ``"auto"``,
+    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"two_way"`` (the speakers on
+      both sides of the trials), ``"speaker"`` (test speakers, the enrolled side held fixed) or
+      ``"trial"``, seeded by ``seed``. The speaker units need ``utt2spk``; two-way needs every
+      enrollment id to be a speaker of ``utt2spk`` (a speaker id, or an utterance it maps) or of
+      ``enroll2spk`` (enrollment id -> speaker), and falls back to ``"speaker"`` otherwise, saying
+      so in ``details["bootstrap"]["enrollment_side"]`` and ``not_applicable``. ``bootstrap_method`` ``"auto"``,
       ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins (None: the unit's
       default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
@@ -156,7 +161,7 @@ def evaluate_trials(
         )
     timings = {}
     t0 = time.perf_counter()
-    tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk)
+    tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk, enroll2spk)
     na = {}
     out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
     details = {
@@ -213,13 +218,17 @@ class _Trials(NamedTuple):
     c: Counts
     test_spk: Optional[np.ndarray]
     enroll_spk: Optional[np.ndarray]
+    enroll_known: bool = (
+        False  # every enrollment id is a known speaker (a two-way bootstrap can run)
+    )
 
 
 def _checked_trials(
-    enroll_ids, test_ids, scores, labels, weights, utt2spk: Optional[dict]
+    enroll_ids, test_ids, scores, labels, weights, utt2spk: Optional[dict], enroll2spk=None
 ) -> _Trials:
     """Checks the trials (DataError on bad labels, shapes or ids missing from ``utt2spk``),
-    sorts them by score and maps the ids to speakers."""
+    sorts them by score and maps the ids to speakers (enrollment ids through ``enroll2spk``
+    first, then ``utt2spk``; a speaker id stays as it is)."""
     s, y, w = check_trials(scores, labels_to_bool(labels), weights, allow_one_class=True)
     enroll_ids = np.asarray(enroll_ids)  # made str only where mapped (map_ids): 0.3 s per 10^6 ids
     test_ids = np.asarray(test_ids)
@@ -231,10 +240,14 @@ def _checked_trials(
     t, n = group_counts(st, w)
     c = compact(Counts(st.unique, t, n))
     test_spk = enroll_spk = None
+    known = False
     if utt2spk is not None:
         test_spk = map_ids(test_ids, utt2spk, what="test ids in utt2spk")
-        enroll_spk = map_ids(enroll_ids, utt2spk, what="enrollment ids", keep_unmapped=True)
-    return _Trials(s, y, w, st, c, test_spk, enroll_spk)
+        mapping = {**utt2spk, **(enroll2spk or {})}
+        enroll_spk = map_ids(enroll_ids, mapping, what="enrollment ids", keep_unmapped=True)
+        speakers = {str(v) for v in mapping.values()}
+        known = all(e in speakers for e in sorted_codes(enroll_spk)[0].tolist())
+    return _Trials(s, y, w, st, c, test_spk, enroll_spk, known)
 
 
 def _overall(tr, ids, settings, boot: dict, na: dict, details: dict, clock: tuple, llr, panel_ci):
@@ -338,24 +351,26 @@ def _bootstrap_ci(
     if not (n_boot and n_boot > 0):
         na["overall.ci95"] = "bootstrap disabled (n_boot = 0)"
         return None
-    groups = tr.test_spk if unit == "speaker" else None
-    if unit == "speaker" and groups is None:
+    groups = tr.test_spk if unit in SPEAKER_UNITS else None
+    if unit in SPEAKER_UNITS and groups is None:
         raise DataError("a speaker-level bootstrap needs utt2spk (test id -> speaker)")
+    unit, side = _enrollment_side(tr, unit, na)
     extra = panel_ci_hook(tr.st.unique, *group_counts(tr.st, tr.w)) if panel_ci else None
     res = bootstrap_metrics(
         tr.s,
         tr.y,
         groups=groups,
+        enroll_groups=tr.enroll_spk if unit == "two_way" else None,
         weights=tr.w,
         settings=settings,
         sorted_trials=tr.st,
         extra=extra,
-        **boot,
+        **{**boot, "unit": unit},
     )
     ci = res.ci()
     ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
     details["n_valid_resamples"] = res.n_valid
-    details["bootstrap"] = res.info()
+    details["bootstrap"] = {**res.info(), **({"enrollment_side": side} if side else {})}
     if res.n_valid < n_boot:
         na["overall.ci95.dropped"] = (
             f"{n_boot - res.n_valid} of {n_boot} resamples had one class "
@@ -368,6 +383,25 @@ def _bootstrap_ci(
         "min_dcf": ci["min_dcf"],
         **{k: res.extra_ci().get(k) for k in ("min_cllr", "dece", "linkability")},
     }
+
+
+ENROLLED_UNKNOWN = (
+    "held fixed: the enrollment ids are not speakers of utt2spk (give enroll2spk), so the "
+    "intervals are too narrow wherever enrolled speakers are also tested"
+)
+
+
+def _enrollment_side(tr: _Trials, unit: str, na: dict) -> tuple:
+    """``(unit, side)``: the unit that runs (two-way falls back to speaker when the enrolled
+    speakers are unknown, said in ``na``) and what becomes of the enrolled side (None: trials)."""
+    if unit == "two_way" and not tr.enroll_known:
+        na["overall.ci95.enrollment_side"] = ENROLLED_UNKNOWN
+        return "speaker", ENROLLED_UNKNOWN
+    if unit == "two_way":
+        return unit, "resampled with the tested side (two-way)"
+    if unit == "speaker":
+        return unit, "held fixed (bootstrap_unit: speaker)"
+    return unit, None
 
 
 def _curves(c: Counts, eer) -> dict:
@@ -728,19 +762,32 @@ def _definition_lines(details: dict) -> list:
             f"C_fa {settings.c_fa}. EER method in use: {settings.eer_method}."
         )
     if details.get("n_boot"):
-        unit = details.get("bootstrap_unit", "trial")
+        info = details.get("bootstrap") or {}
+        unit = info.get("unit", details.get("bootstrap_unit", "trial"))
         lines.append(
             f"- 95% CIs: percentile intervals over {details['n_boot']} bootstrap resamples of "
-            f"{'test speakers' if unit == 'speaker' else 'trials'} (seed {details.get('seed')})"
-            + (
-                "."
-                if unit == "speaker"
-                else "; trials that share a test speaker are not independent, "
-                "so these CIs are too narrow (give --utt2spk to resample speakers)."
-            )
+            f"{UNIT_WORDS[unit]} (seed {details.get('seed')}){_unit_caveat(unit, info)}"
             + _binned_note(details.get("bootstrap"))
         )
     return lines
+
+
+def _unit_caveat(unit: str, info: dict) -> str:
+    """What the resampled unit leaves out, for the report's definitions."""
+    if unit == "two_way":
+        return "."
+    if unit == "speaker":
+        side = info.get("enrollment_side") or "held fixed"
+        if side == ENROLLED_UNKNOWN:
+            return f"; the enrolled side is {side}."
+        return (
+            f"; the enrolled side is {side}: a non-target score depends on both speakers, so "
+            "these CIs are too narrow where enrolled speakers are also tested."
+        )
+    return (
+        "; trials that share a speaker are not independent, so these CIs are too narrow "
+        "(give --utt2spk to resample speakers)."
+    )
 
 
 def _binned_note(info: Optional[dict]) -> str:

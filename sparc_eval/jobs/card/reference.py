@@ -4,7 +4,7 @@
 ``needs.audio``) and score the card's utterance trials (``needs.split``): the phone-only ECAPA on
 G2P, TF-IDF on the same trials (:mod:`attackers.text_utterances`), the bag of phones. Each one's
 EER is at best an upper bound on what the words allow, so an audio attacker is read against every
-one of them, on the same trials (paired bootstrap over test speakers):
+one of them, on the same trials (paired bootstrap over the run's unit: speakers on both sides):
 
 - **finds more than every words-only attacker here** (the voice leaks): the paired 95% CI of
   (audio - words) lies below 0 for *every* words-only attacker: an intersection-union test, at 5%

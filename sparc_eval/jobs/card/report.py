@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import write_text
+from ...metrics.bootstrap import UNIT_WORDS
 from ...metrics.plots import _pyplot
 from ...metrics.plots import _save as _save_figure
 from ...metrics.small import small_label
@@ -288,7 +289,9 @@ def _beyond(doc: dict) -> list:
         "## Voice leakage beyond content",
         "",
         "Each audio attacker against every words-only attacker, EER difference (audio - words) with its paired "
-        '95% CI resampling test speakers, and the pairing used. "Finds more than every words-only attacker": '
+        f"95% CI resampling {UNIT_WORDS.get(doc['run'].get('bootstrap_unit'), 'test speakers')}, and the "
+        "pairing used. "
+        '"Finds more than every words-only attacker": '
         'every CI below 0 (intersection-union, 5%); "bounded by content": some words-only attacker '
         "significantly lower (Holm over K, 5%).",
         "",

@@ -28,6 +28,7 @@ from ...attack.evaluation_set import EvaluationSet
 from ...data.plan import DataSettings, load_anonymized
 from ...data.words import spoken_manifest
 from ...errors import DataError
+from ...metrics.bootstrap import UNIT_WORDS
 from ...provenance import bootstrap_deviation, environment, versions
 from ...utility.metrics import UtilityInput
 from .anonymized import (
@@ -473,7 +474,7 @@ def _card_deviations(card: CardSettings, plan) -> dict:
             )
     unit = card.evaluation.bootstrap.unit
     found["bootstrap unit"] = (
-        f"95% CIs and paired tests resample {'test speakers' if unit == 'speaker' else 'trials'}"
+        f"95% CIs and paired tests resample {UNIT_WORDS[unit]}"
         f" ({card.evaluation.bootstrap.n_boot} resamples); the content-leakage paper reports "
         "no CI, SPARC bootstraps its trials"
     )

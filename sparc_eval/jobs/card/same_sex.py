@@ -2,8 +2,8 @@
 trial speakers of one sex), the card's seeded split pools both sexes and cross-sex trials.
 
 For every finished cell on the card's utterance trials, the trials whose enrollment and test
-speakers share a sex are evaluated per sex, with the card's speaker bootstrap (test speakers
-resampled) and its small-evaluation rule. The verdicts read the pooled EER; the card says so.
+speakers share a sex are evaluated per sex, with the card's bootstrap unit (by default the
+speakers on both sides, two-way) and its small-evaluation rule. The verdicts read the pooled EER; the card says so.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def same_sex_eers(trials, sex_of: dict, settings) -> dict:
         mask = (enroll_sex == sex) & (test_sex == sex)
         if not mask.any() or trials.label[mask].all() or not trials.label[mask].any():
             continue
-        # the pooled cell carries the panel's CIs; the same-sex rows resample test speakers
-        found = evaluate_subset(trials, mask, settings, unit="speaker")
+        # the pooled cell carries the panel's CIs; the same-sex rows resample the run's unit
+        found = evaluate_subset(trials, mask, settings)
         out[sex] = summary(found, test_speakers(trials, mask))
     return out
 

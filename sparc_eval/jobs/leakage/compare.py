@@ -11,7 +11,8 @@ Two cells are compared by the difference of their EERs (b - a) and its bootstrap
 
 Pairing lets what makes a trial or a speaker easy cancel in the difference.
 
-The resampling unit is the test speaker by default: trials of one speaker are not independent,
+The resampling unit is the speaker by default, on both sides of the trials (two-way: a non-target
+score depends on the enrolled and the tested speaker): trials of one speaker are not independent,
 and corpora differ above all in their speakers.
 """
 
@@ -21,7 +22,13 @@ import numpy as np
 
 from ...attack.trials import Trials
 from ...metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from ...metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT, SPEAKER_UNITS
 from ...metrics.small import MIN_SPEAKERS, few_speakers_reason
+
+FIXED_SIDE = (
+    "held fixed: a cell's enrollment ids are not its enrolled speakers (a cell written before "
+    "enroll2spk was kept; run it again to resample both sides)"
+)
 
 
 def compare_cells(
@@ -30,12 +37,17 @@ def compare_cells(
     *,
     n_boot: int,
     seed: int,
-    unit: str = "speaker",
+    unit: str = DEFAULT_BOOTSTRAP_UNIT,
     min_speakers: int = MIN_SPEAKERS,
 ) -> dict:
     """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
     EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
-    says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers."""
+    says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers. A
+    two-way comparison needs both cells' enrolled speakers; without them (cells written before
+    they were kept) it resamples test speakers and says so under ``enrollment_side``."""
+    fallback = unit == "two_way" and not (a.enrolled_known() and b.enrolled_known())
+    if fallback:
+        unit = "speaker"
     ka, kb = a.keys(), b.keys()
     same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
     if same_trials:
@@ -43,16 +55,26 @@ def compare_cells(
         same_trials = bool(np.array_equal(a.label, b.label))
 
     def groups(t):
-        return t.test_speaker if unit == "speaker" else None
+        return t.test_speaker if unit in SPEAKER_UNITS else None
+
+    def enrolled(t):
+        return t.enroll_speakers if unit == "two_way" else None
 
     if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
         paired = "trials"
         both = np.isfinite(a.score) & np.isfinite(b.score)
         a, b = a.select(both), b.select(both)
         result = paired_bootstrap(
-            a.score, b.score, a.label, n_boot=n_boot, seed=seed, unit=unit, groups=groups(a)
+            a.score,
+            b.score,
+            a.label,
+            n_boot=n_boot,
+            seed=seed,
+            unit=unit,
+            groups=groups(a),
+            enroll_groups=enrolled(a),
         )
-    elif unit == "speaker" and set(a.scored().test_speaker.tolist()) == set(
+    elif unit in SPEAKER_UNITS and set(a.scored().test_speaker.tolist()) == set(
         b.scored().test_speaker.tolist()
     ):
         paired = "speakers"
@@ -66,6 +88,8 @@ def compare_cells(
             b.test_speaker,
             n_boot=n_boot,
             seed=seed,
+            enroll_groups_a=enrolled(a),
+            enroll_groups_b=enrolled(b),
         )
     else:
         paired = False
@@ -80,12 +104,15 @@ def compare_cells(
             unit=unit,
             groups_a=groups(a),
             groups_b=groups(b),
+            enroll_groups_a=enrolled(a),
+            enroll_groups_b=enrolled(b),
         )
     d = result.as_dict()
     n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
     return {
         "paired": paired,
         "unit": unit,
+        **({"enrollment_side": FIXED_SIDE} if fallback else {}),
         "n_boot": n_boot,
         "n_valid": d["n_valid"],
         "eer_a": d["a"]["eer"],

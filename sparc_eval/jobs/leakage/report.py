@@ -9,6 +9,7 @@ import numpy as np
 
 from ...atomic import atomic_open
 from ...attack.evaluation_set import CONDITION_TITLES
+from ...metrics.bootstrap import UNIT_WORDS
 from ...metrics.plots import _pyplot, _save
 from ...metrics.small import small_label
 from ...provenance import report_lines
@@ -211,7 +212,8 @@ def _intro(doc: dict) -> list:
         f"Corpora: {', '.join(doc['cells'])}. Attackers: {', '.join(attackers)}. "
         f"Conditions: {', '.join(CONDITION_TITLES[c] for c in conditions)}. Seed {run['seed']}; "
         + (
-            f"95% CIs from {run['n_boot']} bootstrap resamples of {run['bootstrap_unit']}s. "
+            f"95% CIs from {run['n_boot']} bootstrap resamples of "
+            f"{UNIT_WORDS.get(run['bootstrap_unit'], run['bootstrap_unit'])}. "
             if run["n_boot"]
             else "no CIs and no comparisons (n_boot = 0). "
         )
@@ -232,7 +234,8 @@ def _fairness(doc: dict) -> list:
         f"- Speakers evaluated per corpus: {spk} (balance_speakers: {f['balance_speakers']}).",
         f"- Trial utterances per speaker (ECAPA): {'all' if per is None else 'at most ' + str(per)}; "
         f"text attackers: {f['text_attackers']}.",
-        f"- Differences are bootstrapped over {f['bootstrap_unit']}s: paired on trials when two cells share "
+        f"- Differences are bootstrapped over {UNIT_WORDS.get(f['bootstrap_unit'], f['bootstrap_unit'])}: "
+        "paired on trials when two cells share "
         "their trials, on speakers when they share only their test speakers (text vs ECAPA, with vs without "
         "shared text), independent otherwise (different corpora).",
         "- ECAPA attackers trained on: "
@@ -371,7 +374,7 @@ def _shared_text_changes(doc: dict) -> list:
     lines = [
         "## What shared text changes",
         "",
-        "EER without shared text minus EER with it, in points (the same test speakers resampled for "
+        "EER without shared text minus EER with it, in points (the same speakers resampled for "
         "both, where they are the same).",
         "",
         "| corpus | attacker | EER all | EER without shared | difference [95% CI] | p | paired | verdict |",
@@ -579,7 +582,7 @@ def _closing(doc: dict) -> list:
         "Each cell's own results.json, report.md, scores and plots are under "
         "`cells/<corpus>/<attacker>/<condition>/` (a corpus without shared text has none for its second "
         "condition). The tables here resample "
-        + f"{run['bootstrap_unit']}s; each cell's own report "
+        + f"{UNIT_WORDS.get(run['bootstrap_unit'], run['bootstrap_unit'])}; each cell's own report "
         "names the unit of its CIs.",
         "",
     ]

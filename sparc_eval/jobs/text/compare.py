@@ -6,8 +6,8 @@
   a P ablation compares other probes of the same speakers.
 - :func:`scorer_comparisons`: when one run scores the same trials with several scorers, the
   paired bootstrap difference (b - a) of each pair per task, setting and condition
-  (:func:`sparc_eval.metrics.paired_bootstrap`, resampling the run's bootstrap unit: the probes'
-  speakers by default).
+  (:func:`sparc_eval.metrics.paired_bootstrap`, resampling the run's bootstrap unit: by default
+  the speakers on both sides, the probes' and the enrollments').
 """
 
 from __future__ import annotations
@@ -69,6 +69,26 @@ def probe_speakers(trials, idx) -> np.ndarray:
     return np.asarray(out, dtype=str)
 
 
+NO_ENROLLED = (
+    "held fixed: some trials carry no enrolled speaker, so the probes' speakers alone are resampled"
+)
+
+
+def speaker_sides(trials, idx, unit: str) -> tuple:
+    """``(unit, probe speakers, enrolled speakers)`` of trials ``idx`` for a bootstrap of ``unit``:
+    two-way needs every trial's enrolled speaker and falls back to ``"speaker"`` (the enrolled
+    side held fixed) where one is missing; None where a unit reads none."""
+    if unit == "trial":
+        return unit, None, None
+    probes = probe_speakers(trials, idx)
+    if unit == "speaker":
+        return unit, probes, None
+    enrolled = trials.column("enroll_speaker")[np.asarray(idx, dtype=np.int64)].tolist()
+    if any(s is None for s in enrolled):
+        return "speaker", probes, None
+    return unit, probes, np.asarray(enrolled, dtype=str)
+
+
 def scorer_comparisons(
     trials, scores: dict, *, where: dict, n_boot: int, seed: int, unit: str
 ) -> list:
@@ -85,15 +105,16 @@ def scorer_comparisons(
             y = trials.labels[idx]
             if y.size == 0 or y.all() or not y.any():
                 continue
-            groups = probe_speakers(trials, idx) if unit == "speaker" else None
+            used, groups, enrolled = speaker_sides(trials, idx, unit)
             res = paired_bootstrap(
                 scores[a][idx],
                 scores[b][idx],
                 y,
                 n_boot=n_boot,
                 seed=seed,
-                unit=unit,
+                unit=used,
                 groups=groups,
+                enroll_groups=enrolled,
             )
             n_speakers = None if groups is None else len(set(groups.tolist()))
             rows.append(
@@ -106,6 +127,7 @@ def scorer_comparisons(
                     **res.as_dict(),
                     "n_speakers": n_speakers,
                     "small": few_speakers_reason(n_speakers, n_speakers),
+                    **({"enrollment_side": NO_ENROLLED} if used != unit else {}),
                 }
             )
     return rows

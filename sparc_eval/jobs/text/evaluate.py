@@ -6,10 +6,11 @@ which loads the corpus and calls it). For each setting it builds the
 trials (:mod:`~sparc_eval.jobs.text.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
 each scorer on the unique utterance texts of that task and setting, scores the trials, and
 computes the metric block of :doc:`/contracts` (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
-CIs over ``bootstrap_unit``: the probes' speakers by default, from
+CIs over ``bootstrap_unit``: by default the speakers on both sides of the trials (probes' and
+enrollments'), from
 :func:`sparc_eval.metrics.evaluate_trials`) per condition. ``results.json``::
 
-    {"run": {..., "scorers": [...], "protocol": "naturalvoices", "bootstrap_unit": "speaker",
+    {"run": {..., "scorers": [...], "protocol": "naturalvoices", "bootstrap_unit": "two_way",
              "environment": {...}, "deviations": {name: sentence}},
      "overall": <headline block>, "per_speaker": null, "segments": {},
      "tasks": {"speaker": {"P200_L20": {"conditions": {"combined": {...}, "easy": {...},
@@ -48,7 +49,8 @@ from ... import provenance
 from ...attack.trials import Trials
 from ...data.words import mark_anonymized, reference_text_deviation, spoken_manifest
 from ...errors import DataError
-from .compare import BASE_SETTING, ablation_deltas, probe_speakers, scorer_comparisons
+from ...metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT
+from .compare import BASE_SETTING, NO_ENROLLED, ablation_deltas, scorer_comparisons, speaker_sides
 from .protocol import check_protocol, trial_deviations
 from .ray_scoring import ScoringRunner
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
@@ -118,13 +120,14 @@ def condition_metrics(
     task: str,
     where: str,
     not_applicable: dict,
-    bootstrap_unit: str = "speaker",
+    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT,
     fpr_targets=(0.01, 0.001),
     panel_ci: bool = False,
 ):
     """{condition: block|None}, {condition: curves}: metrics of each condition of one trial set.
-    CIs resample ``bootstrap_unit``: ``speaker`` (the probes' speakers) or ``trial``; the panel
-    beyond EER gets CIs only with ``panel_ci`` (tasks x settings x conditions add up)."""
+    CIs resample ``bootstrap_unit``: ``two_way`` (the probes' and the enrollments' speakers),
+    ``speaker`` (the probes' speakers) or ``trial``; the panel beyond EER gets CIs only with
+    ``panel_ci`` (tasks x settings x conditions add up)."""
     from ...metrics import evaluate_trials
 
     finite = np.isfinite(scores)
@@ -141,20 +144,19 @@ def condition_metrics(
         idx = np.flatnonzero(mask)
         enroll = trials.column("enroll_id")[idx].tolist()
         test = trials.column("probe_id")[idx].tolist()
-        utt2spk = (
-            dict(zip(test, probe_speakers(trials, idx)))
-            if bootstrap_unit == "speaker" and n_boot
-            else None
-        )
+        unit, probes, enrolled = speaker_sides(trials, idx, bootstrap_unit if n_boot else "trial")
+        if unit != bootstrap_unit and n_boot:
+            not_applicable[f"{where}.{cond}.ci95"] = f"the enrolled side is {NO_ENROLLED}"
         ev = evaluate_trials(
             enroll,
             test,
             scores[mask],
             y,
-            utt2spk=utt2spk,
+            utt2spk=None if probes is None else dict(zip(test, probes)),
+            enroll2spk=None if enrolled is None else dict(zip(enroll, enrolled)),
             n_boot=n_boot,
             seed=seed,
-            bootstrap_unit=bootstrap_unit,
+            bootstrap_unit=unit,
             fpr_targets=fpr_targets,
             per_speaker=False,
             panel_ci=panel_ci,
@@ -513,7 +515,7 @@ def evaluate_text(
     save_trials: bool = True,
     trials_with_text: bool = False,
     run_info: Optional[dict] = None,
-    bootstrap_unit: str = "speaker",
+    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT,
     protocol: str = "naturalvoices",
     scoring: Optional[ScoringRunner] = None,
     panel_ci: bool = False,

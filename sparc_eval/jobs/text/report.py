@@ -13,8 +13,10 @@ from .protocol import PROTOCOLS
 from .trials import TRIAL_CONDITIONS
 
 UNIT_WORDS = {
+    "two_way": "speakers on both sides of the trials (the probes' and the enrollments' speakers, "
+    "one draw: a non-target score depends on both)",
     "speaker": "test speakers (the probes' speakers: trials that share a probe or a speaker are "
-    "resampled together)",
+    "resampled together; the enrolled side is held fixed, so the intervals are too narrow)",
     "trial": "trials (trials that share a probe or a speaker are treated as independent, so the "
     "intervals are too narrow)",
 }

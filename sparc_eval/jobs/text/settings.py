@@ -18,6 +18,7 @@ import numpy as np
 from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
+from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from .compare import BASE_SETTING
 from .protocol import check_protocol
 from .ray_scoring import RUNNERS, ScoringRunner
@@ -36,7 +37,6 @@ __all__ = [
     "trial_config_from_hparams",
 ]
 
-BOOTSTRAP_UNITS = ("speaker", "trial")
 REQUIRED = ("data_folder", "output_folder", "scorer")
 #: the hparams keys that set a field of the same name of
 #: :class:`~sparc_eval.jobs.text.trials.TrialConfig`.
@@ -290,7 +290,7 @@ class TextRunSettings:
     anon_keeps_words: Optional[bool] = None
     dataset: Optional[str] = None  # name in reports; None: data_folder
     n_boot: int = 1000
-    bootstrap_unit: str = "speaker"
+    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT
     protocol: str = "naturalvoices"
     plots: bool = True
     panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
