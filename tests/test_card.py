@@ -366,3 +366,42 @@ def test_anonymizer_failures_are_listed_left_out_of_every_attacker_and_counted(
                 scored = (tmp_path / cell["folder"] / "scores.txt").read_text()
                 assert crash not in scored and empty not in scored, (where, attacker, sc)
     assert "2 left out of every attacker alike" in (tmp_path / "card.md").read_text()
+
+
+@pytest.mark.slow("runs the default card with Resemblyzer on three scenarios (about 8 s)")
+def test_asking_for_semi_informed_with_resemblyzer_alone_keeps_the_departure(
+    small_demo, tmp_path, recipe
+):
+    """Issue 61, item 1: Resemblyzer refuses the semi-informed scenario, so asking for it is not
+    running it: the default card keeps "no semi-informed attacker" and the headline says so."""
+    pytest.importorskip("resemblyzer")
+    out = tmp_path / "card"
+    code = recipe("evaluate_anonymizer").main(
+        [
+            str(REPO / "hparams" / "evaluate.yaml"),
+            f"--data_folder={small_demo}",
+            f"--output_folder={out}",
+            f"--cache_folder={tmp_path / 'cache'}",
+            "--anonymizer=mcadams",
+            "--attackers_enabled=[resemblyzer]",
+            "--content_attacker=null",
+            "--utility_enabled=[]",
+            "--scenarios=[ignorant,lazy-informed,semi-informed]",
+            "--n_enroll=3",
+            "--n_boot=50",
+            "--plots=False",
+            "--progress=False",
+        ]
+    )
+    assert code == 0
+    doc = json.loads((out / "results.json").read_text())
+    semi = doc["cells"]["mcadams"]["resemblyzer"]["semi-informed"]
+    assert semi["status"] != "ok"  # refused
+    departure = doc["run"]["deviations"]["scenarios: no semi-informed"]
+    assert "the scenario was asked for, but no attacker that trains on the anonymized audio" in (
+        departure
+    )
+    assert doc["headline"]["mcadams"]["semi_informed"] is False
+    card_md = (out / "card.md").read_text()
+    assert "no semi-informed attack among them" in card_md
+    assert "`scenarios: no semi-informed`" in card_md

@@ -104,7 +104,19 @@ def test_an_audio_attacker_below_the_phone_row_but_not_tfidf_is_not_beyond_the_w
         row["content_eer"] == against["phones"]["eer"] and row["paired"] == "trials"
     )  # content_* keep their meaning
     assert not row["verdict"].startswith("finds more") and "voice leaks" not in row["verdict"]
-    assert row["verdict"].startswith("bounded by content: tfidf_utterances")
+    # no semi-informed audio attack ran: the words finding more than this attack is withheld
+    assert row["verdict"].startswith("no verdict: tfidf_utterances finds more than voice here")
+    assert "no semi-informed audio attack ran" in row["verdict"]
+    # with one, it says what it shows and no more (issue 61)
+    semi = {**cells["anon"]["voice"]["lazy-informed"], "needs": {**AUDIO, "training": True}}
+    with_semi = {**cells, "anon": {**cells["anon"], "trained": {"semi-informed": semi}}}
+    rows = voice_beyond_content(s, with_semi, CellTrials(root, with_semi))
+    (row,) = [r for r in rows if r["attacker"] == "voice"]
+    assert row["verdict"].startswith(
+        "tfidf_utterances finds more than voice here; this says nothing about the voice beyond "
+        "the words (Holm over 2, one-sided 2.5%)"
+    )
+    assert "bounded by content" not in row["verdict"]
     reference = content_rows(s, cells)["reference"]["anon"]["lazy-informed"]
     assert reference["k"] == 2 and reference["lowest"] == "tfidf_utterances"
 
@@ -161,6 +173,101 @@ def test_the_cross_fitted_headline_reads_the_selected_cell_on_other_speakers():
 
     full = min(eer(t.score, t.label).eer for t in cells.values())
     assert full < found["eer"] - 0.1  # the selected minimum over all speakers is biased low
+
+
+def _halves_trials(n_spk: int, model_ids: bool = False, enrolled: bool = True) -> tuple:
+    """Two cells on ``n_spk`` speakers (2 test utterances each, every one against every enrolled
+    speaker) and the seed-0 halves :func:`cross_fitted` draws: "a" separates each half's own
+    speakers well but scores every trial across the halves above all its targets; "b" is middling
+    everywhere. ``model_ids``: enrollment ids are "m_<speaker>", named by ``enroll_speaker`` only
+    with ``enrolled``."""
+    speakers = [f"s{i:02d}" for i in range(n_spk)]
+    order = np.random.default_rng(0).permutation(n_spk)
+    first = {speakers[i] for i in order[: n_spk // 2]}
+    rng = np.random.default_rng(3)
+    rows = [(m, f"{s}_{k}", s) for s in speakers for k in range(2) for m in speakers]
+    enr, test, spk = (list(x) for x in zip(*rows))
+    label = np.array([m == s for m, s in zip(enr, spk)])
+    across = np.array([(m in first) != (s in first) for m, s in zip(enr, spk)])
+    a = np.where(label, 1.0, 0.0) + 0.3 * rng.normal(size=label.size)
+    a = np.where(across, 5.0, a)
+    b = np.where(label, 1.0, 0.0) + rng.normal(size=label.size)
+    ids = [f"m_{m}" for m in enr] if model_ids else enr
+    extra = {"enroll_speaker": enr} if model_ids and enrolled else {}
+    cells = {
+        k: Trials(ids, test, v, label, test_speaker=spk, **extra) for k, v in (("a", a), ("b", b))
+    }
+    return cells, first, set(speakers) - first
+
+
+def test_the_cross_fitted_halves_keep_each_others_enrollment_out():
+    """Issue 61, item 6: each half reads only trials whose enrolled and tested speakers are both in
+    it, so a cell that is good within a half wins, read on the same-half trials of the other."""
+    from sparc_eval.jobs.card.reference import _eer
+
+    for model_ids in (False, True):  # enrolled speakers as the ids, or given by enroll_speaker
+        cells, first, second = _halves_trials(16, model_ids=model_ids)
+        found = cross_fitted(cells, seed=0)
+        assert found["picked"] == ["a", "a"]
+        assert found["enrollment_side"].startswith("same half")
+        a = cells["a"]
+        for value, read in zip(found["halves"], (second, first)):
+            same = np.isin(a.test_speaker, list(read)) & np.isin(a.enroll_speakers, list(read))
+            assert value == pytest.approx(_eer(a.score[same], a.label[same]))
+        assert found["eer"] < 0.1
+    # enrolled speakers unknown (ids that are not speakers, no enroll2spk): test speakers only,
+    # said so; the cross-half trials then sink "a" and "b" is picked
+    unknown = cross_fitted(_halves_trials(16, model_ids=True, enrolled=False)[0], seed=0)
+    assert unknown["enrollment_side"] == "not restricted: enrolled speakers unknown"
+    assert unknown["picked"] == ["b", "b"]
+
+
+def test_the_cross_fitted_headline_is_small_below_min_verdict_speakers():
+    from sparc_eval.jobs.card.report import _headline
+
+    few = cross_fitted(_halves_trials(16)[0], seed=0)
+    assert few["n_speakers"] == [8, 8]
+    assert few["small"] == "too few speakers for a verdict (8 test speakers, fewer than 20)"
+    assert cross_fitted(_halves_trials(16)[0], seed=0, min_speakers=8)["small"] is None
+    enough = cross_fitted(_halves_trials(40)[0], seed=0)
+    assert enough["n_speakers"] == [20, 20] and enough["small"] is None
+    head = {"eer": 0.06, "ci95": [0.04, 0.09], "small": None, "n_cells": 6}
+    head.update(attacker="voice", scenario="lazy-informed", tpr_at_1pct=None)
+    cross = {**few, "eer": 0.066, "n_speakers": [12, 12]}
+    lines = "\n".join(_headline({"headline": {"anon": {**head, "cross_fitted": cross}}}))
+    assert "cross-fitted 6.6% (small: 12 speakers per half, no verdict)" in lines
+    fine = {**enough, "eer": 0.066}
+    lines = "\n".join(_headline({"headline": {"anon": {**head, "cross_fitted": fine}}}))
+    assert "cross-fitted 6.6%;" in lines
+    old = {**enough, "eer": 0.066, "enrollment_side": "not restricted: enrolled speakers unknown"}
+    lines = "\n".join(_headline({"headline": {"anon": {**head, "cross_fitted": old}}}))
+    assert "cross-fitted 6.6% (enrollment not restricted: enrolled speakers unknown)" in lines
+
+
+def test_the_speakers_section_prints_the_held_out_eer_beside_the_in_sample_one():
+    """Issue 61, item 8: the definitions page promises held-out EERs of the most identifiable
+    speakers; the named lowest per-speaker EERs are labelled in-sample."""
+    from sparc_eval.jobs.card.report import _speakers
+
+    worst = {"k": 5, "floor": 5, "n_eligible": 24, "in_sample_eer": 0.02, "held_out_eer": 0.11}
+    worst["speakers"] = [["s1", "s2", "s3", "s4", "s5"], ["s2", "s1", "s6", "s3", "s7"]]
+    per = {"s1": {"eer": 0.0}, "s2": {"eer": 0.01}, "s3": {"eer": 0.03}, "s4": {"eer": 0.2}}
+    cell = {"overall": {"eer": 0.06, "worst_speakers": worst}, "per_speaker": per}
+    doc = {
+        "headline": {"anon": {"attacker": "voice", "scenario": "lazy-informed"}},
+        "cells": {"anon": {"voice": {"lazy-informed": cell}}},
+    }
+    lines = "\n".join(_speakers(doc, {"s1": "P1"}))
+    assert "held-out EER 11.0% of the 5 picked" in lines and "in-sample 2.0%" in lines
+    assert "lowest per-speaker EERs, in-sample (biased low): P1 (0.0%), s2 (1.0%), s3 (3.0%)" in (
+        lines
+    )
+    cell["overall"]["worst_speakers"] = None
+    lines = "\n".join(_speakers(doc, {}))
+    assert "held-out EER not computed: fewer than 10 speakers have 5+ target trials" in lines
+    why = "3 speakers have 5+ target trials in each half"
+    cell["not_applicable"] = {"overall.worst_speakers": why}
+    assert f"held-out EER not computed: {why}" in "\n".join(_speakers(doc, {}))
 
 
 def test_the_headline_names_n_cells_and_keeps_the_probe_level_attack_apart(card, tmp_path):
@@ -236,8 +343,10 @@ def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
     # every flag has its mark, in every section that names the attacker
     from sparc_eval.jobs.card.report import _comparisons, _reference
 
-    found["voice"]["flags"] += ["wide", "learning"]
-    assert "| anon | voice†§ |" in "\n".join(_privacy_table(doc))
+    found["voice"]["flags"] += ["wide", "learning"]  # wide marks the cell, not the attacker
+    found["voice"]["cells"] = {"anon": {"lazy-informed": {"wide": "a 30-point CI"}}}
+    marked = "\n".join(_privacy_table(doc))
+    assert "| anon | voice§ |" in marked and "%]† |" in marked
     reference = "\n".join(
         _reference(
             {
@@ -276,7 +385,7 @@ def test_words_only_weakness_is_relative_and_marks_the_rows(card, tmp_path):
         "strength": found,
     }
     line = "\n".join(_comparisons(pair))
-    assert "voice†§ (ignorant)" in line and "(same speakers (other trials))" in line
+    assert "voice§ (ignorant)" in line and "(same speakers (other trials))" in line
 
 
 def test_the_learning_curve_warns_when_the_paired_ci_excludes_0():
@@ -388,3 +497,145 @@ def test_the_headline_gives_tpr_at_1pct_and_names_the_highest_tpr_cell(card):
     lines = "\n".join(_headline(doc))
     assert "TPR at 1% FPR" in lines and "highest TPR at 1% FPR of the 3 cells: other" in lines
     assert head["beyond_eer"]["min_cllr"] == mine["min_cllr"] and "min Cllr" in lines
+
+
+def _flagged_card(card, *, wide: bool, weak: bool, drop=(), semi=False):
+    """The synthetic card with a second anonymizer (the same trials), a learning point for the
+    voice attacker, and the voice cell made 30 points wide and/or the voice attacker weak."""
+    import copy
+
+    from sparc_eval.jobs.card.verdicts import card_verdicts
+
+    root, cells = card
+    cells = copy.deepcopy(cells)
+    cells["anon2"] = copy.deepcopy(cells["anon"])
+    voice = cells["anon"]["voice"]["lazy-informed"]
+    voice["needs"] = {**AUDIO, "training": True}
+    if wide:
+        voice["overall"]["ci95"]["eer"] = [0.05, 0.35]
+    s = _settings(
+        root,
+        learning_curve=True,
+        utility={},
+        weak_attacker=None,
+    )
+    if weak:  # the voice attacker at or above the weak EER on original speech
+        s.weak_attacker_eer = cells["original"]["voice"]["original"]["overall"]["eer"]
+    half = copy.deepcopy(cells["anon"]["voice"]["lazy-informed"])
+    half["overall"]["ci95"]["eer"] = [0.0, 0.1]
+    learning = {("anon", "voice", "lazy-informed"): {0.5: half}}
+    for where in cells if drop else ():
+        for attacker in drop:
+            cells[where].pop(attacker)
+    if "phones" in drop:
+        s.content_attacker = None
+    if semi:  # a semi-informed audio attack ran on both anonymizers' speech
+        for where in ("anon", "anon2"):
+            cells[where]["trained"] = {"semi-informed": copy.deepcopy(voice)}
+    doc = card_verdicts(s, cells, {"anon": {}, "anon2": {}}, {}, learning=learning)
+    return {**doc, "cells": cells, "run": {"scenarios": ["original", "lazy-informed"]}}
+
+
+@pytest.mark.parametrize("flag", ["wide", "weak"])
+def test_a_wide_cell_or_a_weak_attacker_gives_no_verdict_in_every_section(card, flag):
+    """Issue 61, item 2: wide and small are per cell, weak per attacker, and any verdict that
+    involves a flagged cell or attacker says "no verdict" and why, in every section naming it."""
+    from sparc_eval.jobs.card.report import _beyond, _comparisons, _learning, _privacy_table
+
+    doc = _flagged_card(card, wide=flag == "wide", weak=flag == "weak")
+    said = (
+        "no verdict: voice (anon, lazy-informed) is flagged wide: 95% CI [5.0%, 35.0%]"
+        if flag == "wide"
+        else "no verdict: voice is flagged weak: too weak to certify anything"
+    )
+    (beyond,) = [r for r in doc["voice_beyond_content"] if r["anonymizer"] == "anon"]
+    assert beyond["verdict"].startswith(said)
+    # phones is weak (TF-IDF finds more on the same trials): listed, but not in the verdict
+    assert list(beyond["left_out"]) == ["phones"] and len(beyond["against"]) == 2
+    (pair,) = doc["comparisons"]
+    by_attacker = {e["attacker"]: e for e in pair["eer"]}
+    assert by_attacker["voice"]["verdict"].startswith(said)
+    assert (
+        by_attacker["tfidf_utterances"]["verdict"]
+        == "no significant difference (the 95% CI contains 0)"
+    )
+    (curve,) = doc["learning_curves"]
+    assert curve["withheld"].startswith(said) and curve["warning"] is None
+    report = "\n".join(_beyond(doc) + _comparisons(doc) + _learning(doc))
+    assert report.count(said) >= 2 and "| anon | lazy-informed |" in "\n".join(_learning(doc))
+    table = "\n".join(_privacy_table(doc))
+    if flag == "wide":  # the flag is the cell's: its row's other cells are not marked
+        assert doc["strength"]["voice"]["cells"]["anon"]["lazy-informed"]["wide"]
+        rows = {
+            "".join(line.split(" | ")[:2]): line
+            for line in table.splitlines()
+            if line.count(" | ") > 2
+        }
+        assert rows["| anonvoice"].endswith("35.0%]† |")  # the wide cell, and only it
+        assert rows["| anonvoice"].count("†") == 1 and "†" not in rows["| anon2voice"]
+    else:
+        assert "| anon | voice‡ |" in table
+    tests = doc["verdict_tests"]
+    assert tests["withheld"] >= 3 and tests["by_section"]["anonymizer_eers"]["drawn"] >= 1
+
+
+def test_the_run_section_counts_the_verdict_tests_and_their_level(card):
+    from sparc_eval.jobs.card.report import _verdict_count
+
+    doc = _flagged_card(card, wide=False, weak=False, drop=("phones",))  # phones is weak
+    # without a semi-informed audio attack, "tfidf finds more than voice" is withheld
+    assert doc["verdict_tests"]["by_section"]["voice_beyond_content"] == {"drawn": 0, "withheld": 2}
+    doc = _flagged_card(card, wide=False, weak=False, drop=("phones",), semi=True)
+    tests = doc["verdict_tests"]
+    assert tests["drawn"] == sum(v["drawn"] for v in tests["by_section"].values())
+    # one words-only attacker against the voice cell, on both anonymizers
+    assert tests["by_section"]["voice_beyond_content"] == {"drawn": 2, "withheld": 0}
+    assert tests["by_section"]["anonymizer_eers"]["drawn"] == 2
+    # a weak words-only attacker is listed but leaves the verdict (and its count) to the others
+    kept = _flagged_card(card, wide=False, weak=False, semi=True)
+    assert kept["verdict_tests"]["by_section"]["voice_beyond_content"]["drawn"] == 2
+    for row in kept["voice_beyond_content"]:
+        if row["attacker"] == "voice":
+            assert list(row["left_out"]) == ["phones"]
+            assert row["verdict"].startswith("tfidf_utterances finds more than voice here")
+    (line,) = _verdict_count(doc)
+    assert f"Verdict tests: {tests['drawn']} drawn" in line
+    assert "one-sided at 2.5%" in line and "none corrected for their number" in line
+
+
+def test_the_probe_level_words_attacker_follows_the_words_only_rule(card, tmp_path):
+    """Issue 61, item 4: a probe-level text attacker's high EER is a content finding, never the
+    audio attackers' weak rule (which needed a split)."""
+    from sparc_eval.jobs.card.verdicts import CellTrials, strength
+
+    root, cells = card
+    rng = np.random.default_rng(11)
+    probes = {**WORDS, "split": False}
+    cell = _cell(root, "o/tfidf_probes", _scores(0.1, rng), probes)
+    with_probes = {
+        "original": {**cells["original"], "tfidf": {"original": cell}},
+        "anon": {**cells["anon"], "tfidf": {"lazy-informed": cell}},
+    }
+    s = _settings(root)
+    assert cell["overall"]["eer"] >= s.weak_attacker_eer
+    found = strength(s, with_probes, CellTrials(root, with_probes))["tfidf"]
+    assert "weak" not in found["flags"] and not found["warnings"]
+    assert "a content finding, not a weak attacker" in found["notes"][0]
+
+
+def test_the_semi_informed_departure_needs_an_audio_attacker_that_trained_on_it():
+    """Issue 61, item 1: asking for the scenario is not running it."""
+    from sparc_eval.jobs.card.flags import semi_informed_ran
+
+    refused = {"status": "not_applicable", "needs": {**AUDIO, "training": False}}
+    words = {"status": "ok", "needs": {**WORDS, "training": True}}
+    back_end = {
+        "status": "ok",
+        "needs": {**AUDIO, "training": True},
+        "scenario_label": "semi-informed (back-end)",
+    }
+    trained = {"status": "ok", "needs": {**AUDIO, "training": True}}
+    for cell, ran in ((refused, False), (words, False), (back_end, False), (trained, True)):
+        cells = {"original": {}, "anon": {"a": {"semi-informed": cell}}}
+        assert semi_informed_ran(cells) is ran
+        assert semi_informed_ran(cells, "other") is False

@@ -231,8 +231,114 @@ def test_card_strength_and_text_say_too_few_speakers_with_the_bound():
             {"run": {"scenarios": ["original", "lazy-informed"]}, "cells": cells, "strength": found}
         )
     )
-    assert "| pitch | voice† | 0.0% [0.0%, 0.0%] (small: 10 speakers, bound 0.0%-30.8%) |" in table
+    # the flag is the cell's (issue 61): † after each small cell, not on the attacker
+    assert "| pitch | voice | 0.0% [0.0%, 0.0%] (small: 10 speakers, bound 0.0%-30.8%)† |" in table
     assert (
         "| pitch | other |" in table
         and "(small" not in table.split("| pitch | other |")[1].splitlines()[0]
+    )
+
+
+def split_set(utts: list, seed: int = 0, weights=None):
+    """Speaker i has ``utts[i]`` test utterances, each scored against its own model (a target
+    trial) and the next speaker's (a non-target trial): per class, speaker i has ``utts[i]``
+    trials; scores overlap, so the EER is neither 0 nor 1."""
+    rng = np.random.default_rng(seed)
+    n = len(utts)
+    enroll, test, scores, labels, utt2spk = [], [], [], [], {}
+    for i, k in enumerate(utts):
+        for u in range(k):
+            utt = f"s{i:02d}_u{u:02d}"
+            utt2spk[utt] = f"s{i:02d}"
+            for model, target in ((i, True), ((i + 1) % n, False)):
+                enroll.append(f"s{model:02d}")
+                test.append(utt)
+                scores.append(rng.normal(1.0 if target else 0.0))
+                labels.append(target)
+    return enroll, test, np.array(scores), np.array(labels), utt2spk
+
+
+def _small_of(trials, weights=None) -> dict:
+    enroll, test, scores, labels, utt2spk = trials
+    ev = evaluate_trials(
+        enroll, test, scores, labels, utt2spk=utt2spk, weights=weights, n_boot=0, per_speaker=False
+    )
+    return ev["overall"]
+
+
+def test_unequal_speakers_count_as_their_effective_number():
+    """Issue 61: 10 test speakers whose trials split 40 + 9 x 1 (per class) are not 10 units; the
+    bound counts n_eff = (sum w)^2 / sum w^2 = 49^2 / (40^2 + 9) = 1.49 of them."""
+    from sparc_eval.metrics.small import effective_speakers, small_label, small_note
+
+    ov = _small_of(split_set([40] + [1] * 9))
+    small = ov["small_evaluation"]
+    n_eff = 49**2 / (40**2 + 9)
+    assert small["n_speakers"] == 10 and small["n_target"] == small["n_nontarget"] == 49
+    assert small["n_eff"] == pytest.approx(n_eff) and n_eff == pytest.approx(1.4922, abs=1e-4)
+    assert 0 < ov["eer"] < 1
+    assert small["eer_bound95"] == pytest.approx(eer_bound(ov["eer"], n_eff))
+    assert small["eer_bound95"][1] > eer_bound(ov["eer"], 10)[1]  # wider than 10 units gave
+    assert "effective number of test speakers" in small["bound_counts"]
+    assert "(1.49 of 10)" in small_note(small) and small_label(small).endswith(", n_eff 1.49")
+    # the smaller class decides: targets 40 + 9 x 1, non-targets spread evenly over the 10
+    spk = np.array([0] * 40 + list(range(1, 10)) + [i % 10 for i in range(49)])
+    y = np.array([True] * 49 + [False] * 49)
+    assert effective_speakers(spk, y) == pytest.approx(n_eff)
+    assert effective_speakers(spk[~y], y[~y]) == pytest.approx(49**2 / (9 * 5**2 + 4**2))
+
+
+def test_equal_speakers_keep_the_speaker_count_bound():
+    """A balanced 10 x 10 design: n_eff is 10, and the bound is the one counting 10 speakers."""
+    from sparc_eval.metrics.small import small_label
+
+    ov = _small_of(split_set([10] * 10))
+    small = ov["small_evaluation"]
+    assert small["n_eff"] == 10 and small["n_speakers"] == 10
+    assert small["eer_bound95"] == pytest.approx(eer_bound(ov["eer"], 10))
+    assert ", n_eff" not in small_label(small)
+
+
+def test_trial_weights_count_toward_n_eff_and_bare_scores_keep_trials():
+    """The weights w are summed trial weights: the 40-trial speaker's trials at 1/40 each weigh as
+    one trial, so 10 speakers count 10. Without utt2spk, no speakers: the smaller class's trials
+    (n_eff null)."""
+    trials = split_set([40] + [1] * 9)
+    weights = np.where(np.char.startswith(np.array(trials[1]), "s00_"), 1 / 40, 1.0)
+    small = _small_of(trials, weights)["small_evaluation"]
+    assert small["n_eff"] == pytest.approx(10)
+    enroll, test, scores, labels, _ = trials
+    ov = evaluate_trials(enroll, test, scores, labels, n_boot=0, per_speaker=False)["overall"]
+    assert ov["small_evaluation"] is None  # no speakers, no degenerate bootstrap: not small
+    from sparc_eval.metrics.small import small_evaluation
+
+    bare = small_evaluation({**ov, "ci95": {"eer": [0.2, 0.2]}}, None)
+    assert bare["n_eff"] is None and bare["eer_bound95"] == pytest.approx(eer_bound(ov["eer"], 49))
+    assert bare["bound_counts"].startswith("trials of the smaller class")
+
+
+def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict():
+    """Issue 61: a small-by-degenerate-interval cell binds the leakage comparison's verdicts too
+    (the count rule already did, in compare_cells)."""
+    from types import SimpleNamespace
+
+    from sparc_eval.jobs.leakage.compare import ci_verdict
+    from sparc_eval.jobs.leakage.run import _Comparer
+
+    degenerate = {"reasons": ["EER 0%: every trial ordered alike (degenerate bootstrap)"]}
+    cells = {
+        "ls": {"phones": {"all": {"status": "ok", "overall": {"small_evaluation": degenerate}}}},
+        "edacc": {"phones": {"all": {"status": "ok", "overall": {"small_evaluation": None}}}},
+    }
+    cmp = _Comparer(SimpleNamespace(), cells, {})
+    reason = cmp.withheld(("edacc", "phones", "all"), ("ls", "phones", "all"))
+    assert reason == (
+        "no verdict: phones on ls (all) is a small evaluation: EER 0%: every trial ordered "
+        "alike (degenerate bootstrap)"
+    )
+    assert cmp.withheld(("edacc", "phones", "all")) is None
+    found = {"eer_diff": -0.1, "eer_diff_ci95": [-0.2, -0.05], "small": None, "withheld": reason}
+    assert ci_verdict(found, below="b leaks more", above="a", within="w") == reason
+    assert ci_verdict({**found, "withheld": None}, below="b leaks more", above="a", within="w") == (
+        "b leaks more"
     )

@@ -51,7 +51,7 @@ from .panel import (
     worst_speakers,
 )
 from .scores import LABEL_WORDS, map_ids
-from .small import MIN_SPEAKERS, small_evaluation, small_note
+from .small import MIN_SPEAKERS, effective_speakers, small_evaluation, small_note
 
 RUN_KEYS = ("dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s")
 
@@ -140,8 +140,9 @@ def evaluate_trials(
       default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
     - ``min_verdict_speakers``: below this many test speakers, or with a degenerate EER interval,
-      ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound
-      (:mod:`sparc_eval.metrics.small`); otherwise it is None.
+      ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound over
+      the effective number of test speakers (:mod:`sparc_eval.metrics.small`); otherwise it is
+      None.
     - ``per_speaker``: False skips the per-speaker EERs (None) where a caller reads only the
       overall metrics (the text evaluation: one EER loop per speaker and condition otherwise).
     - ``llr``: the scores are log-likelihood ratios (then ``act_cllr``; otherwise the same number
@@ -185,9 +186,12 @@ def evaluate_trials(
     out["overall"], out.curves = _overall(
         tr, (enroll_ids, test_ids), settings, boot, na, details, (timings, t0), llr, panel_ci
     )
-    n_speakers = None if tr.test_spk is None else int(np.unique(tr.test_spk).size)
+    n_speakers = n_eff = None
+    if tr.test_spk is not None:  # one sort of the speaker ids; n_eff then counts integer codes
+        uniq, codes = np.unique(tr.test_spk, return_inverse=True)
+        n_speakers, n_eff = int(uniq.size), effective_speakers(codes, tr.y, tr.w)
     out["overall"]["small_evaluation"] = small_evaluation(
-        out["overall"], n_speakers, min_verdict_speakers
+        out["overall"], n_speakers, min_verdict_speakers, n_eff=n_eff
     )
     # the panel beyond EER, after the keys it extends (all null for one class)
     out["overall"].update(out["overall"].pop("_panel"))

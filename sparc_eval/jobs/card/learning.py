@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .flags import cell_flags
 from .settings import CardSettings
 
 ORIGINAL = "original"
@@ -74,11 +75,30 @@ def learning_curves(card: CardSettings, cells: dict, extra: dict, reader) -> lis
             if found:
                 lo, hi = found["eer_diff_ci95"]
                 row["diff_50_100"], row["ci95"] = found["eer_diff"], [lo, hi]
-                # the paired CI of (all - half) excludes 0: more data still helps (no verdict on too few speakers)
-                if hi is not None and hi < 0 and not found.get("small"):
+                row["withheld"] = (
+                    f"no verdict: {found['small']}"
+                    if found.get("small")
+                    else _withheld(card, reader, (where, attacker, sc), half)
+                )
+                # the paired CI of (all - half) excludes 0: more data still helps (no verdict on
+                # too few speakers, or on a flagged cell or attacker)
+                if hi is not None and hi < 0 and not row["withheld"]:
                     row["warning"] = (
                         f"{attacker} ({where}, {sc}): EER {eers[0.5]:.1%} with 50% of the training "
                         f"speakers, {eers[1.0]:.1%} with all: more training data would likely lower it"
                     )
         rows.append(row)
     return rows
+
+
+def _withheld(card: CardSettings, reader, key: tuple, half: dict) -> str | None:
+    """Why no verdict is drawn from this curve: a flagged full cell, half cell or attacker."""
+    flags = getattr(reader, "flags", None)
+    if flags is None:
+        return None
+    found = flags.withheld(cells=[key], attackers=[key[1]])
+    half_flags = cell_flags(half, card.max_ci_width)
+    if found or not half_flags:
+        return found
+    flag, why = next(iter(half_flags.items()))
+    return f"no verdict: {key[1]} with 50% of its training speakers is flagged {flag}: {why}"

@@ -6,12 +6,15 @@ G2P, TF-IDF on the same trials (:mod:`attackers.text_utterances`), the bag of ph
 EER is at best an upper bound on what the words allow, so an audio attacker is read against every
 one of them, on the same trials (paired bootstrap over the run's unit: speakers on both sides):
 
-- **finds more than every words-only attacker here** (the voice leaks): the paired 95% CI of
-  (audio - words) lies below 0 for *every* words-only attacker: an intersection-union test, at 5%
-  without correction (:func:`below_all`);
-- **bounded by content**: *some* words-only attacker has the lower EER: a union over K hypotheses,
-  Holm-corrected at 5% on the two-sided bootstrap p-values, only differences in that direction
-  counting (:func:`holm`);
+- **finds more than every words-only attacker here** (the voice leaks): the paired two-sided 95%
+  CI of (audio - words) lies below 0 for *every* words-only attacker: an intersection-union test,
+  each comparison one-sided at 2.5%, without correction (:func:`below_all`);
+- **<words attacker> finds more than <audio attacker> here**: *some* words-only attacker has the
+  lower EER, a union over K hypotheses, Holm-corrected at 5% on the two-sided bootstrap p-values
+  with only differences in that direction counting (one-sided 2.5% family-wise,
+  :func:`words_better`). It shows this attacker is weaker than the words here, nothing about the
+  voice beyond them, and it is withheld when no semi-informed audio attack ran on the anonymizer
+  (the attack that could find more is missing) or a cell or attacker involved is flagged;
 - **within** otherwise.
 
 A selected minimum is biased low and its own CI ignores the selection: :func:`cross_fitted` picks
@@ -22,7 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-LEVEL = 0.05
+from ...metrics.small import MIN_SPEAKERS, few_speakers_reason
+
+LEVEL = 0.05  # two-sided: a claim in one direction is at 2.5%
+#: ``cross_fitted``'s ``enrollment_side``: each half's trials enrol and test its own speakers only.
+SAME_HALF = "same half: enrolled and tested speakers both in the half"
+#: ... or, for cells that did not write their enrolled speakers, test speakers only.
+ENROLLED_UNKNOWN = "not restricted: enrolled speakers unknown"
 
 
 def words_only(cell: dict) -> bool:
@@ -34,6 +43,13 @@ def words_only(cell: dict) -> bool:
         and not needs.get("audio")
         and bool(needs.get("split", True))
     )
+
+
+def reads_words(cell: dict) -> bool:
+    """A finished cell of an attacker that reads the words, not the sound, on any trials (the
+    card's utterance trials or probe-level trials of its own): the words-only rules apply."""
+    needs = cell.get("needs") or {}
+    return cell.get("status") == "ok" and bool(needs.get("words")) and not needs.get("audio")
 
 
 def probe_level(cell: dict) -> bool:
@@ -68,26 +84,37 @@ def words_better(comparisons: list, level: float = LEVEL) -> list:
     return [c["attacker"] for c, hit in zip(comparisons, holm(p, level)) if hit]
 
 
-def beyond_words_verdict(comparisons: list) -> str:
-    """The sentence for one audio cell against the K words-only attackers on its trials."""
+def beyond_words_verdict(
+    comparisons: list, attacker: str = "this attacker", semi_informed=True
+) -> str:
+    """The sentence for one audio cell against the K words-only attackers on its trials;
+    ``semi_informed``: whether a semi-informed audio attack ran on this anonymizer's speech."""
     if not comparisons:
         return "no words-only attacker on these trials"
     small = next((c["small"] for c in comparisons if c.get("small")), None)
     if small:
         return f"no verdict: {small}"
+    withheld = next((c["withheld"] for c in comparisons if c.get("withheld")), None)
+    if withheld:
+        return withheld
     if any(c["ci95"][0] is None for c in comparisons):
         return "no interval (too few valid resamples)"
     k = len(comparisons)
     if below_all(comparisons):
         return (
             f"finds more than every words-only attacker here ({k}): the voice leaks "
-            "(every paired CI below 0)"
+            "(every paired 95% CI below 0: one-sided 2.5% each)"
         )
     better = words_better(comparisons)
+    if better and not semi_informed:
+        return (
+            f"no verdict: {', '.join(better)} finds more than {attacker} here, but no semi-informed "
+            "audio attack ran on this speech, so a stronger attack on the voice is missing"
+        )
     if better:
         return (
-            f"bounded by content: {', '.join(better)} finds more from the words alone "
-            f"(Holm-corrected over {k})"
+            f"{', '.join(better)} finds more than {attacker} here; this says nothing about the voice "
+            f"beyond the words (Holm over {k}, one-sided 2.5%)"
         )
     return f"within: not below every words-only attacker ({k}), and none finds significantly more"
 
@@ -100,10 +127,16 @@ def _eer(scores, labels) -> float | None:
     return float(eer(scores, labels).eer)
 
 
-def cross_fitted(trials: dict, seed: int = 0) -> dict | None:
+def cross_fitted(trials: dict, seed: int = 0, min_speakers: int = MIN_SPEAKERS) -> dict | None:
     """``trials``: {cell label: scored Trials} of one anonymizer on the same test speakers. Pick the
     lowest-EER cell on one half of the speakers (seeded), read its EER on the other half, both ways;
-    the mean is the cross-fitted headline (None with fewer than 4 shared speakers)."""
+    the mean is the cross-fitted headline (None with fewer than 4 shared speakers).
+
+    Each half keeps only the trials whose enrolled and tested speakers are both in it, so the
+    selection half never sees the reading half's enrollment; where some cell's enrolled speakers
+    are unknown (cells written before ``enroll2spk``) every cell is split on its test speakers
+    alone, and ``enrollment_side`` says so. ``small`` says why no verdict rests on the value when
+    a half has fewer than ``min_speakers`` test speakers (else None)."""
     shared = None
     for t in trials.values():
         spk = set(t.test_speaker.tolist())
@@ -111,6 +144,7 @@ def cross_fitted(trials: dict, seed: int = 0) -> dict | None:
     speakers = sorted(shared or [])
     if len(trials) < 1 or len(speakers) < 4:
         return None
+    enrolled = all(t.enrolled_known() for t in trials.values())
     order = np.random.default_rng(seed).permutation(len(speakers))
     halves = [
         {speakers[i] for i in order[: len(order) // 2]},
@@ -118,24 +152,32 @@ def cross_fitted(trials: dict, seed: int = 0) -> dict | None:
     ]
     values, picked = [], []
     for fit, read in ((halves[0], halves[1]), (halves[1], halves[0])):
-        on = {k: _on(t, fit) for k, t in trials.items()}
+        on = {k: _on(t, fit, enrolled) for k, t in trials.items()}
         best = min((k for k in on if on[k] is not None), key=lambda k: on[k], default=None)
         if best is None:
             return None
-        value = _on(trials[best], read)
+        value = _on(trials[best], read, enrolled)
         if value is None:
             return None
         values.append(value)
         picked.append(best)
+    n_speakers = [len(halves[1]), len(halves[0])]
     return {
         "eer": float(np.mean(values)),
         "halves": [values[0], values[1]],
         "picked": picked,
-        "n_speakers": [len(halves[1]), len(halves[0])],
+        "n_speakers": n_speakers,
         "seed": seed,
+        "enrollment_side": SAME_HALF if enrolled else ENROLLED_UNKNOWN,
+        "small": few_speakers_reason(*n_speakers, min_speakers),
     }
 
 
-def _on(t, speakers: set) -> float | None:
-    mask = np.isin(t.test_speaker.astype(str), np.array(sorted(map(str, speakers))))
+def _on(t, speakers: set, enrolled: bool = True) -> float | None:
+    """The EER of ``t`` on the trials whose test speaker is in ``speakers`` and, with ``enrolled``,
+    whose enrolled speaker is too."""
+    wanted = np.array(sorted(map(str, speakers)))
+    mask = np.isin(t.test_speaker.astype(str), wanted)
+    if enrolled:
+        mask &= np.isin(t.enroll_speakers.astype(str), wanted)
     return _eer(t.score[mask], t.label[mask])

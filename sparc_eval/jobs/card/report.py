@@ -123,7 +123,8 @@ def _headline(doc: dict) -> list:
         "",
         "Lowest EER of the attacker x scenario cells on the anonymized speech's utterance trials "
         "(higher is more private). A selected minimum is biased low and its CI ignores the selection: the "
-        "cross-fitted value picks the best cell on half the test speakers and reads it on the other half. "
+        "cross-fitted value picks the best cell on half the test speakers and reads it on the other half, "
+        "each half on the trials whose enrolled and tested speakers are both in it. "
         "Anonymizers are compared cell by cell (below), never by headline.",
         "",
     ]
@@ -135,9 +136,12 @@ def _headline(doc: dict) -> list:
         if "attacker" in h:
             cross = h.get("cross_fitted")
             lines.append(
-                f"- **{name}**: {_eer_ci(h)}, lowest of {h['n_cells']} cells ({h['attacker']}{_marks(doc, h['attacker'])}, "
-                f"{h['scenario']}; selected)"
-                + (f"; cross-fitted {_pct(cross['eer'])}" if cross else "")
+                f"- **{name}**: {_eer_ci(h)}{_cell_mark(doc, h['attacker'], name, h['scenario'])}, "
+                f"lowest of {h['n_cells']} cells ({h['attacker']}{_marks(doc, h['attacker'])}, "
+                f"{h['scenario']}; selected"
+                + ("" if h.get("semi_informed", True) else "; no semi-informed attack among them")
+                + ")"
+                + (_cross_fitted_text(cross) if cross else "")
                 + (f"; content bound {_pct(bound)}" if bound is not None else "")
                 + _tpr_text(h.get("tpr_at_1pct"))
                 + _beyond_eer_text(h.get("beyond_eer"))
@@ -151,6 +155,19 @@ def _headline(doc: dict) -> list:
                 f"{probe['scenario']}): {_eer_ci(probe)}"
             )
     return lines + [""]
+
+
+def _cross_fitted_text(cross: dict) -> str:
+    """The headline's cross-fitted part, flagged when a half has too few speakers for a verdict,
+    or when the halves could not keep each other's enrolled speakers out (no ``enroll2spk``)."""
+    notes = []
+    if cross.get("small"):
+        per = "-".join(str(n) for n in sorted(set(cross.get("n_speakers") or []))) or "too few"
+        notes.append(f"small: {per} speakers per half, no verdict")
+    side = cross.get("enrollment_side")
+    if side and not side.startswith("same half"):
+        notes.append(f"enrollment {side}")
+    return f"; cross-fitted {_pct(cross['eer'])}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _tpr_value(tpr: dict) -> str:
@@ -187,19 +204,32 @@ def _highest_tpr_line(name: str, h: dict, doc: dict) -> list:
 
 MARKS = {"weak": "‡", "wide": "†", "small": "†", "learning": "§"}
 MARK_LEGEND = {
-    "‡": "an attacker flagged weak (Attacker strength)",
-    "†": "too few speakers, or a CI too wide or degenerate, for a verdict (Attacker strength)",
+    "‡": "an attacker flagged weak (Attacker strength): no verdict involves it",
+    "†": "too few speakers, or a CI too wide or degenerate: no verdict involves this cell "
+    "(Attacker strength)",
     "§": "its learning curve still falls: more training data would lower its EER",
 }
 
 
+ATTACKER_FLAGS = ("weak", "learning")  # wide and small are the cells' (_cell_mark)
+
+
 def _marks(doc: dict, attacker: str) -> str:
+    """The attacker's own marks: weak, still learning."""
     flags = ((doc.get("strength") or {}).get(attacker) or {}).get("flags") or []
-    return "".join(dict.fromkeys(MARKS[f] for f in flags if f in MARKS))
+    return "".join(dict.fromkeys(MARKS[f] for f in flags if f in ATTACKER_FLAGS))
+
+
+def _cell_mark(doc: dict, attacker: str, where: str, scenario: str) -> str:
+    """† on a cell flagged wide or small (issue 61: the flag is the cell's, not the attacker's)."""
+    st = (doc.get("strength") or {}).get(attacker) or {}
+    return "†" if ((st.get("cells") or {}).get(where) or {}).get(scenario) else ""
 
 
 def _mark_legend(doc: dict) -> list:
-    used = {m for a in (doc.get("strength") or {}) for m in _marks(doc, a)}
+    strength = doc.get("strength") or {}
+    used = {m for a in strength for m in _marks(doc, a)}
+    used |= {"†"} if any(st.get("cells") for st in strength.values()) else set()
     return [f"- {m}: {MARK_LEGEND[m]}" for m in MARK_LEGEND if m in used]
 
 
@@ -217,8 +247,12 @@ def _privacy_table(doc: dict) -> list:
         for attacker, by_sc in by.items():
             original = doc["cells"][ORIGINAL][attacker][ORIGINAL]
             lines.append(
-                f"| {name} | {attacker}{_marks(doc, attacker)} | {_cell_text(original)} | "
-                + " | ".join(_cell_text(by_sc.get(sc, {})) for sc in scenarios)
+                f"| {name} | {attacker}{_marks(doc, attacker)} | {_cell_text(original)}"
+                f"{_cell_mark(doc, attacker, ORIGINAL, ORIGINAL)} | "
+                + " | ".join(
+                    _cell_text(by_sc.get(sc, {})) + _cell_mark(doc, attacker, name, sc)
+                    for sc in scenarios
+                )
                 + " |"
             )
     notes = sorted(
@@ -292,8 +326,11 @@ def _beyond(doc: dict) -> list:
         f"95% CI resampling {UNIT_WORDS.get(doc['run'].get('bootstrap_unit'), 'test speakers')}, and the "
         "pairing used. "
         '"Finds more than every words-only attacker": '
-        'every CI below 0 (intersection-union, 5%); "bounded by content": some words-only attacker '
-        "significantly lower (Holm over K, 5%).",
+        "every two-sided 95% CI below 0 (intersection-union; each claim one-sided at 2.5%); "
+        '"<words> finds more than <audio> here": some words-only attacker significantly lower '
+        "(Holm over K at 5% two-sided, one direction counted: one-sided 2.5%), which says nothing "
+        "about the voice beyond the words and is withheld when no semi-informed audio attack ran. "
+        "A flagged cell or attacker gives no verdict.",
         "",
         "| anonymizer | attacker | scenario | EER | against each words-only attacker: EER, difference [CI], "
         "pairing | verdict |",
@@ -303,6 +340,7 @@ def _beyond(doc: dict) -> list:
         against = "; ".join(
             f"{c['attacker']}{_marks(doc, c['attacker'])} {_pct(c['eer'])}, {_diff(c)}, "
             f"{PAIRING.get(c['paired'], c['paired'])}"
+            + (" (weak: not in the verdict)" if c["attacker"] in (r.get("left_out") or {}) else "")
             for c in r["against"]
         )
         lines.append(
@@ -399,16 +437,27 @@ def _learning(doc: dict) -> list:
     lines = [
         "## Learning curves (EER by share of the training speakers)",
         "",
-        "| attacker | speech | scenario | " + " | ".join(f"{float(k):.0%}" for k in shares) + " |",
-        "|---|---|---|" + "---|" * len(shares),
+        "| attacker | speech | scenario | "
+        + " | ".join(f"{float(k):.0%}" for k in shares)
+        + " | 50% -> 100% | verdict |",
+        "|---|---|---|" + "---|" * (len(shares) + 2),
     ]
     for r in rows:
         lines.append(
-            f"| {r['attacker']} | {r['where']} | {r['scenario']} | "
+            f"| {r['attacker']}{_marks(doc, r['attacker'])} | {r['where']} | {r['scenario']} | "
             + " | ".join(_pct(r["eer"].get(k)) for k in shares)
-            + " |"
+            + f" | {_diff({'diff': r['diff_50_100'], 'ci95': r['ci95']}) if r.get('ci95') else 'n/a'}"
+            + f" | {_curve_verdict(r)} |"
         )
     return lines + [""]
+
+
+def _curve_verdict(r: dict) -> str:
+    if r.get("withheld"):
+        return r["withheld"]
+    if r.get("warning"):
+        return "still falls: more training data would likely lower the EER"
+    return "no significant fall (the 95% CI reaches 0)" if r.get("ci95") else "n/a"
 
 
 def _value(r: dict, digits: int = 3) -> str:
@@ -509,16 +558,49 @@ def _comparisons(doc: dict) -> list:
 
 
 def _speakers(doc: dict, pseudonyms: dict) -> list:
+    """The headline cell's most identifiable speakers: the held-out EER of the ``k`` picked on one
+    half of each speaker's test recordings and measured on the other (``worst_speakers``, as
+    docs/definitions.md defines it) beside their in-sample EER, then the lowest per-speaker EERs
+    on all trials, named and labelled in-sample (biased low)."""
+    from ...metrics.panel import WORST_FLOOR, WORST_K
+
     lines = []
     for name, h in doc["headline"].items():
         if "attacker" not in h:
             continue
-        per = doc["cells"][name][h["attacker"]][h["scenario"]].get("per_speaker") or {}
+        cell = doc["cells"][name][h["attacker"]][h["scenario"]]
+        per = cell.get("per_speaker") or {}
+        overall = cell.get("overall") or {}
+        ws = overall.get("worst_speakers")
+        if ws:
+            held = (
+                f"held-out EER {_pct(ws['held_out_eer'])} of the {ws['k']} picked on the other half "
+                f"of each speaker's test recordings (in-sample {_pct(ws['in_sample_eer'])}, biased "
+                f"low; {ws['n_eligible']} eligible speakers)"
+            )
+        else:
+            why = (cell.get("not_applicable") or {}).get("overall.worst_speakers")
+            if why is None and "worst_speakers" not in overall:
+                why = "the cell predates the held-out pick"
+            elif why is None:
+                why = (
+                    f"fewer than {2 * WORST_K} speakers have {WORST_FLOOR}+ target trials in each "
+                    "half of their test recordings, or there are no per-speaker EERs (the cell's "
+                    "results.json, not_applicable)"
+                )
+            held = f"held-out EER not computed: {why}"
         worst = sorted((v["eer"], s) for s, v in per.items() if v.get("eer") is not None)[:3]
-        if worst:
+        named = (
+            "; lowest per-speaker EERs, in-sample (biased low): "
+            + ", ".join(f"{pseudonyms.get(s, s)} ({_pct(e)})" for e, s in worst)
+            if worst
+            else ""
+        )
+        if ws or worst:
             lines.append(
                 f"- {name}: most identifiable speakers under {h['attacker']} ({h['scenario']}): "
-                + ", ".join(f"{pseudonyms.get(s, s)} ({_pct(e)})" for e, s in worst)
+                + held
+                + named
             )
     return (["## Speakers", ""] + lines + [""]) if lines else []
 
@@ -538,13 +620,34 @@ def _footer(doc: dict) -> list:
         ),
         "- Time: " + ", ".join(f"{k} {v:.0f} s" for k, v in run["timings_s"].items()),
     ]
-    lines += _draws(doc)
+    lines += _draws(doc) + _verdict_count(doc)
     if run["deviations"]:
         first = sorted(run["deviations"], key=lambda k: (not k.startswith("scenarios"), k))
         lines += ["- Departures from the papers:"] + [
             f"  - `{k}`: {run['deviations'][k]}" for k in first
         ]
     return lines + [""]
+
+
+def _verdict_count(doc: dict) -> list:
+    """How many tests the verdicts read, and that none is corrected for their number."""
+    found = doc.get("verdict_tests")
+    if not found:
+        return []
+    parts = ", ".join(
+        f"{k.replace('_', ' ')} {v['drawn']}"
+        + (f" ({v['withheld']} withheld)" if v["withheld"] else "")
+        for k, v in found["by_section"].items()
+        if v["drawn"] or v["withheld"]
+    )
+    return [
+        f"- Verdict tests: {found['drawn']} drawn"
+        + (f" ({parts})" if parts else "")
+        + f", {found['withheld']} withheld by a flag. Each is at its own level (two-sided 95% "
+        "intervals: a claim in one direction is one-sided at 2.5%), none corrected for their "
+        f"number: among {found['drawn']} tests of true nulls about {found['drawn'] * 0.025:.1f} "
+        "one-directional claims would be expected by chance."
+    ]
 
 
 def _draws(doc: dict) -> list:

@@ -21,7 +21,8 @@ from ...errors import DataError
 from ...metrics.small import too_few
 from ..leakage.compare import ci_verdict, compare_cells
 from ..leakage.compare import verdict as eer_verdict
-from .reference import beyond_words_verdict, cross_fitted, probe_level, words_only
+from .flags import Flags, cell_flags, semi_informed_ran
+from .reference import beyond_words_verdict, cross_fitted, probe_level, reads_words, words_only
 from .settings import CardSettings
 
 ORIGINAL = "original"
@@ -30,8 +31,9 @@ ORIGINAL = "original"
 class CellTrials:
     """Each finished cell's trials, read once."""
 
-    def __init__(self, root: Path, cells: dict):
+    def __init__(self, root: Path, cells: dict, flags: Flags | None = None):
         self.root, self.cells, self._trials = Path(root), cells, {}
+        self.flags = flags
 
     def ok(self, where, attacker, scenario) -> bool:
         return self.cells.get(where, {}).get(attacker, {}).get(scenario, {}).get("status") == "ok"
@@ -65,7 +67,10 @@ class CellTrials:
         """b - a for two cells (where, attacker, scenario); None when either did not run."""
         if not (self.ok(*a) and self.ok(*b)):
             return None
-        return self.compare_folders(self.cell(*a)["folder"], self.cell(*b)["folder"], card)
+        found = self.compare_folders(self.cell(*a)["folder"], self.cell(*b)["folder"], card)
+        if found is not None and self.flags is not None:  # the card's flags bind (issue 61)
+            found["withheld"] = self.flags.withheld(cells=(a, b), attackers=(a[1], b[1]))
+        return found
 
 
 def _eer(cell: dict) -> dict | None:
@@ -166,13 +171,17 @@ def _against(found: dict, attacker: str) -> dict:
         "p_value": found["eer_p_value"],
         "paired": found["paired"],
         "small": found.get("small"),
+        "withheld": found.get("withheld"),
     }
 
 
 def voice_beyond_content(card: CardSettings, cells: dict, reader: CellTrials) -> list:
     """Each audio attacker on anonymized speech against every words-only attacker on the same trials.
     ``content_eer``, ``diff``, ``ci95`` and ``paired`` keep their meaning (against the content
-    attacker); ``against`` holds every words-only comparison, and the verdict reads them all."""
+    attacker); ``against`` holds every words-only comparison, and the verdict reads them all but
+    those flagged weak (``left_out``): another words-only attacker finds significantly more on
+    the same trials, so the verdict no longer rests on the weak one (issue 61)."""
+    weak = reader.flags.attackers if reader.flags is not None else {}
     rows = []
     for name, by in cells.items():
         if name == ORIGINAL:
@@ -192,6 +201,16 @@ def voice_beyond_content(card: CardSettings, cells: dict, reader: CellTrials) ->
                 content = (
                     next((c for c in against if c["attacker"] == card.content_attacker), None) or {}
                 )
+                left_out = {
+                    c["attacker"]: weak[c["attacker"]]["weak"]
+                    for c in against
+                    if "weak" in weak.get(c["attacker"], {})
+                }
+                verdict = beyond_words_verdict(
+                    [c for c in against if c["attacker"] not in left_out],
+                    attacker,
+                    semi_informed_ran(cells, name),
+                )
                 rows.append(
                     {
                         "anonymizer": name,
@@ -203,7 +222,9 @@ def voice_beyond_content(card: CardSettings, cells: dict, reader: CellTrials) ->
                         "ci95": content.get("ci95"),
                         "paired": content.get("paired"),
                         "against": against,
-                        "verdict": beyond_words_verdict(against),
+                        "left_out": left_out,
+                        "verdict": verdict
+                        + (f" ({', '.join(left_out)}: flagged weak, left out)" if left_out else ""),
                     }
                 )
     return rows
@@ -234,7 +255,10 @@ def headlines(
         if not found and not probes:
             out[name] = {"not_applicable": "no attacker ran on this anonymizer's speech"}
             continue
-        row = {"content_bound": (content.get("bound") or {}).get("eer")}
+        row = {
+            "content_bound": (content.get("bound") or {}).get("eer"),
+            "semi_informed": semi_informed_ran(cells, name),  # else the strongest attack is missing
+        }
         if not found:  # text attackers alone: the probe-level cell is the headline (its keys kept)
             eer, attacker, sc, e = min(probes, key=lambda x: x[0])
             row.update(
@@ -285,11 +309,9 @@ def _cross_fit(card: CardSettings, by: dict, reader: CellTrials) -> dict | None:
         for sc, cell in by_sc.items()
         if cell.get("status") == "ok" and not probe_level(cell)
     }
-    return cross_fitted(trials, seed=card.seed) if trials else None
-
-
-def _too_wide(e: dict | None, width: float) -> bool:
-    return bool(e and e["ci95"] and e["ci95"][1] - e["ci95"][0] > width)
+    if not trials:
+        return None
+    return cross_fitted(trials, seed=card.seed, min_speakers=card.evaluation.min_verdict_speakers)
 
 
 def _small_warnings(original: dict | None, anonymized: dict) -> list:
@@ -309,24 +331,25 @@ def _small_warnings(original: dict | None, anonymized: dict) -> list:
         return [
             f"too few speakers for any verdict: {few[0]['n_speakers']} test speakers (fewer than "
             f"{few[0]['min_speakers']}); a bootstrap over so few cannot show the uncertainty. Resampling-free "
-            f"95% bounds, counted over speakers: {bounds}"
+            f"95% bounds over the effective number of test speakers: {bounds}"
         ]
     return [
         f"a degenerate interval (no resample can vary) is no narrow CI; no verdict rests on it. "
-        f"Resampling-free 95% bounds, counted over speakers: {bounds}"
+        f"Resampling-free 95% bounds over the effective number of test speakers: {bounds}"
     ]
 
 
 def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) -> dict:
     """Each attacker's EER on original speech beside its anonymized EERs, the warnings a reader
-    needs, and ``flags`` (weak, wide, small) that mark its rows wherever they appear. A words-only
-    attacker's high EER is a content finding, not weakness: it is flagged weak only when another
-    words-only attacker is significantly better on the same trials (or its learning curve still
-    falls, :func:`card_verdicts`)."""
+    needs, ``flags`` (weak, wide, small) that mark its rows wherever they appear, and ``cells``:
+    each of its cells' own flags (wide and small are per cell, weak per attacker: issue 61). A
+    words-only attacker's high EER (utterance trials or its own probes) is a content finding, not
+    weakness: it is flagged weak only when another words-only attacker is significantly better on
+    the same trials (or its learning curve still falls, :func:`card_verdicts`)."""
     out = {}
     for attacker, by in cells[ORIGINAL].items():
         original = _eer(by[ORIGINAL])
-        warnings, flags, notes = [], [], []
+        warnings, flags, notes, words_tests = [], [], [], 0
         anonymized = {
             name: {sc: _eer(c) for sc, c in cells[name][attacker].items()}
             for name in cells
@@ -334,8 +357,9 @@ def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) 
         }
         if original is None:
             warnings.append(f"it did not run on original speech: {by[ORIGINAL].get('reason')}")
-        elif words_only(by[ORIGINAL]):
-            better = _better_words(card, cells, attacker, reader)
+        elif reads_words(by[ORIGINAL]):
+            better, tested = _better_words(card, cells, attacker, reader)
+            words_tests += tested
             if better:
                 flags.append("weak")
                 warnings.append(
@@ -353,12 +377,12 @@ def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) 
                 f"too weak to certify anything: EER {original['eer']:.1%} on original speech "
                 f"(at least {card.weak_attacker_eer:.0%}, near chance)"
             )
-        if _too_wide(original, card.max_ci_width) or any(
-            _too_wide(e, card.max_ci_width) for by_sc in anonymized.values() for e in by_sc.values()
-        ):
+        own = _cell_flags(card, cells, attacker)
+        if any("wide" in f for by_sc in own.values() for f in by_sc.values()):
             flags.append("wide")
             warnings.append(
-                f"too few speakers for any verdict: a 95% CI is wider than {card.max_ci_width:.0%}"
+                f"no verdict involves {_where_list(own, 'wide')}: a 95% CI wider than "
+                f"{card.max_ci_width:.0%} (too few speakers to tell)"
             )
         small = _small_warnings(original, anonymized)
         flags += ["small"] if small else []
@@ -368,29 +392,59 @@ def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) 
             "warnings": warnings + small,
             "flags": flags,
             "notes": notes,
+            "cells": own,
+            "words_tests": words_tests,
         }
     return out
+
+
+def _cell_flags(card: CardSettings, cells: dict, attacker: str) -> dict:
+    """{where: {scenario: {flag: reason}}} of the attacker's flagged cells."""
+    out = {}
+    for where, by in cells.items():
+        for sc, cell in (by.get(attacker) or {}).items():
+            found = cell_flags(cell, card.max_ci_width)
+            if found:
+                out.setdefault(where, {})[sc] = found
+    return out
+
+
+def _where_list(own: dict, flag: str) -> str:
+    return ", ".join(
+        where if where == ORIGINAL else f"{where} {sc}"
+        for where, by_sc in own.items()
+        for sc, f in by_sc.items()
+        if flag in f
+    )
 
 
 def _better_words(
     card: CardSettings, cells: dict, attacker: str, reader: CellTrials | None
 ) -> list:
-    """The other words-only attackers significantly better than ``attacker`` on original speech."""
+    """The other words-only attackers significantly better than ``attacker`` on original speech, on
+    the same trial design (utterance trials, or probe-level trials of their own), and how many
+    comparisons were read."""
     if reader is None:
-        return []
-    better = []
+        return [], 0
+    mine = cells[ORIGINAL][attacker][ORIGINAL]
+    better, tested = [], 0
     for other, by in cells[ORIGINAL].items():
-        if other == attacker or not words_only(by[ORIGINAL]):
+        theirs = by[ORIGINAL]
+        if other == attacker or not reads_words(theirs):
+            continue
+        if probe_level(theirs) != probe_level(mine):
             continue
         found = reader.compare((ORIGINAL, attacker, ORIGINAL), (ORIGINAL, other, ORIGINAL), card)
+        tested += bool(found and not found.get("small") and not found.get("withheld"))
         if (
             found
             and not found.get("small")
+            and not found.get("withheld")
             and found["eer_diff_ci95"][1] is not None
             and found["eer_diff_ci95"][1] < 0
         ):
             better.append(other)
-    return better
+    return better, tested
 
 
 def _utility_comparisons(card: CardSettings, a: str, b: str, utility: dict, inputs: dict) -> dict:
@@ -439,6 +493,7 @@ def anonymizer_comparisons(
                             "diff": found["eer_diff"],
                             "ci95": found["eer_diff_ci95"],
                             "paired": found["paired"],
+                            "withheld": found.get("withheld"),
                             "verdict": eer_verdict(found, a, b, "is identified more easily"),
                         }
                     )
@@ -464,15 +519,19 @@ def card_verdicts(
     from .learning import learning_curves
     from .same_sex import same_sex
 
-    reader = CellTrials(card.output_folder, cells)
+    flags = Flags(cells, card.max_ci_width)
+    reader = CellTrials(card.output_folder, cells, flags)
     content = content_rows(card, cells)
-    curves = learning_curves(card, cells, learning or {}, reader)
     found = strength(card, cells, reader)
+    for attacker, st in found.items():  # weak binds every verdict that involves the attacker
+        if "weak" in st["flags"]:
+            flags.flag_attacker(attacker, "weak", st["warnings"][0])
+    curves = learning_curves(card, cells, learning or {}, reader)
     for row in curves:
         if row["warning"]:
             found[row["attacker"]]["warnings"].append(row["warning"])
             found[row["attacker"]]["flags"].append("learning")
-    return {
+    out = {
         "headline": headlines(card, cells, content, reader),
         "content": content,
         "voice_beyond_content": voice_beyond_content(card, cells, reader),
@@ -482,4 +541,43 @@ def card_verdicts(
         else {"not_applicable": "learning_curve: False"},
         "comparisons": anonymizer_comparisons(card, cells, utility, inputs, reader),
         "same_sex": same_sex(card, cells, reader, speakers or {}),
+    }
+    out["verdict_tests"] = verdict_tests(out)
+    return out
+
+
+def _drawn(verdict: str | None) -> bool:
+    return bool(verdict) and not verdict.startswith(("no verdict", "no interval", "no words-only"))
+
+
+def verdict_tests(doc: dict) -> dict:
+    """How many tests the card's verdicts read, per section, and how many were withheld: each is
+    at its own level (one-sided 2.5% for a claim in one direction), none corrected for their
+    number (issue 61)."""
+    beyond = doc["voice_beyond_content"]
+    eers = [e for row in doc["comparisons"] for e in row["eer"]]
+    utility = [u for row in doc["comparisons"] for u in row["utility"].values() if "verdict" in u]
+    curves = doc["learning_curves"] if isinstance(doc["learning_curves"], list) else []
+    curves = [r for r in curves if r.get("ci95")]
+    sections = {
+        "voice_beyond_content": (
+            sum(len(r["against"]) - len(r["left_out"]) for r in beyond if _drawn(r["verdict"])),
+            sum(1 for r in beyond if not _drawn(r["verdict"])),
+        ),
+        "anonymizer_eers": (
+            sum(_drawn(e["verdict"]) for e in eers),
+            sum(not _drawn(e["verdict"]) for e in eers),
+        ),
+        "anonymizer_utility": (len(utility), 0),
+        "words_strength": (sum(st.get("words_tests", 0) for st in doc["strength"].values()), 0),
+        "learning_curves": (
+            sum(not r.get("withheld") for r in curves),
+            sum(bool(r.get("withheld")) for r in curves),
+        ),
+    }
+    return {
+        "drawn": sum(d for d, _ in sections.values()),
+        "withheld": sum(w for _, w in sections.values()),
+        "by_section": {k: {"drawn": d, "withheld": w} for k, (d, w) in sections.items()},
+        "level": "two-sided 95% intervals; a claim in one direction is one-sided at 2.5%, each test at its own level",
     }

@@ -132,9 +132,12 @@ def compare_cells(
 
 def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:
     """One of three sentences by where the 95% CI of the EER difference (b - a) lies: below 0,
-    above 0, or around it; none when the comparison is small (too few test speakers)."""
+    above 0, or around it; none when the comparison is small (too few test speakers) or withheld
+    (a flagged cell or attacker: ``withheld`` holds the sentence, issue 61)."""
     if comparison.get("small"):
         return f"no verdict: {comparison['small']}"
+    if comparison.get("withheld"):
+        return comparison["withheld"]
     lo, hi = comparison["eer_diff_ci95"]
     if lo is None or hi is None or comparison.get("eer_diff", 0) is None:
         return "no interval (too few valid resamples)"

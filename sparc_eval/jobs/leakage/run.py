@@ -441,7 +441,7 @@ class _Comparer:
             return None
         boot = self.settings.evaluation.bootstrap
         try:
-            return compare_cells(
+            found = compare_cells(
                 self.trials(*x),
                 self.trials(*y),
                 n_boot=boot.n_boot,
@@ -452,6 +452,21 @@ class _Comparer:
         except DataError as err:
             self.na["comparisons." + "~".join(".".join(side) for side in (x, y))] = str(err)
             return None
+        found["withheld"] = self.withheld(x, y)
+        return found
+
+    def withheld(self, *sides) -> str | None:
+        """The "no verdict: ..." sentence when a side is a small evaluation, a degenerate interval
+        included (the count rule is compare_cells'): the card's rule binds here too (issue 61)."""
+        for corpus, attacker, cond in sides:
+            cell = self.cells[corpus][attacker][cond]
+            small = (cell.get("overall") or {}).get("small_evaluation")
+            if small:
+                return (
+                    f"no verdict: {attacker} on {corpus} ({cond}) is a small evaluation: "
+                    + "; ".join(small["reasons"])
+                )
+        return None
 
 
 def _corpus_comparisons(settings: LeakageSettings, cmp: _Comparer, cond: str) -> list:
