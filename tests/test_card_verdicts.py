@@ -587,7 +587,6 @@ def test_the_run_section_counts_the_verdict_tests_and_their_level(card):
     assert doc["verdict_tests"]["by_section"]["voice_beyond_content"] == {"drawn": 0, "withheld": 2}
     doc = _flagged_card(card, wide=False, weak=False, drop=("phones",), semi=True)
     tests = doc["verdict_tests"]
-    assert tests["drawn"] == sum(v["drawn"] for v in tests["by_section"].values())
     # one words-only attacker against the voice cell, on both anonymizers
     assert tests["by_section"]["voice_beyond_content"] == {"drawn": 2, "withheld": 0}
     assert tests["by_section"]["anonymizer_eers"]["drawn"] == 2
@@ -639,3 +638,15 @@ def test_the_semi_informed_departure_needs_an_audio_attacker_that_trained_on_it(
         cells = {"original": {}, "anon": {"a": {"semi-informed": cell}}}
         assert semi_informed_ran(cells) is ran
         assert semi_informed_ran(cells, "other") is False
+
+
+def test_a_card_written_before_the_per_cell_flags_keeps_its_marks():
+    """`sparc-eval report` on a results.json without `strength.*.cells` marks wide and small on
+    the attacker, as it was written."""
+    from sparc_eval.jobs.card.report import _mark_legend, _marks
+
+    old = {"strength": {"voice": {"flags": ["wide", "small", "learning"]}}}
+    new = {"strength": {"voice": {"flags": ["wide", "small", "learning"], "cells": {}}}}
+    assert _marks(old, "voice") == "†§" and _marks(new, "voice") == "§"
+    assert any(line.startswith("- †") for line in _mark_legend(old))
+    assert not any(line.startswith("- †") for line in _mark_legend(new))

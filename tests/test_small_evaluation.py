@@ -317,7 +317,7 @@ def test_trial_weights_count_toward_n_eff_and_bare_scores_keep_trials():
     assert bare["bound_counts"].startswith("trials of the smaller class")
 
 
-def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict():
+def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict(monkeypatch):
     """Issue 61: a small-by-degenerate-interval cell binds the leakage comparison's verdicts too
     (the count rule already did, in compare_cells)."""
     from types import SimpleNamespace
@@ -337,6 +337,18 @@ def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict():
         "alike (degenerate bootstrap)"
     )
     assert cmp.withheld(("edacc", "phones", "all")) is None
+    # compare() sets it on what it returns, so every leakage verdict reads it
+    import sparc_eval.jobs.leakage.run as leakage_run
+
+    settings = SimpleNamespace(
+        evaluation=SimpleNamespace(
+            bootstrap=SimpleNamespace(n_boot=10, seed=0, unit="two_way"), min_verdict_speakers=20
+        )
+    )
+    cmp = _Comparer(settings, cells, {})
+    cmp.trials = lambda *side: side
+    monkeypatch.setattr(leakage_run, "compare_cells", lambda a, b, **kw: {"small": None})
+    assert cmp.compare(("edacc", "phones", "all"), ("ls", "phones", "all"))["withheld"] == reason
     found = {"eer_diff": -0.1, "eer_diff_ci95": [-0.2, -0.05], "small": None, "withheld": reason}
     assert ci_verdict(found, below="b leaks more", above="a", within="w") == reason
     assert ci_verdict({**found, "withheld": None}, below="b leaks more", above="a", within="w") == (

@@ -23,7 +23,7 @@ def cell_flags(cell: dict | None, max_ci_width: float) -> dict:
     overall = cell.get("overall") or {}
     found = {}
     ci = (overall.get("ci95") or {}).get("eer")
-    if ci and ci[0] is not None and ci[1] - ci[0] > max_ci_width:
+    if ci and None not in ci[:2] and ci[1] - ci[0] > max_ci_width:
         found[WIDE] = f"95% CI [{ci[0]:.1%}, {ci[1]:.1%}] is wider than {max_ci_width:.0%}"
     small = overall.get("small_evaluation")
     if small:

@@ -215,9 +215,11 @@ ATTACKER_FLAGS = ("weak", "learning")  # wide and small are the cells' (_cell_ma
 
 
 def _marks(doc: dict, attacker: str) -> str:
-    """The attacker's own marks: weak, still learning."""
-    flags = ((doc.get("strength") or {}).get(attacker) or {}).get("flags") or []
-    return "".join(dict.fromkeys(MARKS[f] for f in flags if f in ATTACKER_FLAGS))
+    """The attacker's own marks: weak, still learning (and wide or small in a card written before
+    the flags were per cell, which has no ``strength.*.cells``)."""
+    st = (doc.get("strength") or {}).get(attacker) or {}
+    own = ATTACKER_FLAGS if "cells" in st else MARKS
+    return "".join(dict.fromkeys(MARKS[f] for f in st.get("flags") or [] if f in own))
 
 
 def _cell_mark(doc: dict, attacker: str, where: str, scenario: str) -> str:
@@ -437,6 +439,8 @@ def _learning(doc: dict) -> list:
     lines = [
         "## Learning curves (EER by share of the training speakers)",
         "",
+        "The EER still falls when the paired 95% CI of (100% - 50%) lies below 0 (one-sided 2.5%).",
+        "",
         "| attacker | speech | scenario | "
         + " | ".join(f"{float(k):.0%}" for k in shares)
         + " | 50% -> 100% | verdict |",
@@ -536,7 +540,12 @@ def _utility_details(doc: dict) -> list:
 def _comparisons(doc: dict) -> list:
     if not doc["comparisons"]:
         return []
-    lines = ["## Anonymizers compared (b - a, 95% CIs; the pairing used in brackets)", ""]
+    lines = [
+        "## Anonymizers compared (b - a, 95% CIs; the pairing used in brackets)",
+        "",
+        "A verdict in one direction is one-sided at 2.5%; a flagged cell or attacker gives none.",
+        "",
+    ]
     for row in doc["comparisons"]:
         for e in row["eer"]:
             ci = e["ci95"]
@@ -643,10 +652,11 @@ def _verdict_count(doc: dict) -> list:
     return [
         f"- Verdict tests: {found['drawn']} drawn"
         + (f" ({parts})" if parts else "")
-        + f", {found['withheld']} withheld by a flag. Each is at its own level (two-sided 95% "
-        "intervals: a claim in one direction is one-sided at 2.5%), none corrected for their "
-        f"number: among {found['drawn']} tests of true nulls about {found['drawn'] * 0.025:.1f} "
-        "one-directional claims would be expected by chance."
+        + f"; {found['withheld']} withheld (a flag, too few speakers, no interval, or no "
+        "semi-informed attack). Each is at its own level (two-sided 95% intervals: a claim in one "
+        "direction is one-sided at 2.5%), none corrected for their number: were every null true, "
+        f"at most about {found['drawn'] * 0.05:.1f} of these {found['drawn']} tests would still "
+        "show a difference."
     ]
 
 

@@ -8,7 +8,8 @@ speech says is the **content this anonymizer leaves**. Any words-only attacker's
 upper bound on what the words allow, so the **content reference** (``content.reference``) lists
 every words-only attacker on the card's utterance trials, and an audio attacker is read against
 all of them (:mod:`.reference`: an intersection-union test for "finds more than every words-only
-attacker here", Holm over K for "bounded by content", "within" otherwise).
+attacker here", Holm over K for "<words attacker> finds more than <audio attacker> here",
+"within" otherwise). The card's flags bind its verdicts (:mod:`.flags`).
 """
 
 from __future__ import annotations
@@ -345,7 +346,7 @@ def strength(card: CardSettings, cells: dict, reader: CellTrials | None = None) 
     each of its cells' own flags (wide and small are per cell, weak per attacker: issue 61). A
     words-only attacker's high EER (utterance trials or its own probes) is a content finding, not
     weakness: it is flagged weak only when another words-only attacker is significantly better on
-    the same trials (or its learning curve still falls, :func:`card_verdicts`)."""
+    the same trials (a learning curve that still falls marks it "learning", :func:`card_verdicts`)."""
     out = {}
     for attacker, by in cells[ORIGINAL].items():
         original = _eer(by[ORIGINAL])
@@ -435,14 +436,11 @@ def _better_words(
         if probe_level(theirs) != probe_level(mine):
             continue
         found = reader.compare((ORIGINAL, attacker, ORIGINAL), (ORIGINAL, other, ORIGINAL), card)
-        tested += bool(found and not found.get("small") and not found.get("withheld"))
-        if (
-            found
-            and not found.get("small")
-            and not found.get("withheld")
-            and found["eer_diff_ci95"][1] is not None
-            and found["eer_diff_ci95"][1] < 0
-        ):
+        if not found or found.get("small") or found.get("withheld"):
+            continue
+        tested += 1
+        upper = found["eer_diff_ci95"][1]
+        if upper is not None and upper < 0:
             better.append(other)
     return better, tested
 
@@ -550,30 +548,35 @@ def _drawn(verdict: str | None) -> bool:
     return bool(verdict) and not verdict.startswith(("no verdict", "no interval", "no words-only"))
 
 
+def _tally(items) -> tuple:
+    """(tests drawn, tests withheld) over (number of tests, verdict) pairs."""
+    items = list(items)
+    drawn = sum(n for n, verdict in items if _drawn(verdict))
+    return drawn, sum(n for n, _ in items) - drawn
+
+
+def _curve_verdict(row: dict) -> str:
+    if row.get("withheld"):
+        return row["withheld"]
+    return "no interval" if None in row["ci95"] else "drawn"
+
+
 def verdict_tests(doc: dict) -> dict:
-    """How many tests the card's verdicts read, per section, and how many were withheld: each is
-    at its own level (one-sided 2.5% for a claim in one direction), none corrected for their
-    number (issue 61)."""
+    """How many tests the card's verdicts read, per section, and how many were withheld (a flag,
+    too few speakers, no interval, no semi-informed attack): each is at its own level (one-sided
+    2.5% for a claim in one direction), none corrected for their number (issue 61)."""
     beyond = doc["voice_beyond_content"]
     eers = [e for row in doc["comparisons"] for e in row["eer"]]
     utility = [u for row in doc["comparisons"] for u in row["utility"].values() if "verdict" in u]
     curves = doc["learning_curves"] if isinstance(doc["learning_curves"], list) else []
-    curves = [r for r in curves if r.get("ci95")]
     sections = {
-        "voice_beyond_content": (
-            sum(len(r["against"]) - len(r["left_out"]) for r in beyond if _drawn(r["verdict"])),
-            sum(1 for r in beyond if not _drawn(r["verdict"])),
+        "voice_beyond_content": _tally(
+            (len(r["against"]) - len(r["left_out"]), r["verdict"]) for r in beyond
         ),
-        "anonymizer_eers": (
-            sum(_drawn(e["verdict"]) for e in eers),
-            sum(not _drawn(e["verdict"]) for e in eers),
-        ),
-        "anonymizer_utility": (len(utility), 0),
+        "anonymizer_eers": _tally((1, e["verdict"]) for e in eers),
+        "anonymizer_utility": _tally((1, u["verdict"]) for u in utility),
         "words_strength": (sum(st.get("words_tests", 0) for st in doc["strength"].values()), 0),
-        "learning_curves": (
-            sum(not r.get("withheld") for r in curves),
-            sum(bool(r.get("withheld")) for r in curves),
-        ),
+        "learning_curves": _tally((1, _curve_verdict(r)) for r in curves if r.get("ci95")),
     }
     return {
         "drawn": sum(d for d, _ in sections.values()),
