@@ -178,6 +178,20 @@ def test_comparisons_resample_both_sides_when_the_enrolled_speakers_are_known(tm
     )
     assert both["unit"] == "two_way" and "enrollment_side" not in both
     assert both["eer_diff"] == fixed["eer_diff"]  # the same trials and scores: only the CI moves
+    # the reports mark a comparison that held the enrolled side fixed
+    from sparc_eval.jobs.card.report import _pairing
+    from sparc_eval.jobs.leakage.report import _paired
+
+    assert _paired({**fixed, "paired": "trials"}) == "trials; enrolled side held fixed"
+    assert _pairing({**fixed, "paired": "trials"}) == "same trials; enrolled side held fixed"
+    assert _pairing({**both, "paired": "trials"}) == "same trials"
+    # a gap in the enrolled speakers is no speaker: the evaluation holds that side fixed
+    gap = replace(known, enroll_speaker=[None] + list(known.enroll_speaker[1:]))
+    assert not gap.enrolled_known() and gap.enroll2spk() is None
+    from sparc_eval.attack.evaluation import EvaluationSettings, evaluate
+
+    ran = evaluate(gap, None, EvaluationSettings()).details["bootstrap"]
+    assert ran["unit"] == "speaker" and "enrollment_side" in ran
 
 
 def test_comparisons_pair_when_trials_are_shared():

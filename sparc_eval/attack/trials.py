@@ -127,9 +127,13 @@ class Trials:
             return None
         return dict(zip(self.test.tolist(), self.test_speaker.tolist()))
 
-    def enroll2spk(self) -> dict:
+    def enroll2spk(self) -> Optional[dict]:
         """Enrolled speaker -> itself: the enrollment side of :attr:`enroll_speakers`, which are
-        speaker ids, for a two-way bootstrap (:func:`sparc_eval.metrics.evaluate_trials`)."""
+        speaker ids, for a two-way bootstrap (:func:`sparc_eval.metrics.evaluate_trials`); None
+        when they are not known to be speakers (:meth:`enrolled_known`), so that the bootstrap
+        holds the enrolled side fixed and says so."""
+        if not self.enrolled_known():
+            return None
         return {s: s for s in set(self.enroll_speakers.tolist())}
 
     def enroll_map(self) -> dict:
@@ -140,8 +144,8 @@ class Trials:
     def enrolled_known(self) -> bool:
         """Whether :attr:`enroll_speakers` are speakers: given, or enrollment ids that name the
         test speaker of every target trial (speaker-level enrollment)."""
-        if self.enroll_speaker is not None:
-            return True
+        if self.enroll_speaker is not None:  # every trial's, or none: a gap is no speaker
+            return not any(s is None or s == "" for s in self.enroll_speaker.tolist())
         if self.test_speaker is None:
             return False
         target = self.label.astype(bool)

@@ -78,8 +78,10 @@ Units:
   tested j (i != j: every non-target, and an attribute task's targets) the weight m_i m_j and a
   target trial of speaker i the weight m_i (two copies of one person are not two people). When no speaker is on both sides the two sides are drawn
   independently. A non-target score depends on both speakers, so holding the enrolled side
-  fixed makes intervals too narrow (docs: "How well the intervals cover"); this one is mildly
-  conservative (Owen and Eckles, Ann. Appl. Stat. 6(3), 2012).
+  fixed makes intervals too narrow. Owen's pigeonhole bootstrap, drawing rows and columns
+  independently, is mildly conservative (Owen and Eckles, Ann. Appl. Stat. 6(3), 2012); this
+  one draw over shared speakers is not: it covers 91-92% at 20-24 speakers (docs: "How well the
+  intervals cover").
 - ``"speaker"``: test speakers drawn with replacement (``groups`` gives each trial's speaker, by
   default the test speaker), the enrolled side held fixed; every trial of a drawn speaker counts
   as often as it was drawn.
@@ -533,15 +535,21 @@ class _Plan:
             self.side_sizes = [int(self.group_index.max()) + 1]
         else:
             enrolled = self._speakers(
-                enroll_groups, labels, "a two-way bootstrap needs each trial's enrolled speaker"
+                enroll_groups,
+                labels,
+                "a two-way bootstrap needs each trial's enrolled speaker",
+                hint="pass enroll_groups= (or --enroll2spk, or enrollment ids that are speakers "
+                "of --utt2spk)",
             )
             self._two_sides(test, enrolled)
         self.n_groups = sum(self.side_sizes)
 
     @staticmethod
-    def _speakers(groups, labels, what: str) -> np.ndarray:
+    def _speakers(
+        groups, labels, what: str, hint: str = "pass groups= (or --utt2spk)"
+    ) -> np.ndarray:
         if groups is None:
-            raise DataError(what, hint="pass groups= (or --utt2spk on the command line)")
+            raise DataError(what, hint=hint)
         g = np.asarray(groups)
         if g.shape != labels.shape:
             raise DataError(f"groups have shape {g.shape} but there are {labels.size} trials")

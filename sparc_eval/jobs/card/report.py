@@ -317,6 +317,13 @@ def _reference(reference: dict, doc: dict) -> list:
 PAIRING = {"trials": "same trials", "speakers": "same speakers (other trials)", False: "unpaired"}
 
 
+def _pairing(c: dict) -> str:
+    """How a comparison was paired, and a fallback to test speakers where a cell had no enrolled
+    ones (written before enroll2spk)."""
+    held = "; enrolled side held fixed" if c.get("enrollment_side") else ""
+    return f"{PAIRING.get(c['paired'], c['paired'])}{held}"
+
+
 def _beyond(doc: dict) -> list:
     rows = doc["voice_beyond_content"]
     if not rows:
@@ -341,7 +348,7 @@ def _beyond(doc: dict) -> list:
     for r in rows:
         against = "; ".join(
             f"{c['attacker']}{_marks(doc, c['attacker'])} {_pct(c['eer'])}, {_diff(c)}, "
-            f"{PAIRING.get(c['paired'], c['paired'])}"
+            f"{_pairing(c)}"
             + (" (weak: not in the verdict)" if c["attacker"] in (r.get("left_out") or {}) else "")
             for c in r["against"]
         )
@@ -553,7 +560,7 @@ def _comparisons(doc: dict) -> list:
                 f"- {row['a']} vs {row['b']}, {e['attacker']}{_marks(doc, e['attacker'])} ({e['scenario']}): "
                 f"EER {_pct(e['eer_a'])} vs "
                 f"{_pct(e['eer_b'])}, difference {_pct(e['diff'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
-                f"({PAIRING.get(e['paired'], e['paired'])}): {e['verdict']}"
+                f"({_pairing(e)}): {e['verdict']}"
             )
         for metric, u in row["utility"].items():
             if "diff" in u:

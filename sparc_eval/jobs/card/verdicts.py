@@ -173,6 +173,7 @@ def _against(found: dict, attacker: str) -> dict:
         "paired": found["paired"],
         "small": found.get("small"),
         "withheld": found.get("withheld"),
+        **({"enrollment_side": found["enrollment_side"]} if "enrollment_side" in found else {}),
     }
 
 
@@ -491,6 +492,11 @@ def anonymizer_comparisons(
                             "diff": found["eer_diff"],
                             "ci95": found["eer_diff_ci95"],
                             "paired": found["paired"],
+                            **(
+                                {"enrollment_side": found["enrollment_side"]}
+                                if "enrollment_side" in found
+                                else {}
+                            ),
                             "withheld": found.get("withheld"),
                             "verdict": eer_verdict(found, a, b, "is identified more easily"),
                         }

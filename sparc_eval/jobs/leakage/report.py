@@ -361,7 +361,7 @@ def _comparisons(doc: dict) -> list:
             ci_s, p = _diff_ci(r)
             lines.append(
                 f"| {r['condition']} | {who} | {r['a']} | {r['b']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} "
-                f"| {diff}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |"
+                f"| {diff}{ci_s} | {p} | {_paired(r)} | {r['verdict']} |"
             )
         lines.append("")
     return lines
@@ -384,7 +384,7 @@ def _shared_text_changes(doc: dict) -> list:
         ci_s, p = _diff_ci(r)
         lines.append(
             f"| {r['corpus']} | {r['attacker']} | {_pct(r['eer_a'])} | {_pct(r['eer_b'])} | "
-            f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {r['paired'] or 'no'} | {r['verdict']} |"
+            f"{100 * r['eer_diff']:+.1f}{ci_s} | {p} | {_paired(r)} | {r['verdict']} |"
         )
     lines.append("")
     return lines
@@ -636,3 +636,9 @@ def leakage_pseudonyms(doc: dict) -> dict:
         + (c["distinctiveness"].get("least") or [])
     }
     return pseudonyms(cell_speakers(doc) | named)
+
+
+def _paired(row: dict) -> str:
+    """The pairing column, and a fallback to test speakers where a cell had no enrolled ones."""
+    held = "; enrolled side held fixed" if row.get("enrollment_side") else ""
+    return f"{row['paired'] or 'no'}{held}"

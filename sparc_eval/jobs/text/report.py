@@ -303,7 +303,8 @@ def _comparisons(doc: dict) -> list:
         lines.append(
             f"| {r['task']} | {r['setting']} | {r['condition']} | {r['scorer_a']} | {r['scorer_b']} | "
             f"{_f(r['a']['eer'])} | {_f(r['b']['eer'])} | {_f(r['diff']['eer'], sign=True)}"
-            f"{_ci(r['ci95']['eer'])}{' (' + r['small'] + ')' if r.get('small') else ''} | "
+            f"{_ci(r['ci95']['eer'])}{' (' + r['small'] + ')' if r.get('small') else ''}"
+            f"{' (enrolled side held fixed)' if r.get('enrollment_side') else ''} | "
             f"{_f(r['p_value']['eer'])} | {_f(r['diff']['auc'], sign=True)}"
             f"{_ci(r['ci95']['auc'])} |"
         )
