@@ -109,6 +109,11 @@ class Anonymizer:
     def setup(self) -> None:
         """Load models; called once per worker before the first utterance."""
 
+    def model_files(self) -> list:
+        """Every model file (or folder) the anonymizer reads itself; their content joins the key
+        of its outputs (an ASR or TTS it holds says its own through its settings)."""
+        return []
+
     def settings(self) -> dict:
         cls = type(self)
         out = {"class": f"{cls.__module__}.{cls.__qualname__}", "version": self.version}

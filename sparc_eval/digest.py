@@ -35,6 +35,34 @@ def file_digest(path, n: Optional[int] = 16) -> str:
     return h.hexdigest()[:n]
 
 
+# file content hashes of this process, by what stat says of the file: a model read again in the
+# same run costs one stat; a file rewritten in place (even keeping size and mtime) is read again
+_CONTENT_MEMO: dict = {}
+
+
+def _memo_digest(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key not in _CONTENT_MEMO:
+        _CONTENT_MEMO[key] = file_digest(path, n=None)
+    return _CONTENT_MEMO[key]
+
+
+def content_digest(paths, n: Optional[int] = 16) -> str:
+    """SHA-256 over the bytes of model files, in the order given; a folder counts as every file
+    under it, by relative path. A file's name is not part of it: the same voice under another
+    name keys alike, another voice under the same name does not (issue 62)."""
+    h = hashlib.sha256()
+    for item in paths:
+        item = Path(item)
+        if item.is_dir():
+            for f in sorted(p for p in item.rglob("*") if p.is_file()):
+                h.update(f"{f.relative_to(item)}\t{_memo_digest(f)}\n".encode())
+        else:
+            h.update(f"\t{_memo_digest(item)}\n".encode())
+    return h.hexdigest()[:n]
+
+
 def folder_digest(path, n: Optional[int] = 16) -> str:
     """SHA-256 over the files under a folder: relative path, size and mtime_ns of each, in sorted
     order (contents are not read, so a big corpus is cheap; a rewrite changes the mtime)."""

@@ -381,3 +381,36 @@ def test_a_plugin_with_a_syntax_error_is_named_not_a_traceback(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(DataError, match=r"half_written.*\(.*half_written.py, line 2\)"):
         anonymizer_class("half_written.Voice")
+
+
+def test_a_voice_rewritten_under_its_name_is_another_anonymizer(whisper, samples, tmp_path):
+    """Issue 62, item 3: the Piper voice and its .onnx.json are keyed by their content, so another
+    voice under the same file name re-anonymizes instead of reusing the old audio."""
+    import shutil
+
+    from sparc_eval.anonymization.runner import settings_of
+    from sparc_eval.speech.tts import packaged_piper_voice
+
+    onnx, config = packaged_piper_voice()
+    voice = tmp_path / "voice" / "voice.onnx"
+    voice.parent.mkdir()
+    shutil.copy(onnx, voice)
+    shutil.copy(config, f"{voice}.json")
+    corpus = samples.subset(lambda u: u.id == STT_IDS[0])
+
+    def run():
+        anonymizer = SttTts(asr=whisper, tts="piper", tts_options={"model": str(voice)})
+        anonymize_corpus(corpus, anonymizer, tmp_path / "out", progress=False)
+        record = json.loads((tmp_path / "out" / "anonymization.json").read_text())
+        return record["processed"], record["cached"], settings_of(anonymizer)
+
+    first, again = run(), run()
+    assert first[:2] == (1, 0) and again[:2] == (0, 1)  # the same voice: reused
+    settings = json.loads(open(f"{voice}.json").read())  # another voice under the same name
+    settings["inference"]["length_scale"] = 1.5
+    (voice.parent / "voice.onnx.json").write_text(json.dumps(settings))
+    changed = run()
+    assert changed[:2] == (1, 0)
+    assert changed[2]["tts"]["model"] == first[2]["tts"]["model"] == "voice.onnx"
+    assert changed[2]["tts"]["model_files"] != first[2]["tts"]["model_files"]
+    assert "model_files" in first[2]["asr"]  # the ASR's model folder is keyed the same way

@@ -375,3 +375,27 @@ def test_a_checkpoint_folder_is_resumed_only_by_the_same_training_content(tmp_pa
         check_resume(tmp_path, tmp_path / "save", semi)
     path.write_text(json.dumps({"lr": 0.001}))
     check_resume(tmp_path, tmp_path / "save", {**semi, "trained_on_speech": "original"})
+
+
+def test_model_files_are_keyed_by_content_not_name(tmp_path):
+    """Issue 62: the same bytes under another name key alike; a file rewritten in place, even
+    with its size and modification time put back, keys differently (its ctime moved)."""
+    import os
+
+    from sparc_eval.digest import content_digest
+
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    a.write_bytes(b"voice one")
+    b.write_bytes(b"voice one")
+    assert content_digest([a]) == content_digest([b])
+    before, st = content_digest([a]), a.stat()
+    a.write_bytes(b"voice two")
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert a.stat().st_size == st.st_size and a.stat().st_mtime_ns == st.st_mtime_ns
+    assert content_digest([a]) != before
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.bin").write_bytes(b"weights")
+    first = content_digest([folder])
+    (folder / "model.bin").write_bytes(b"other weights")
+    assert content_digest([folder]) != first

@@ -55,7 +55,7 @@ from ..data.manifest import AudioRef, Manifest
 
 # keys are digest(..., n=None, default=repr): full length, repr() for what JSON cannot hold, as the
 # ledgers and shard reports of earlier runs were made
-from ..digest import UNKNOWN_STATE, digest, file_digest
+from ..digest import UNKNOWN_STATE, content_digest, digest, file_digest
 from ..errors import DataError
 from ..speech.audio import read_utterance, resample
 from ..speech.backends import AnonymizerOutputError, DiskFull
@@ -139,6 +139,10 @@ def settings_of(anonymizer) -> dict:
     options = getattr(anonymizer, _BUILT_WITH, None)
     if options:
         out["options"] = options
+    files = getattr(anonymizer, "model_files", None)
+    files = [f for f in files() if f is not None] if callable(files) else []
+    if files:  # another model under the same name is another anonymizer (issue 62)
+        out["model_files"] = content_digest(files)
     if not callable(settings) or UNKNOWN_STATE in json.dumps(out, default=repr):
         out["unknown_state"] = _run_token(anonymizer)
     return out

@@ -259,7 +259,16 @@ class FasterWhisperASR(ASR):
             "language": self.language,
             "temperature": self.temperature,
             "vad_filter": self.vad_filter,
+            **self.files_key(),
         }
+
+    def model_files(self) -> list:
+        """The CTranslate2 folder the model name resolves to here, without downloading (a model
+        not yet on disk is keyed by its name until it is)."""
+        try:
+            return [resolve_whisper_model(self.model, cache_dir=self.cache_dir)]
+        except BackendUnavailable:
+            return []
 
     _lazy = ("_model", "_streams")
 
@@ -519,7 +528,11 @@ class OpenAIWhisperASR(ASR):
             "checkpoint": self.checkpoint,
             "language": self.language,
             "beam_size": self.beam_size,
+            **self.files_key(),
         }
+
+    def model_files(self) -> list:
+        return [self.checkpoint]
 
     def load(self):
         if self._model is None:
@@ -555,7 +568,16 @@ class PocketsphinxASR(ASR):
         self._model = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "hmm": self.hmm, "lm": self.lm, "dict": self.dict}
+        return {
+            "backend": self.name,
+            "hmm": self.hmm,
+            "lm": self.lm,
+            "dict": self.dict,
+            **self.files_key(),
+        }
+
+    def model_files(self) -> list:
+        return [self.hmm, self.lm, self.dict]  # None: pocketsphinx's packaged model
 
     def load(self):
         if self._model is None:

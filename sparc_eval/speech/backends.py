@@ -45,7 +45,19 @@ class LazyModel:
     _lazy = ("_model",)
 
     def settings(self) -> dict:
-        return {"backend": self.name}
+        return {"backend": self.name, **self.files_key()}
+
+    def model_files(self) -> list:
+        """Every model file (or folder) the backend reads; their content joins its settings, so
+        another model under the same name is never taken for the old one (issue 62)."""
+        return []
+
+    def files_key(self) -> dict:
+        """``{"model_files": <content digest>}`` of :meth:`model_files`, or nothing."""
+        from ..digest import content_digest
+
+        files = [f for f in self.model_files() if f is not None]
+        return {"model_files": content_digest(files)} if files else {}
 
     def __getstate__(self):
         state = dict(self.__dict__)

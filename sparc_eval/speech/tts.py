@@ -127,7 +127,11 @@ class PiperTTS(TTS):
             "length_scale": self.length_scale,
             "noise_scale": self.noise_scale,
             "noise_w_scale": self.noise_w_scale,
+            **self.files_key(),
         }
+
+    def model_files(self) -> list:
+        return [self.model, self.config]  # the voice and its .onnx.json
 
     def load(self):
         if self._model is None:
@@ -278,7 +282,11 @@ class NemoTTS(TTS):
             "fastpitch": Path(self.fastpitch).name,
             "hifigan": Path(self.hifigan).name,
             "speaker": self.speaker,
+            **self.files_key(),
         }
+
+    def model_files(self) -> list:
+        return [self.fastpitch, self.hifigan]
 
     def load(self):
         if self._model is None:
