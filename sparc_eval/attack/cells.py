@@ -339,33 +339,8 @@ def run_cell(
         },
         speakers=evalset.manifest.speaker_attributes() if plan.split is None else None,
     )
-    with atomic_open(
-        cell_dir / "utt2spk", "w", encoding="utf-8"
-    ) as handle:  # for the scores of a reused cell
-        handle.writelines(f"{t} {s}\n" for t, s in sorted(result.trials.utt2spk().items()))
-    with atomic_open(cell_dir / "enroll2spk", "w", encoding="utf-8") as handle:  # two-way CIs
-        handle.writelines(f"{e} {s}\n" for e, s in sorted(result.trials.enroll_map().items()))
-    base = {
-        "attacker": spec.name,
-        "kind": spec.kind,
-        "corpus": evalset.name,
-        "condition": condition,
-        "results": "results.json",
-        "trials": {"scores": "scores.txt", "utt2spk": "utt2spk", "enroll2spk": "enroll2spk"},
-        "n_utterances": len(view)
-        if plan.split is None
-        else len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
-        **attacker.describe(),
-        "needs": asdict(attacker.needs),
-        "deviations": result.run_info["deviations"],
-        **{
-            k: result.run_info[k]
-            for k in ("scenario_label", "attacker_notes")
-            if k in result.run_info
-        },
-    }
-    if spec.model_folder:
-        base["model_folder"] = spec.model_folder
+    _write_speaker_maps(cell_dir, result.trials)
+    base = _cell_base(spec, attacker, evalset.name, condition, plan, view, result.run_info)
     if result.evaluation["overall"]["eer"] is None:
         cell = {
             **base,
@@ -379,6 +354,36 @@ def run_cell(
     )  # after training: its newest checkpoint
     write_json(cell_dir / "cell.json", cell)
     return cell
+
+
+def _write_speaker_maps(cell_dir: Path, trials: Trials) -> None:
+    """utt2spk and enroll2spk beside the scores: a reused cell's comparisons read them (the
+    enrolled speakers for two-way CIs)."""
+    for name, mapping in (("utt2spk", trials.utt2spk()), ("enroll2spk", trials.enroll_map())):
+        with atomic_open(cell_dir / name, "w", encoding="utf-8") as handle:
+            handle.writelines(f"{k} {v}\n" for k, v in sorted(mapping.items()))
+
+
+def _cell_base(spec, attacker, corpus: str, condition: str, plan, view, run_info: dict) -> dict:
+    """What cell.json says of a cell whatever its outcome: who, on what, how many utterances."""
+    base = {
+        "attacker": spec.name,
+        "kind": spec.kind,
+        "corpus": corpus,
+        "condition": condition,
+        "results": "results.json",
+        "trials": {"scores": "scores.txt", "utt2spk": "utt2spk", "enroll2spk": "enroll2spk"},
+        "n_utterances": len(view)
+        if plan.split is None
+        else len(plan.split.trial_ids) + sum(len(v) for v in plan.split.enroll.values()),
+        **attacker.describe(),
+        "needs": asdict(attacker.needs),
+        "deviations": run_info["deviations"],
+        **{k: run_info[k] for k in ("scenario_label", "attacker_notes") if k in run_info},
+    }
+    if spec.model_folder:
+        base["model_folder"] = spec.model_folder
+    return base
 
 
 def cell_trials(cell_dir: Path) -> Trials:

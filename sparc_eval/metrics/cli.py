@@ -16,14 +16,21 @@ from .small import MIN_SPEAKERS
 
 
 def register(subparsers) -> None:
-    from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, BOOTSTRAP_UNITS, DEFAULT_BINS
-
     p = subparsers.add_parser(
         "metrics",
         help="verification metrics and plots from a score file",
         description="EER, AUC, TPR@FPR, minDCF with bootstrap CIs, per-speaker and segment EERs, "
         "from a score file '<enroll-id> <test-id> <score> <target|nontarget>'.",
     )
+    _input_arguments(p)
+    _bootstrap_arguments(p)
+    _metric_arguments(p)
+    _report_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _input_arguments(p) -> None:
+    """The files read, and what their scores are."""
     p.add_argument(
         "--scores",
         required=True,
@@ -49,6 +56,12 @@ def register(subparsers) -> None:
         help="the scores are log-likelihood ratios (PLDA): report the actual Cllr as such "
         "(SpAnE's llrs.npy always is)",
     )
+
+
+def _bootstrap_arguments(p) -> None:
+    """How the 95% CIs resample (:mod:`sparc_eval.metrics.bootstrap`)."""
+    from .bootstrap import AUTO_EXACT_MAX_TRIALS, BOOTSTRAP_METHODS, BOOTSTRAP_UNITS, DEFAULT_BINS
+
     p.add_argument(
         "--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (0: none)"
     )
@@ -79,6 +92,10 @@ def register(subparsers) -> None:
         f"trials, {DEFAULT_BINS['speaker']} resampling speakers; exact when there are at most B "
         "distinct scores)",
     )
+
+
+def _metric_arguments(p) -> None:
+    """The metrics' definitions and targets."""
     p.add_argument(
         "--eer",
         choices=("speechbrain", "rocch"),
@@ -98,6 +115,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--c-miss", type=float, default=1.0, help="minDCF miss cost (default 1)")
     p.add_argument("--c-fa", type=float, default=1.0, help="minDCF false-alarm cost (default 1)")
+
+
+def _report_arguments(p) -> None:
+    """What the report breaks down and records."""
     p.add_argument(
         "--min-segment-speakers",
         type=int,
@@ -120,7 +141,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     for key in ("dataset", "features", "anonymizer", "scenario"):
         p.add_argument(f"--{key}", help=f"recorded as run.{key} in results.json")
-    p.set_defaults(func=run)
 
 
 def _read_inputs(args):
@@ -192,9 +212,7 @@ def _said_unit(args, results) -> str:
 
 
 def run(args) -> int:
-    from ..provenance import bootstrap_deviation, environment
     from .results import evaluate_trials, write_report
-    from .small import small_note
 
     t0 = time.perf_counter()
     trials, utt2spk, speakers, enroll2spk = _read_inputs(args)
@@ -219,54 +237,70 @@ def run(args) -> int:
         min_verdict_speakers=args.min_verdict_speakers,
         llr=args.llr,
     )
-    unit_run = _said_unit(args, results)
     timings = {
         "read": round(t_read, 4),
         **{k: round(v, 4) for k, v in (results.timings_s or {}).items()},
     }
-    run_info = {
-        "dataset": args.dataset,
-        "features": args.features,
-        "anonymizer": args.anonymizer,
-        "scenario": args.scenario,
-        "hparams": {
-            "scores": str(args.scores),
-            "utt2spk": args.utt2spk,
-            "enroll2spk": args.enroll2spk,
-            "speakers": args.speakers,
-            "n_boot": args.n_boot,
-            "bootstrap_unit": args.bootstrap_unit,
-            "bootstrap_method": args.bootstrap_method,
-            "bootstrap_bins": args.bootstrap_bins,
-            "eer_method": args.eer,
-            "fpr_targets": list(args.fpr),
-            "p_target": args.p_target,
-            "c_miss": args.c_miss,
-            "c_fa": args.c_fa,
-            "min_segment_speakers": args.min_segment_speakers,
-            "min_verdict_speakers": args.min_verdict_speakers,
-            "accent_grouping": args.accent_grouping,
-            "llr": args.llr,
-        },
+    run_info = _run_info(args, _said_unit(args, results), timings)
+    written = write_report(args.out, results, run_info, plots=not args.no_plots)
+    _say(results)
+    print(written["results.json"])
+    return 0
+
+
+# the command line's settings recorded as run.hparams, under these names
+HPARAMS = {
+    "utt2spk": "utt2spk",
+    "enroll2spk": "enroll2spk",
+    "speakers": "speakers",
+    "n_boot": "n_boot",
+    "bootstrap_unit": "bootstrap_unit",
+    "bootstrap_method": "bootstrap_method",
+    "bootstrap_bins": "bootstrap_bins",
+    "eer_method": "eer",
+    "fpr_targets": "fpr",
+    "p_target": "p_target",
+    "c_miss": "c_miss",
+    "c_fa": "c_fa",
+    "min_segment_speakers": "min_segment_speakers",
+    "min_verdict_speakers": "min_verdict_speakers",
+    "accent_grouping": "accent_grouping",
+    "llr": "llr",
+}
+
+
+def _run_info(args, unit_run: str, timings: dict) -> dict:
+    """results.json's ``run``: what was given, the unit that ran, and the environment."""
+    from ..provenance import bootstrap_deviation, environment
+
+    hparams = {"scores": str(args.scores)}
+    hparams.update({key: getattr(args, name) for key, name in HPARAMS.items()})
+    hparams["fpr_targets"] = list(args.fpr)
+    return {
+        **{key: getattr(args, key) for key in ("dataset", "features", "anonymizer", "scenario")},
+        "hparams": hparams,
         "seed": args.seed,
         "timings_s": timings,
         "bootstrap_unit": unit_run,
         "deviations": bootstrap_deviation(unit_run) if args.n_boot else {},
         "environment": environment(),
     }
-    written = write_report(args.out, results, run_info, plots=not args.no_plots)
-    if results["overall"].get("eer") is None:
+
+
+def _say(results) -> None:
+    """The headline on stdout; a missing EER or a small evaluation on stderr."""
+    from .small import small_note
+
+    ov = results["overall"]
+    if ov.get("eer") is None:
         print(
             f"sparc-eval metrics: warning: {results['not_applicable'].get('overall')}",
             file=sys.stderr,
         )
-    ov = results["overall"]
-    if ov.get("eer") is not None:
-        print(
-            f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
-            f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)"
-        )
-        if ov.get("small_evaluation"):
-            print(f"sparc-eval metrics: {small_note(ov['small_evaluation'])}", file=sys.stderr)
-    print(written["results.json"])
-    return 0
+        return
+    print(
+        f"EER {100 * ov['eer']:.2f}%  AUC {ov['auc']:.4f}  minDCF {ov['min_dcf']:.4f}  "
+        f"({ov['n_target']} target / {ov['n_nontarget']} non-target trials)"
+    )
+    if ov.get("small_evaluation"):
+        print(f"sparc-eval metrics: {small_note(ov['small_evaluation'])}", file=sys.stderr)

@@ -130,14 +130,12 @@ def evaluate_trials(
       enrollment) must be listed (DataError naming the missing ids); accents are grouped by
       ``accent_grouping`` (``coarse`` or ``fine``), and labels that form no segment (missing,
       or saying nothing about the accent) are listed in ``not_applicable``.
-    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` ``"two_way"`` (the speakers on
-      both sides of the trials), ``"speaker"`` (test speakers, the enrolled side held fixed) or
-      ``"trial"``, seeded by ``seed``. The speaker units need ``utt2spk``; two-way needs every
-      enrollment id to be a speaker of ``utt2spk`` (a speaker id, or an utterance it maps) or of
-      ``enroll2spk`` (enrollment id -> speaker), and falls back to ``"speaker"`` otherwise, saying
-      so in ``details["bootstrap"]["enrollment_side"]`` and ``not_applicable``. ``bootstrap_method`` ``"auto"``,
-      ``"exact"`` or ``"binned"`` over at most ``bootstrap_bins`` score bins (None: the unit's
-      default; :mod:`sparc_eval.metrics.bootstrap`); what ran is in ``details["bootstrap"]``.
+    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` (``two_way``, ``speaker``,
+      ``trial``: :mod:`sparc_eval.metrics.bootstrap`), seeded by ``seed``, by
+      ``bootstrap_method`` over at most ``bootstrap_bins`` score bins. The speaker units need
+      ``utt2spk``; two-way needs each enrollment id's speaker (a speaker of ``utt2spk``, an
+      utterance it maps, or ``enroll2spk``) and otherwise holds the enrolled side fixed, saying
+      so in ``details["bootstrap"]["enrollment_side"]``; what ran is in ``details["bootstrap"]``.
     - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
     - ``min_verdict_speakers``: below this many test speakers, or with a degenerate EER interval,
       ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound over
@@ -152,27 +150,18 @@ def evaluate_trials(
     Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
     ``not_applicable``.
     """
-    if settings is None:
-        settings = MetricSettings(
-            eer_method=eer_method,
-            fpr_targets=tuple(fpr_targets),
-            p_target=p_target,
-            c_miss=c_miss,
-            c_fa=c_fa,
-        )
+    settings = settings or MetricSettings(
+        eer_method=eer_method,
+        fpr_targets=tuple(fpr_targets),
+        p_target=p_target,
+        c_miss=c_miss,
+        c_fa=c_fa,
+    )
     timings = {}
     t0 = time.perf_counter()
     tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk, enroll2spk)
     na = {}
     out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
-    details = {
-        "settings": settings,
-        "n_boot": n_boot,
-        "bootstrap_unit": bootstrap_unit,
-        "seed": seed,
-        "level": level,
-        "accent_grouping": accent_grouping,
-    }
     boot = {
         "n_boot": n_boot,
         "seed": seed,
@@ -182,33 +171,35 @@ def evaluate_trials(
         "method": bootstrap_method,
         "bins": bootstrap_bins,
     }
+    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit}
+    details.update(seed=seed, level=level, accent_grouping=accent_grouping)
     one_class = _one_class(tr.c)
     out["overall"], out.curves = _overall(
         tr, (enroll_ids, test_ids), settings, boot, na, details, (timings, t0), llr, panel_ci
     )
-    n_speakers = n_eff = None
-    if tr.test_spk is not None:  # one sort of the speaker ids; n_eff then counts integer codes
-        uniq, codes = np.unique(tr.test_spk, return_inverse=True)
-        n_speakers, n_eff = int(uniq.size), effective_speakers(codes, tr.y, tr.w)
-    out["overall"]["small_evaluation"] = small_evaluation(
-        out["overall"], n_speakers, min_verdict_speakers, n_eff=n_eff
-    )
+    out["overall"]["small_evaluation"] = _small(out["overall"], tr, min_verdict_speakers)
     # the panel beyond EER, after the keys it extends (all null for one class)
     out["overall"].update(out["overall"].pop("_panel"))
 
     t2 = time.perf_counter()
     out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
     _speaker_panel(out, tr, test_ids, boot, settings.eer_method, na, one_class)
-    timings["per_speaker"] = time.perf_counter() - t2
-
     t3 = time.perf_counter()
     out["segments"] = _segments(
         tr, speakers, accent_grouping, min_segment_speakers, settings.eer_method, na, details
     )
-    timings["segments"] = time.perf_counter() - t3
-    out.details = details
-    out.timings_s = timings
+    timings.update(per_speaker=t3 - t2, segments=time.perf_counter() - t3)
+    out.details, out.timings_s = details, timings
     return out
+
+
+def _small(overall: dict, tr, min_verdict_speakers: int) -> Optional[dict]:
+    """``overall["small_evaluation"]``, counting test speakers and their effective number."""
+    n_speakers = n_eff = None
+    if tr.test_spk is not None:  # one sort of the speaker ids; n_eff then counts integer codes
+        uniq, codes = np.unique(tr.test_spk, return_inverse=True)
+        n_speakers, n_eff = int(uniq.size), effective_speakers(codes, tr.y, tr.w)
+    return small_evaluation(overall, n_speakers, min_verdict_speakers, n_eff=n_eff)
 
 
 class _Trials(NamedTuple):

@@ -145,6 +145,13 @@ def small_note(small: dict) -> str:
     )
 
 
+def small_reason(overall: Optional[dict]) -> Optional[str]:
+    """Why a cell's evaluation is small ("small evaluation: <reasons>"), or None: the flag that
+    withholds every verdict resting on it (the card's and the leakage comparison's)."""
+    small = (overall or {}).get("small_evaluation")
+    return "small evaluation: " + "; ".join(small["reasons"]) if small else None
+
+
 def small_label(small: dict) -> str:
     """The short form reports put beside a small evaluation's interval: its speakers and bound, and
     the bound's effective number of speakers where it is not the speaker count."""

@@ -10,6 +10,7 @@ interval the card itself calls untrustworthy would be surer than its evidence.
 
 from __future__ import annotations
 
+from ...metrics.small import small_reason
 from ..tables import served_by_back_end
 
 WIDE, SMALL, WEAK = "wide", "small", "weak"
@@ -25,9 +26,9 @@ def cell_flags(cell: dict | None, max_ci_width: float) -> dict:
     ci = (overall.get("ci95") or {}).get("eer")
     if ci and None not in ci[:2] and ci[1] - ci[0] > max_ci_width:
         found[WIDE] = f"95% CI [{ci[0]:.1%}, {ci[1]:.1%}] is wider than {max_ci_width:.0%}"
-    small = overall.get("small_evaluation")
+    small = small_reason(overall)
     if small:
-        found[SMALL] = "small evaluation: " + "; ".join(small["reasons"])
+        found[SMALL] = small
     return found
 
 

@@ -46,67 +46,8 @@ def compare_cells(
     two-way comparison needs both cells' enrolled speakers; without them (cells written before
     they were kept) it resamples test speakers and says so under ``enrollment_side``."""
     fallback = unit == "two_way" and not (a.enrolled_known() and b.enrolled_known())
-    if fallback:
-        unit = "speaker"
-    ka, kb = a.keys(), b.keys()
-    same_trials = ka.size == kb.size and np.array_equal(np.sort(ka), np.sort(kb))
-    if same_trials:
-        a, b = a.select(np.argsort(ka)), b.select(np.argsort(kb))
-        same_trials = bool(np.array_equal(a.label, b.label))
-
-    def groups(t):
-        return t.test_speaker if unit in SPEAKER_UNITS else None
-
-    def enrolled(t):
-        return t.enroll_speakers if unit == "two_way" else None
-
-    if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
-        paired = "trials"
-        both = np.isfinite(a.score) & np.isfinite(b.score)
-        a, b = a.select(both), b.select(both)
-        result = paired_bootstrap(
-            a.score,
-            b.score,
-            a.label,
-            n_boot=n_boot,
-            seed=seed,
-            unit=unit,
-            groups=groups(a),
-            enroll_groups=enrolled(a),
-        )
-    elif unit in SPEAKER_UNITS and set(a.scored().test_speaker.tolist()) == set(
-        b.scored().test_speaker.tolist()
-    ):
-        paired = "speakers"
-        a, b = a.scored(), b.scored()
-        result = speaker_paired_bootstrap(
-            a.score,
-            a.label,
-            a.test_speaker,
-            b.score,
-            b.label,
-            b.test_speaker,
-            n_boot=n_boot,
-            seed=seed,
-            enroll_groups_a=enrolled(a),
-            enroll_groups_b=enrolled(b),
-        )
-    else:
-        paired = False
-        a, b = a.scored(), b.scored()
-        result = unpaired_bootstrap(
-            a.score,
-            a.label,
-            b.score,
-            b.label,
-            n_boot=n_boot,
-            seed=seed,
-            unit=unit,
-            groups_a=groups(a),
-            groups_b=groups(b),
-            enroll_groups_a=enrolled(a),
-            enroll_groups_b=enrolled(b),
-        )
+    unit = "speaker" if fallback else unit
+    paired, a, b, result = _bootstrap(*_aligned(a, b), unit, n_boot=n_boot, seed=seed)
     d = result.as_dict()
     n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
     return {
@@ -128,6 +69,40 @@ def compare_cells(
         "n_speakers_b": n_b,
         "small": few_speakers_reason(n_a, n_b, min_speakers),
     }
+
+
+def _aligned(a: Trials, b: Trials) -> tuple:
+    """(a, b, same_trials): both in one trial order when they score the same labelled trials."""
+    ka, kb = a.keys(), b.keys()
+    if ka.size != kb.size or not np.array_equal(np.sort(ka), np.sort(kb)):
+        return a, b, False
+    a, b = a.select(np.argsort(ka)), b.select(np.argsort(kb))
+    return a, b, bool(np.array_equal(a.label, b.label))
+
+
+def _bootstrap(a: Trials, b: Trials, same_trials: bool, unit: str, **draws) -> tuple:
+    """(pairing, a, b, result): paired on the same trials, on the same test speakers, or not."""
+
+    def sides(t: Trials, suffix: str = "") -> dict:
+        return {
+            f"groups{suffix}": t.test_speaker if unit in SPEAKER_UNITS else None,
+            f"enroll_groups{suffix}": t.enroll_speakers if unit == "two_way" else None,
+        }
+
+    if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
+        both = np.isfinite(a.score) & np.isfinite(b.score)
+        a, b = a.select(both), b.select(both)
+        result = paired_bootstrap(a.score, b.score, a.label, unit=unit, **sides(a), **draws)
+        return "trials", a, b, result
+    a, b = a.scored(), b.scored()
+    if unit in SPEAKER_UNITS and set(a.test_speaker.tolist()) == set(b.test_speaker.tolist()):
+        enrolled = {k: v for k, v in {**sides(a, "_a"), **sides(b, "_b")}.items() if "enroll" in k}
+        one, two = (a.score, a.label, a.test_speaker), (b.score, b.label, b.test_speaker)
+        return "speakers", a, b, speaker_paired_bootstrap(*one, *two, **enrolled, **draws)
+    result = unpaired_bootstrap(
+        a.score, a.label, b.score, b.label, unit=unit, **sides(a, "_a"), **sides(b, "_b"), **draws
+    )
+    return False, a, b, result
 
 
 def ci_verdict(comparison: dict, *, below: str, above: str, within: str) -> str:

@@ -45,6 +45,7 @@ from ...data.corpora.specs import load_spec, load_specs
 from ...data.words import mark_anonymized, reference_text_deviation, spoken_manifest
 from ...digest import text_digest
 from ...errors import DataError
+from ...metrics.small import small_reason
 from ...provenance import bootstrap_deviation, environment, versions
 from .compare import ci_verdict, compare_cells, verdict
 from .settings import LeakageSettings
@@ -459,13 +460,9 @@ class _Comparer:
         """The "no verdict: ..." sentence when a side is a small evaluation, a degenerate interval
         included (the count rule is compare_cells'): the card's rule binds here too (issue 61)."""
         for corpus, attacker, cond in sides:
-            cell = self.cells[corpus][attacker][cond]
-            small = (cell.get("overall") or {}).get("small_evaluation")
+            small = small_reason(self.cells[corpus][attacker][cond].get("overall"))
             if small:
-                return (
-                    f"no verdict: {attacker} on {corpus} ({cond}) is a small evaluation: "
-                    + "; ".join(small["reasons"])
-                )
+                return f"no verdict: {attacker} on {corpus} ({cond}) is a {small}"
         return None
 
 

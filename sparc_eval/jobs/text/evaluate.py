@@ -548,14 +548,7 @@ def evaluate_text(
         scoring=scoring,
         panel_ci=panel_ci,
     )
-    t0 = time.perf_counter()
-    clean, shared = remove_shared_text(manifest, config.shared_text)
-    run.timings["shared_text"] = time.perf_counter() - t0
-    st = shared.settings
-    logger.info(
-        f"[text] shared text: removed {shared.n_removed} of {shared.n_utterances} utterances (n={st['n']}, "
-        f"min_speakers={st['min_speakers']}, min_fraction={st['min_fraction']}, enabled={st['enabled']})"
-    )
+    clean, shared = _without_shared_text(run, manifest, config)
     usable = usable_tasks(tasks, clean.speaker_attributes())
     with heap_frozen():
         topic_on, n_cut = _all_settings(run, clean, config, settings, tasks, usable)
@@ -588,6 +581,19 @@ def evaluate_text(
     if out_dir is not None:
         write_outputs(out_dir, doc, run.curves, plots=plots, removed_ids=shared.removed_ids)
     return doc
+
+
+def _without_shared_text(run, manifest, config: TrialConfig) -> tuple:
+    """(the manifest without shared text, what was removed), timed and logged."""
+    t0 = time.perf_counter()
+    clean, shared = remove_shared_text(manifest, config.shared_text)
+    run.timings["shared_text"] = time.perf_counter() - t0
+    st = shared.settings
+    logger.info(
+        f"[text] shared text: removed {shared.n_removed} of {shared.n_utterances} utterances (n={st['n']}, "
+        f"min_speakers={st['min_speakers']}, min_fraction={st['min_fraction']}, enabled={st['enabled']})"
+    )
+    return clean, shared
 
 
 def _document(
