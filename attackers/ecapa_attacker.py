@@ -24,7 +24,7 @@ from sparc_eval.errors import DataError
 
 from .features import WAVEFORM_FEATURES, FeatureSettings
 from .model_size import size_deviation, size_name, size_overrides
-from .resume import check_resume, fingerprint_of
+from .resume import built_on, check_resume, fingerprint_of
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class EcapaAttacker:
 
     def fit(self, train) -> None:
         from .data import hold_out, make_dataset
-        from .ecapa import AttackerBrain
+        from .ecapa import AttackerBrain, sb
 
         hp, kind = self.hp, self.features.feature_type
         feats = self._features(train)
@@ -144,7 +144,11 @@ class EcapaAttacker:
         valid_set = make_dataset(
             valid_utts, feature_type=kind, features=feats, speaker_index=index, sort=True
         )
-        check_resume(hp["output_folder"], hp["save_folder"], fingerprint_of(hp, train))
+        fingerprint = fingerprint_of(hp, train)
+        # it moves checkpoint folders: one process does, the others wait (DDP)
+        sb.utils.distributed.run_on_main(
+            check_resume, args=[hp["output_folder"], hp["save_folder"], fingerprint]
+        )
         self._install_upstream()
         self._initialise()
         self.brain = AttackerBrain(
@@ -234,6 +238,9 @@ class EcapaAttacker:
             return Trials.from_pairs(
                 pairs, score_pairs(embeddings, plan.split.enroll, pairs), utt2spk
             )
+
+    def model_files(self) -> list:
+        return built_on(self.hp)
 
     def describe(self) -> dict:
         hp, out = self.hp, {"features": self.features.feature_type}

@@ -66,6 +66,11 @@ class EmbeddingAttacker:
         """Build the model once (called before every embedding pass: return early when built)."""
         raise NotImplementedError
 
+    def model_files(self) -> list:
+        """The files (or folders) the encoder's weights are read from: their content joins the
+        keys of the cells it scores. None by default."""
+        return []
+
     def encoder_settings(self) -> dict:
         """Plain values identifying the model (name, version, weights digest): the cache key."""
         raise NotImplementedError

@@ -16,7 +16,9 @@ trained on anonymized speech, is refused unless ``scoring: plda`` (back-end adap
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -71,14 +73,24 @@ class ResemblyzerAttacker(EmbeddingAttacker):
             ) from None
         self._encoder = VoiceEncoder(self.device, verbose=False)
 
+    def model_files(self) -> list:
+        """The installed package's weights (found without importing it)."""
+        spec = importlib.util.find_spec("resemblyzer")
+        folders = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
+        return [Path(folders[0]) / "pretrained.pt"] if folders else []
+
     def encoder_settings(self) -> dict:
-        """The cache's settings (unchanged since the attacker's first release: its entries stay valid)."""
+        """The cache's settings: the package's version and its weights' bytes."""
         from importlib.metadata import version
 
+        from sparc_eval.digest import content_digest
+
+        files = self.model_files()
         return {
             "encoder": "resemblyzer",
             "version": version("resemblyzer"),
             "weights": "resemblyzer/pretrained.pt",
+            "weights_sha256": content_digest(files) if files else None,
             "sample_rate": SAMPLE_RATE,
             "preprocess": "preprocess_wav",
             "embedding": f"embed_utterance(rate={RATE}, min_coverage={MIN_COVERAGE})",

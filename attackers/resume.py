@@ -1,10 +1,11 @@
 """Resume safety of a trained ECAPA attacker: its checkpoints are reused only by the same model.
 
 ``run_fingerprint.json`` in the output folder holds the plain hparams that define the trained
-model and the content digest of what it was trained on (:func:`fingerprint_of`); a run whose
-fingerprint differs refuses the folder's checkpoints and names the keys that differ
-(:func:`check_resume`). Training speech re-anonymized in place under other settings is other
-content: its model is never resumed from the old checkpoints.
+model and the content digest of what it was trained on and built on (:func:`fingerprint_of`). A
+run whose hparams differ refuses the folder's checkpoints and names the keys that differ
+(:func:`check_resume`); a run on other content (training speech re-anonymized in place, a replaced
+``ssl_source``) sets them aside under ``.kept/`` and trains anew, and gets them back when that
+content returns.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import json
 from pathlib import Path
 
 from sparc_eval.atomic import write_json
+from sparc_eval.cache import file_digests, restore, set_aside
 from sparc_eval.data.plan import DataSettings
-from sparc_eval.digest import text_digest
+from sparc_eval.digest import content_digest, digest, text_digest
 from sparc_eval.errors import DataError
 
 from .features import FeatureSettings
@@ -64,21 +66,36 @@ EVAL_KEYS = {
 }
 
 
+# what a model was made from, not how: when only these change, the old checkpoints are kept aside
+# under their fingerprint (going back finds them) and a new model trains
+CONTENT_KEYS = {"trained_on_content", "built_on"}
+
+
 def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
-    """Refuse to resume checkpoints made with different hparams (naming the keys that differ)."""
+    """Refuse to resume checkpoints made with different hparams (naming the keys that differ).
+    Checkpoints of the same hparams trained on other content (other speech, replaced weights
+    under ``ssl_source`` or ``init_from``) are kept aside, and those of this content come back."""
     path = Path(output_folder) / "run_fingerprint.json"
     if path.is_file():
-        old = upgraded(json.loads(path.read_text()), fingerprint)
+        written = json.loads(path.read_text())
+        old = upgraded(dict(written), fingerprint)
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed and any(Path(save_folder).glob("CKPT*")):
-            details = ", ".join(
-                f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5]
-            )
-            raise DataError(
-                f"{output_folder} holds checkpoints trained with other hparams ({details})",
-                hint="use a new output_folder, or delete its save/ folder to start over",
-            )
+            if not set(changed) <= CONTENT_KEYS:
+                details = ", ".join(
+                    f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed[:5]
+                )
+                raise DataError(
+                    f"{output_folder} holds checkpoints trained with other hparams ({details})",
+                    hint="use a new output_folder, or delete its save/ folder to start over",
+                )
+            set_aside(save_folder, output_folder, digest(written))
+    # the fingerprint is written before its checkpoints come back: a run cut off in between finds
+    # an empty save folder under the right fingerprint, never checkpoints under another's
     write_json(path, fingerprint)
+    if not any(Path(save_folder).glob("CKPT*")):
+        restore(output_folder, digest(fingerprint), save_folder)
+    Path(save_folder).mkdir(parents=True, exist_ok=True)  # the checkpointer lists it
 
 
 def upgraded(old: dict, fingerprint: dict) -> dict:
@@ -130,6 +147,14 @@ def _plain(v) -> bool:
     )
 
 
+def built_on(hp: dict) -> list:
+    """The weights a model starts from besides its training: the SSL upstream's snapshot
+    (``ssl_source`` under ``feature_type: ssl``) and the checkpoint it is fine-tuned from
+    (``init_from``)."""
+    upstream = hp.get("ssl_source") if hp.get("feature_type") == "ssl" else None
+    return [str(p) for p in (upstream, hp.get("init_from")) if p]
+
+
 def fingerprint_of(hp: dict, train=None) -> dict:
     """The plain (str/number/bool/list) hparams that define the trained model, and with the
     training manifest ``train`` its content digest (:meth:`sparc_eval.data.manifest.Manifest.content_digest`)."""
@@ -154,8 +179,12 @@ def fingerprint_of(hp: dict, train=None) -> dict:
         [str(x) for x in trained_on] if isinstance(trained_on, (list, tuple)) else str(trained_on)
     )
     out["trained_on_speech"] = "anonymized" if semi else "original"
+    digests = file_digests(hp.get("cache_folder"))  # a warm run: one stat per file
     if train is not None:
-        out["trained_on_content"] = train.content_digest()
+        out["trained_on_content"] = train.content_digest(digests)
+    on_disk = [p for p in built_on(hp) if Path(p).exists()]  # a hub name is keyed by its name
+    if on_disk:  # weights it starts from: their bytes, not their paths
+        out["built_on"] = content_digest(on_disk, digests=digests)
     if not hp.get("eval_folder"):  # the evaluation speakers are held out of data_folder
         data = DataSettings.from_hparams(hp)
         out["held_out_by"] = [data.eval_speaker_fraction, data.split_seed]

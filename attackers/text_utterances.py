@@ -76,6 +76,10 @@ class UtteranceText:
         scores = score_trials(self.scorer, utterance_trialset(words, plan.split.enroll, pairs))
         return Trials.from_pairs(pairs, np.asarray(scores, dtype=float), utt2spk)
 
+    def model_files(self) -> list:
+        files = getattr(self.scorer, "model_files", None)
+        return list(files()) if callable(files) else []
+
     def describe(self) -> dict:
         return {
             "features": "text_utterances",

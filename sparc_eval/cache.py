@@ -1,21 +1,28 @@
-"""Content-addressed on-disk cache for per-utterance arrays (features, phone sequences).
+"""What is kept on disk to be found again: per-utterance arrays, and results of earlier settings.
 
-A key is the SHA-256 of the producer's settings plus the utterance's content (its text, or
-the audio file's bytes and segment), so a cache is shared across attackers, runs and corpora
-that hold the same content, and a change of settings never returns stale values.
+- :class:`ArrayCache`, a content-addressed cache for per-utterance arrays (features, phone
+  sequences). A key is the SHA-256 of the producer's settings plus the utterance's content (its
+  text, or the audio file's bytes and segment), so a cache is shared across attackers, runs and
+  corpora that hold the same content, and a change of settings never returns stale values.
+- The kept store (:func:`set_aside`, :func:`restore`, :func:`prune`): a result lives where its
+  readers look for it (a cell folder, an anonymized wav file, a model's checkpoints); before a run
+  replaces it with one made under another key, the old one moves to ``<root>/.kept/<key><suffix>``,
+  and a later run whose key is there moves it back instead of computing it again, so going back to
+  a setting is free. Moves are renames: nothing is copied. Nothing kept is deleted but by
+  :func:`prune` (``sparc-eval prune FOLDER``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 from .atomic import atomic_open
-from .digest import digest, text_digest
-from .digest import file_digest as whole_file_digest
+from .digest import IN_PROCESS, FileDigests, digest, text_digest
 
 
 def default_cache_dir() -> Path:
@@ -26,16 +33,15 @@ def settings_digest(settings: dict) -> str:
     return digest(settings)
 
 
-_FILE_HASHES: dict = {}
-
-
 def file_digest(path) -> str:
-    """SHA-256 of a file's bytes, remembered per (path, size, mtime) within the process."""
-    stat = os.stat(path)
-    memo = (str(path), stat.st_size, stat.st_mtime_ns)
-    if memo not in _FILE_HASHES:
-        _FILE_HASHES[memo] = whole_file_digest(path, n=None)
-    return _FILE_HASHES[memo]
+    """SHA-256 of a file's bytes, remembered within the process while stat says it is unchanged."""
+    return IN_PROCESS(path)
+
+
+def file_digests(cache_folder) -> FileDigests:
+    """File hashes remembered in ``cache_folder`` (``file_digests.jsonl``) as well as in the
+    process, so a warm run costs one stat per file; in the process only without a cache folder."""
+    return FileDigests(Path(str(cache_folder)) / "file_digests.jsonl" if cache_folder else None)
 
 
 def content_key(utt, *, source: str, text: str | None = None) -> str:
@@ -76,3 +82,78 @@ class ArrayCache:
                 json.dump(self.settings, handle, sort_keys=True, default=str)
         with atomic_open(path, "wb") as handle:
             np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+
+
+# --- the kept store ------------------------------------------------------------------------------
+
+KEPT = ".kept"
+
+
+def kept_path(root, key: str, suffix: str = "") -> Path:
+    return Path(root) / KEPT / f"{key}{suffix}"
+
+
+def set_aside(path, root, key: str, suffix: str = "") -> None:
+    """Move ``path`` (a file or a folder made under ``key``) into the store; a missing path is
+    nothing to keep. An entry already kept under that key was made the same way: it is replaced."""
+    path = Path(path)
+    if not path.exists():
+        return
+    target = kept_path(root, key, suffix)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        shutil.rmtree(target)
+    os.replace(path, target)
+
+
+def restore(root, key: str, path, suffix: str = "") -> bool:
+    """Move the entry kept under ``key`` back to ``path`` (which the caller has set aside or
+    removed); False when none is kept."""
+    source, path = kept_path(root, key, suffix), Path(path)
+    if not source.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        path.rmdir()  # an empty folder left where the entry goes (a non-empty one raises)
+    os.replace(source, path)
+    return True
+
+
+def prune(folder) -> tuple:
+    """Delete every kept entry under ``folder``: ``(entries, bytes)`` freed."""
+    entries = size = 0
+    for store in sorted(Path(folder).rglob(KEPT)):
+        if not store.is_dir():
+            continue
+        for item in store.iterdir():
+            entries += 1
+            files = [item] if item.is_file() else [p for p in item.rglob("*") if p.is_file()]
+            size += sum(p.stat().st_size for p in files)
+        shutil.rmtree(store)
+    return entries, size
+
+
+# --- sparc-eval prune ----------------------------------------------------------------------------
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "prune",
+        help="delete what earlier settings left kept (.kept/) under an output or cache folder",
+        description="Delete the cells, anonymized files and model checkpoints that a card, a "
+        "leakage comparison or an anonymization run kept aside when a setting changed (every "
+        ".kept/ folder under FOLDER). Going back to those settings then computes them again.",
+    )
+    p.add_argument("folder", metavar="FOLDER", help="an output folder or cache folder")
+
+
+def run(args) -> int:
+    from .errors import DataError
+
+    if not Path(args.folder).is_dir():
+        raise DataError(
+            f"{args.folder} is no folder", hint="give a card's or a run's output folder"
+        )
+    entries, size = prune(args.folder)
+    print(f"pruned {entries} kept entries ({size / 1e6:.1f} MB) under {args.folder}")
+    return 0

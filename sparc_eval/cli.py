@@ -48,6 +48,10 @@ COMMANDS = {
         "sparc_eval.jobs.report_cli",
         "re-render a card or leakage comparison from its results.json (nothing recomputed)",
     ),
+    "prune": (
+        "sparc_eval.cache",
+        "delete what earlier settings left kept (.kept/) under an output or cache folder",
+    ),
 }
 
 

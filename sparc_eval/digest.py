@@ -35,31 +35,93 @@ def file_digest(path, n: Optional[int] = 16) -> str:
     return h.hexdigest()[:n]
 
 
-# file content hashes of this process, by what stat says of the file: a model read again in the
+# file content hashes of this process, by what stat says of the file: a file read again in the
 # same run costs one stat; a file rewritten in place (even keeping size and mtime) is read again
 _CONTENT_MEMO: dict = {}
 
 
-def _memo_digest(path: Path) -> str:
+def _stat_key(path: Path) -> tuple:
+    """What stat says of a file: a rewrite, or a copy over it (``cp -p`` keeps size and mtime),
+    changes its ctime or inode."""
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    if key not in _CONTENT_MEMO:
-        _CONTENT_MEMO[key] = file_digest(path, n=None)
-    return _CONTENT_MEMO[key]
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def content_digest(paths, n: Optional[int] = 16) -> str:
+class FileDigests:
+    """Full SHA-256 of files' bytes, remembered by what stat says of them (path, size, mtime,
+    ctime, inode) in this process and, given ``memo_file``, in a JSON-lines file read once per
+    process, so a warm re-run costs one stat per file. The file is a memo only: lines that do not
+    parse are skipped, a failed write is ignored."""
+
+    FIELDS = ("path", "size", "mtime_ns", "ctime_ns", "inode")
+    _read: set = set()  # memo files this process has read
+
+    def __init__(self, memo_file=None):
+        self.memo_file = Path(memo_file) if memo_file else None
+        if self.memo_file is not None and str(self.memo_file) not in self._read:
+            self._read.add(str(self.memo_file))
+            self._load()
+
+    def _load(self) -> None:
+        if not self.memo_file.is_file():
+            return
+        for line in self.memo_file.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+                _CONTENT_MEMO[tuple(record[k] for k in self.FIELDS)] = record["sha256"]
+            except (ValueError, KeyError, TypeError):
+                continue  # an interrupted append, or a line of an older layout
+
+    def __call__(self, path) -> str:
+        key = _stat_key(Path(path))
+        if key not in _CONTENT_MEMO:
+            _CONTENT_MEMO[key] = file_digest(path, n=None)
+            self._remember(key)
+        return _CONTENT_MEMO[key]
+
+    def _remember(self, key: tuple) -> None:
+        if self.memo_file is None:
+            return
+        record = {**dict(zip(self.FIELDS, key)), "sha256": _CONTENT_MEMO[key]}
+        try:
+            self.memo_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.memo_file, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+        except OSError:
+            pass  # a memo only
+
+
+IN_PROCESS = FileDigests()  # remembered in this process only
+
+
+def _model_file_paths(folder: Path) -> list:
+    """The files under a folder that hold a model: hidden entries (``.cache``, ``.git``) and
+    ``__pycache__`` are left out, since they change with the reader, not the model."""
+    files = []
+    for f in folder.rglob("*"):
+        parts = f.relative_to(folder).parts
+        if f.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts):
+            files.append(f)
+    return sorted(files)
+
+
+def content_digest(paths, n: Optional[int] = 16, *, digests: Optional[Callable] = None) -> str:
     """SHA-256 over the bytes of model files, in the order given; a folder counts as every file
     under it, by relative path. A file's name is not part of it: the same voice under another
-    name keys alike, another voice under the same name does not (issue 62)."""
+    name keys alike, another voice under the same name does not. ``digests``: how a file's bytes
+    are hashed (a :class:`FileDigests` with a memo file; default: remembered in this process). A
+    missing path raises FileNotFoundError naming it."""
+    digests = digests or IN_PROCESS
     h = hashlib.sha256()
     for item in paths:
         item = Path(item)
+        if not item.exists():
+            raise FileNotFoundError(f"model file {item} does not exist")
         if item.is_dir():
-            for f in sorted(p for p in item.rglob("*") if p.is_file()):
-                h.update(f"{f.relative_to(item)}\t{_memo_digest(f)}\n".encode())
+            for f in _model_file_paths(item):
+                h.update(f"{f.relative_to(item)}\t{digests(f)}\n".encode())
         else:
-            h.update(f"\t{_memo_digest(item)}\n".encode())
+            h.update(f"\t{digests(item)}\n".encode())
     return h.hexdigest()[:n]
 
 

@@ -547,7 +547,7 @@ SEGMENT_ACCENTS = {  # coarse: Irish 3, Spanish 3; fine: irish 3, spanish 2, cat
 
 
 def test_cell_segments_follow_the_accent_grouping():
-    from sparc_eval.attack.cells import cell_summary
+    from sparc_eval.attack.cell_results import cell_summary
     from sparc_eval.attack.evaluation import EvaluationSettings, SegmentSettings, evaluate
 
     base = _trials(10, 4, 1.5, np.random.default_rng(0))

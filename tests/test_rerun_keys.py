@@ -142,6 +142,38 @@ def test_an_object_whose_state_cannot_be_known_is_never_reused(tmp_path):
         assert "unknown_state" not in settings_of(Gain(0.5))
 
 
+def test_going_back_restores_the_kept_audio_and_never_a_damaged_or_anothers_file(tmp_path):
+    """Issue 62: files made under another setting are kept by key and id and come back; a damaged
+    file of the wanted key is made again, not restored; two ids over the same audio keep apart."""
+    from sparc_eval.anonymization.runner import read_ledger
+
+    wav = tmp_path / "a.wav"
+    sf.write(wav, np.random.default_rng(0).uniform(-0.3, 0.3, 16000).astype(np.float32), 16000)
+    corpus = Manifest(
+        [
+            Utterance(i, "s1", "one two", "e", audio=AudioRef(str(wav)), duration=1.0)
+            for i in ("u1", "u2")  # the same audio under two ids
+        ]
+    )
+    out = tmp_path / "out"
+
+    def run(gain):
+        report = anonymize_corpus(corpus, Gain(gain), out, progress=False).report
+        audio = {i: sf.read(out / e["audio"])[0] for i, e in read_ledger(out).items()}
+        return report, audio
+
+    first, audio = run(1.0)
+    assert first["processed"] == 2
+    assert run(0.5)[0]["processed"] == 2
+    back, again = run(1.0)
+    assert back["processed"] == 0 and back["cached"] == 2
+    assert all(np.array_equal(again[i], audio[i]) for i in audio)
+    damaged = out / read_ledger(out)["u1"]["audio"]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # a file cut short
+    mended, again = run(1.0)
+    assert mended["processed"] == 1 and np.array_equal(again["u1"], audio["u1"])
+
+
 def test_draws_per_speaker_or_per_utterance_and_the_attackers_own_seed():
     speaker_level = McAdams(random_per_speaker=[0.5, 0.9])
     utterance_level = McAdams(random_per_speaker=[0.5, 0.9], draws="utterance")
@@ -337,12 +369,15 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
 
 
 def test_a_checkpoint_folder_is_resumed_only_by_the_same_training_content(tmp_path):
-    """The fingerprint holds the training manifest's content digest: re-anonymized training speech
-    is refused; a folder from before the digest existed is trusted for original speech only."""
+    """The fingerprint holds the training manifest's content digest: checkpoints of re-anonymized
+    training speech are kept aside (a new model trains) and come back with that speech; other
+    hparams are refused; a folder from before the digest existed is trusted for original speech
+    only."""
     from attackers.resume import check_resume
     from sparc_eval.errors import DataError
 
-    (tmp_path / "save" / "CKPT+1").mkdir(parents=True)
+    save = tmp_path / "save"
+    (save / "CKPT+1").mkdir(parents=True)
     path = tmp_path / "run_fingerprint.json"
     train = Manifest(
         [
@@ -365,16 +400,22 @@ def test_a_checkpoint_folder_is_resumed_only_by_the_same_training_content(tmp_pa
         "trained_on_speech": "anonymized",
         "trained_on_content": train.content_digest(),
     }
-    check_resume(tmp_path, tmp_path / "save", semi)
-    with pytest.raises(DataError, match="trained_on_content"):
-        check_resume(
-            tmp_path, tmp_path / "save", {**semi, "trained_on_content": again.content_digest()}
-        )
+    check_resume(tmp_path, save, semi)
+    other = {**semi, "trained_on_content": again.content_digest()}
+    check_resume(tmp_path, save, other)  # other speech: the checkpoints go aside
+    assert not any(save.iterdir()) and json.loads(path.read_text()) == other  # empty, for the new
+    (save / "CKPT+2").mkdir(parents=True)  # the new model's
+    check_resume(tmp_path, save, semi)  # back: the first model returns, the second goes aside
+    assert [p.name for p in save.iterdir()] == ["CKPT+1"]
+    with pytest.raises(DataError, match="lr: 0.001 -> 0.01"):
+        check_resume(tmp_path, save, {**semi, "lr": 0.01})  # other hparams: refused
     path.write_text(json.dumps({"lr": 0.001}))  # written before the content digest existed
-    with pytest.raises(DataError, match="trained_on_content"):
-        check_resume(tmp_path, tmp_path / "save", semi)
+    check_resume(tmp_path, save, semi)  # anonymized speech: not trusted, set aside
+    assert not any(save.iterdir())
+    (save / "CKPT+3").mkdir(parents=True)
     path.write_text(json.dumps({"lr": 0.001}))
-    check_resume(tmp_path, tmp_path / "save", {**semi, "trained_on_speech": "original"})
+    check_resume(tmp_path, save, {**semi, "trained_on_speech": "original"})
+    assert [p.name for p in save.iterdir()] == ["CKPT+3"]  # original speech: trusted
 
 
 def test_model_files_are_keyed_by_content_not_name(tmp_path):
@@ -399,3 +440,21 @@ def test_model_files_are_keyed_by_content_not_name(tmp_path):
     first = content_digest([folder])
     (folder / "model.bin").write_bytes(b"other weights")
     assert content_digest([folder]) != first
+
+
+def test_a_cell_cut_off_midway_gives_way_to_its_kept_cell(tmp_path):
+    """Issue 62: a cell folder left without cell.json (a run cut off while scoring) is cleared
+    before the kept cell of the wanted key comes back; a finished cell of another key is kept."""
+    from sparc_eval.attack.cells import _finished
+    from sparc_eval.cache import kept_path
+
+    cell_dir = tmp_path / "cells" / "bag"
+    kept = kept_path(cell_dir.parent, f"bag-{'a' * 8}")
+    kept.mkdir(parents=True)
+    (kept / "cell.json").write_text(json.dumps({"key": "a" * 8, "status": "ok"}))
+    cell_dir.mkdir(parents=True)
+    (cell_dir / "scores.txt").write_text("half written\n")
+    assert _finished(cell_dir, "a" * 8) == {"key": "a" * 8, "status": "ok"}
+    assert not (cell_dir / "scores.txt").exists()
+    assert _finished(cell_dir, "b" * 8) is None  # the a-cell is kept aside again
+    assert (kept / "cell.json").is_file()

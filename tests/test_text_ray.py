@@ -142,11 +142,14 @@ def test_tfidf_and_embeddings_over_ray_give_the_local_scores(local_ray, tmp_path
     local = score_trials(TfidfScorer(), ts)
     assert np.allclose(score_trials(TfidfScorer(), ts, ScoringRunner(batch_size=16)), local)
     assert np.allclose(score_trials(TfidfScorer(), ts, over_ray), local)
-    emb_local = score_trials(FakeEmbedding(model=tmp_path, cache_dir=None), ts)
-    emb = FakeEmbedding(model=tmp_path, cache_dir=tmp_path / "cache")
+    model = tmp_path / "model"  # its bytes key the cache: the cache lives elsewhere
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"fake weights")
+    emb_local = score_trials(FakeEmbedding(model=model, cache_dir=None), ts)
+    emb = FakeEmbedding(model=model, cache_dir=tmp_path / "cache")
     assert np.allclose(score_trials(emb, ts, over_ray), emb_local)
     assert emb.report()["n_encoded"] >= len(ts.texts)  # the workers' counts come back
-    again = FakeEmbedding(model=tmp_path, cache_dir=tmp_path / "cache")
+    again = FakeEmbedding(model=model, cache_dir=tmp_path / "cache")
     assert np.allclose(score_trials(again, ts, over_ray), emb_local)
     assert (
         again.report()["n_encoded"] == 0 and again.report()["n_cache_hits"] > 0

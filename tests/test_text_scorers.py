@@ -209,13 +209,14 @@ def test_embedding_cost_follows_unique_utterances(tmp_path):
             {"probe_texts": CHATTY[i % 3 : i % 3 + 2], "enroll_texts": CHATTY[3:], "label": i % 2}
         )
     ts = TrialSet.from_records(recs)
-    sc = EmbeddingScorer(model=str(tmp_path), cache_dir=tmp_path / "cache")
+    (tmp_path / "model").mkdir()  # keyed by its content: the cache lives elsewhere
+    sc = EmbeddingScorer(model=str(tmp_path / "model"), cache_dir=tmp_path / "cache")
     sc._model = model = CountingModel()
     s = sc.score(ts)
     assert len(model.seen) == len(set(model.seen)) == len(ts.texts) == 6
     assert sc.report()["n_encoded"] == 6 and sc.report()["n_encode_calls"] == 1
     # a second scorer with the same cache embeds nothing
-    sc2 = EmbeddingScorer(model=str(tmp_path), cache_dir=tmp_path / "cache")
+    sc2 = EmbeddingScorer(model=str(tmp_path / "model"), cache_dir=tmp_path / "cache")
     sc2._model = model2 = CountingModel()
     assert np.allclose(sc2.score(ts), s)
     assert model2.seen == [] and sc2.report()["n_cache_hits"] == 6

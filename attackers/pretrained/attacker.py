@@ -68,6 +68,10 @@ class PretrainedAttacker(EmbeddingAttacker):
             f"{settings['embedding_size']}-dim) from {self.folder}"
         )
 
+    def model_files(self) -> list:
+        """The snapshot folder, every file in it."""
+        return [self.folder]
+
     def encoder_settings(self) -> dict:
         self._load()
         return {"encoder": self.name, **self._encoder.settings()}

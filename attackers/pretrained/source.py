@@ -94,6 +94,6 @@ def _require(folder: Path, names: list, what: str) -> None:
 def weights_digest(files) -> str:
     """One digest of the bytes of the files a model is built from (in the order given), so a
     changed checkpoint never reuses embeddings cached for another."""
-    from sparc_eval.digest import digest, file_digest
+    from sparc_eval.digest import IN_PROCESS, digest
 
-    return digest([[Path(f).name, file_digest(f, None)] for f in files])
+    return digest([[Path(f).name, IN_PROCESS(f)] for f in files])

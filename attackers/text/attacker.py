@@ -76,6 +76,10 @@ class TextAttacker:
         )
         return replace(config, P=self.P, L=self.L)
 
+    def model_files(self) -> list:
+        files = getattr(self.scorer, "model_files", None)
+        return list(files()) if callable(files) else []
+
     def describe(self) -> dict:
         return {
             "features": "text",

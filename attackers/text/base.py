@@ -125,6 +125,10 @@ class TextScorer:
     def settings(self) -> dict:
         return {}
 
+    def model_files(self) -> list:
+        """The local files its model is read from (their content keys what it scored)."""
+        return []
+
     def report(self) -> dict:
         return {}
 

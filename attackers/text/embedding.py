@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from sparc_eval.atomic import atomic_open
-from sparc_eval.digest import text_digest
+from sparc_eval.digest import content_digest, text_digest
 from sparc_eval.errors import DataError
 
 from .base import TextScorer, l2_normalise_rows, side_matrix
@@ -183,11 +183,14 @@ class EmbeddingScorer(TextScorer):
     def preflight(self) -> None:
         self.model_path()
 
+    def model_files(self) -> list:
+        return [self.model_path()]
+
     def _model_key(self) -> str:
-        path = str(self.model_path().resolve())
-        return (
-            f"{self.model_name}-{text_digest(f'{path}|{self.normalize}|{self.max_seq_length}', 12)}"
-        )
+        """The embedding cache's namespace: the model's bytes (another model under the same path is
+        another model) and the settings that change a vector."""
+        weights = content_digest(self.model_files())
+        return f"{self.model_name}-{text_digest(f'{weights}|{self.normalize}|{self.max_seq_length}', 12)}"
 
     def load_model(self):
         if self._model is None:

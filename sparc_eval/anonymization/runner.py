@@ -51,11 +51,12 @@ import numpy as np
 import soundfile as sf
 
 from ..atomic import atomic_open, write_json
+from ..cache import kept_path, restore, set_aside
 from ..data.manifest import AudioRef, Manifest
 
 # keys are digest(..., n=None, default=repr): full length, repr() for what JSON cannot hold, as the
 # ledgers and shard reports of earlier runs were made
-from ..digest import UNKNOWN_STATE, content_digest, digest, file_digest
+from ..digest import UNKNOWN_STATE, FileDigests, content_digest, digest
 from ..errors import DataError
 from ..speech.audio import read_utterance, resample
 from ..speech.backends import AnonymizerOutputError, DiskFull
@@ -172,42 +173,6 @@ def name_of(anonymizer) -> str:
     return str(name or type(anonymizer).__name__.lower())
 
 
-class _Fingerprints:
-    """Content hashes of input files, remembered in ``out_dir/.fingerprints.jsonl`` by
-    (path, size, mtime) so a re-run does not read every file again."""
-
-    def __init__(self, out_dir: Path):
-        self.path = out_dir / ".fingerprints.jsonl"
-        self.memo = {}
-        for record in _read_jsonl_lenient(self.path):
-            try:
-                self.memo[(record["path"], record["size"], record["mtime_ns"])] = record["sha256"]
-            except (KeyError, TypeError):
-                continue
-
-    def __call__(self, path: str) -> str:
-        st = os.stat(path)
-        key = (str(path), st.st_size, st.st_mtime_ns)
-        if key not in self.memo:
-            self.memo[key] = file_digest(path, n=None)
-            try:
-                with open(self.path, "a", encoding="utf-8") as handle:
-                    handle.write(
-                        json.dumps(
-                            {
-                                "path": key[0],
-                                "size": key[1],
-                                "mtime_ns": key[2],
-                                "sha256": self.memo[key],
-                            }
-                        )
-                        + "\n"
-                    )
-            except OSError:
-                pass  # a memo only
-        return self.memo[key]
-
-
 def _read_jsonl_lenient(path: Path) -> list:
     """Records of a JSON-lines file, skipping lines that do not parse (an interrupted append)."""
     if not path.is_file():
@@ -241,14 +206,22 @@ def utterance_key(utt, settings_hash: str, fingerprint) -> str:
     )
 
 
-def read_ledger(out_dir: Path) -> dict:
-    """id -> the latest ledger entry, over ``.done*.jsonl`` (all shards)."""
-    done = {}
+def _ledger_entries(out_dir: Path):
     for path in sorted(Path(out_dir).glob(".done*.jsonl")):
         for record in _read_jsonl_lenient(path):
             if isinstance(record, dict) and "id" in record and "key" in record:
-                done[record["id"]] = record
-    return done
+                yield record
+
+
+def read_ledger(out_dir: Path) -> dict:
+    """id -> the latest ledger entry, over ``.done*.jsonl`` (all shards)."""
+    return {record["id"]: record for record in _ledger_entries(out_dir)}
+
+
+def _kept_entries(out_dir: Path) -> dict:
+    """(id, key) -> the ledger entry of every file ever finished here: the current ones, and those
+    set aside under ``.kept/`` when a setting changed (:mod:`sparc_eval.cache`)."""
+    return {(record["id"], record["key"]): record for record in _ledger_entries(out_dir)}
 
 
 def _finished(entry, key: str, out_dir: Path) -> bool:
@@ -599,7 +572,7 @@ def anonymize_corpus(
     settings_hash = digest(settings, n=None, default=repr)
     suffix = _suffix(shard)
 
-    done, failures, todo, cached = _split_done(items, settings_hash, out_dir)
+    done, failures, todo, cached = _split_done(items, settings_hash, out_dir, suffix)
     ray_options = dict(
         num_workers=num_workers, num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address
     )
@@ -665,11 +638,13 @@ def _check_run_options(runner, batch_size, shard) -> tuple:
     return int(batch_size), parse_shard(shard)
 
 
-def _split_done(items, settings_hash: str, out_dir: Path) -> tuple:
+def _split_done(items, settings_hash: str, out_dir: Path, suffix: str = "") -> tuple:
     """(ledger entries by id, failures, ``(utt, key)`` still to do, count reused from the ledger).
-    An entry whose key no longer matches (new audio, new settings) is dropped, so it is redone."""
-    fingerprint = _Fingerprints(out_dir)
-    done = read_ledger(out_dir)
+    A file whose key no longer matches (new audio, new settings) is set aside under its key, and
+    one made earlier under the new key is moved back (:func:`_restore_kept`); the rest is redone."""
+    fingerprint = FileDigests(out_dir / ".fingerprints.jsonl")  # input files by content
+    done, kept = read_ledger(out_dir), _kept_entries(out_dir)
+    ledger = out_dir / f".done{suffix}.jsonl"
     failures, todo, cached = [], [], 0
     for utt in items:
         if utt.audio is None:
@@ -689,10 +664,43 @@ def _split_done(items, settings_hash: str, out_dir: Path) -> tuple:
             continue
         if _finished(done.get(utt.id), key, out_dir):
             cached += 1
+        elif _restore_kept(done.pop(utt.id, None), kept.get((utt.id, key)), out_dir, ledger):
+            done[utt.id] = kept[(utt.id, key)]
+            cached += 1
         else:
-            done.pop(utt.id, None)
             todo.append((utt, key))
     return done, failures, todo, cached
+
+
+def _kept_suffix(entry: dict) -> str:
+    """A kept file's name after its key: the id's digest too (two ids may share audio and key)."""
+    return f"-{digest(entry['id'], n=12)}.wav"
+
+
+def _restore_kept(current, wanted, out_dir: Path, ledger: Path) -> bool:
+    """Set the current file (made under another key) aside, and move back the one made under the
+    wanted key if it is kept: True when it was. The ledger names the wanted entry before its file
+    comes back, so a run cut off in between finds it missing (and restores it), never another
+    key's audio under its entry. A damaged file of the wanted key is deleted (it is redone)."""
+    if current is not None and current.get("audio"):
+        path = out_dir / current["audio"]
+        if wanted is not None and current["key"] == wanted["key"]:
+            path.unlink(missing_ok=True)
+            return False
+        set_aside(path, out_dir, current["key"], _kept_suffix(current))
+    if wanted is None or not wanted.get("audio"):
+        return False
+    if not kept_path(out_dir, wanted["key"], _kept_suffix(wanted)).is_file():
+        return False
+    _append_ledger(ledger, [wanted])
+    return restore(out_dir, wanted["key"], out_dir / wanted["audio"], _kept_suffix(wanted))
+
+
+def _append_ledger(path: Path, entries: list) -> None:
+    """Entries moved back from the store become the latest of their ids (on disk before we go)."""
+    with open(path, "a", encoding="utf-8") as ledger:
+        ledger.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        _close_ledger(ledger)
 
 
 class _ResultSink:

@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 from ..atomic import atomic_open, write_json
+from ..cache import file_digests as cached_file_digests
+from ..cache import restore, set_aside
 from ..data.manifest import Manifest
 from ..data.plan import DataPlan, DataSettings, Plans
-from ..digest import digest, file_digest, folder_digest, lines_digest
+from ..digest import FileDigests, content_digest, digest, file_digest, folder_digest, lines_digest
 from ..errors import DataError
 from ..hparams import HparamsFile
+from .cell_results import cell_summary, evaluated_again, plots_key
+from .code import scores_code
 from .evaluation import EvaluationSettings
 from .evaluation_set import EvaluationSet, restrict_split
 from .run import load_attack, run_attack
@@ -157,6 +162,38 @@ def newest_checkpoint(save_folder) -> Optional[str]:
     return ckpts[-1] if ckpts else None
 
 
+def model_files_digest(attacker, ctx: CellContext) -> Optional[str]:
+    """The bytes of every file the attacker's weights come from (its ``model_files()``)."""
+    files = getattr(attacker, "model_files", None)
+    paths = list(files()) if callable(files) else []
+    if not paths:
+        return None
+    try:
+        return content_digest(paths, digests=file_digests(ctx))
+    except FileNotFoundError as err:
+        raise DataError(
+            f"the {attacker.name} attacker reads its weights from a path that does not exist ({err})",
+            hint="check the attacker's source, ssl_source or init_from",
+        ) from None
+
+
+def attacker_identity(attacker, plan: DataPlan, ctx: CellContext) -> list:
+    """What of a built attacker its scores depend on besides its settings: its code, the bytes of
+    its weights and what it trains on (a back-end fitted in the run has no model folder to key
+    it), taken once per cell, before it runs."""
+    trains = attacker.needs.training and plan.train is not None and len(plan.train)
+    return [
+        scores_code(attacker),
+        model_files_digest(attacker, ctx),
+        plan.train.content_digest(file_digests(ctx)) if trains else None,
+    ]
+
+
+def file_digests(ctx: CellContext) -> FileDigests:
+    """File hashes remembered in the run's cache folder (a warm run: one stat per file)."""
+    return cached_file_digests(ctx.cache_folder)
+
+
 def cell_key(
     spec: AttackerSpec,
     corpus: CorpusSpec,
@@ -164,7 +201,13 @@ def cell_key(
     condition: str,
     view: Manifest,
     ctx: CellContext,
+    identity: Optional[list] = None,
 ) -> str:
+    """What a cell's scores are made from: the attacker (its settings, the code that scores, the
+    bytes of its weights, its newest checkpoint), the corpus (data keys, what they point at, the
+    evaluation set's ids, words and audio bytes), the condition and the trials' thinning. The
+    evaluation settings are not in it: a reused cell is evaluated again on every run.
+    ``identity``: :func:`attacker_identity` of the built attacker."""
     save_folder = spec.overrides.get("save_folder") or (
         Path(spec.model_folder) / "save" if spec.model_folder else None
     )
@@ -176,26 +219,42 @@ def cell_key(
             corpus.data_overrides(),
             inputs_digest(corpus.data_keys),
             manifest_digest(view),
+            evalset.manifest.content_digest(file_digests(ctx)),
             digest(evalset.manifest.speaker_attributes()),
             condition,
             ctx.trials_per_speaker,
-            ctx.settings.digest_parts(),
+            ctx.settings.bootstrap.seed if ctx.trials_per_speaker else None,  # it thins the trials
             newest_checkpoint(save_folder),
+            identity,
         ]
     )
 
 
+def _kept_name(cell_dir: Path, key: str) -> str:
+    return f"{cell_dir.name}-{key}"
+
+
 def _finished(cell_dir: Path, key: str):
-    path = cell_dir / "cell.json"
-    if path.is_file():
-        try:
-            cell = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            return None
-        if cell.get("key") == key:
-            return cell
-        path.unlink()  # stale: its scores are about to be rewritten
+    """The finished cell made under ``key``: the one in the folder, or one kept aside when the
+    folder last held another (:mod:`sparc_eval.cache`), moved back; the folder's other cell is kept
+    aside under its own key."""
+    cell = _read_cell(cell_dir)
+    if cell is not None and cell.get("key") == key:
+        return cell
+    if cell is not None and cell.get("key"):
+        set_aside(cell_dir, cell_dir.parent, _kept_name(cell_dir, cell["key"]))
+    elif cell_dir.exists():
+        shutil.rmtree(cell_dir)  # unfinished or unreadable: its scores are redone
+    if restore(cell_dir.parent, _kept_name(cell_dir, key), cell_dir):
+        return _read_cell(cell_dir)
     return None
+
+
+def _read_cell(cell_dir: Path):
+    try:
+        return json.loads((cell_dir / "cell.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def not_applicable(
@@ -282,25 +341,6 @@ def _thin(plan: DataPlan, evalset: EvaluationSet, condition: str, ctx: CellConte
     return replace(plan, split=split)
 
 
-def cell_summary(evaluation, trials: Trials) -> dict:
-    """What cell.json keeps of the cell's one evaluation."""
-    left_out = {
-        k.split(".", 1)[1]: v
-        for k, v in evaluation["not_applicable"].items()
-        if k.startswith("segments.") and v.endswith("skipped")
-    }
-    return {
-        "overall": evaluation["overall"],
-        "per_speaker": evaluation["per_speaker"],
-        "segments": evaluation["segments"],
-        "segments_left_out": left_out,
-        "n_trial_speakers": trials.scored().n_test_speakers(),
-        "n_missing_scores": trials.n_unscored,
-        "singling_out": evaluation.get("singling_out"),
-        **({"lists": evaluation["lists"]} if evaluation.get("lists") else {}),
-    }
-
-
 def run_cell(
     spec: AttackerSpec,
     corpus: CorpusSpec,
@@ -311,20 +351,27 @@ def run_cell(
     *,
     text_manifest: Optional[Manifest] = None,
 ) -> dict:
+    """One cell: its scores made, or reused when nothing they are made from changed (the attacker
+    is built either way: its code and weights are in the key), then evaluated."""
     view = _view(evalset, condition, text_manifest if spec.attacker is not None else None)
     where = f"{evalset.name} / {spec.name} / {condition}"
-    done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx))
-    if done:
-        logger.info("[%s] %s: reused %s", ctx.prefix, where, cell_dir)
-        return done
     attacker, plan, data = _plan(spec, corpus, evalset, view, ctx, cell_dir)
     why = attack_not_applicable(attacker, plan)
     if why:
         return not_applicable(spec, evalset.name, condition, why)
     if plan.split is not None:
         plan = _thin(plan, evalset, condition, ctx)
+    speakers = evalset.manifest.speaker_attributes() if plan.split is None else None
+    identity = attacker_identity(attacker, plan, ctx)
+    done = _finished(cell_dir, cell_key(spec, corpus, evalset, condition, view, ctx, identity))
+    if done:
+        logger.info("[%s] %s: reused the scores in %s", ctx.prefix, where, cell_dir)
+        return evaluated_again(
+            done, cell_dir, attacker, plan, ctx.settings, plots=ctx.plots, speakers=speakers
+        )
     model = f" ({spec.model_folder})" if spec.model_folder else ""
     logger.info("[%s] %s: running %s%s", ctx.prefix, where, attacker.name, model)
+    cell_dir.mkdir(parents=True, exist_ok=True)
     result = run_attack(
         attacker,
         plan,
@@ -337,7 +384,7 @@ def run_cell(
             "overrides": spec.overrides or None,
             "seed": ctx.settings.bootstrap.seed,
         },
-        speakers=evalset.manifest.speaker_attributes() if plan.split is None else None,
+        speakers=speakers,
     )
     _write_speaker_maps(cell_dir, result.trials)
     base = _cell_base(spec, attacker, evalset.name, condition, plan, view, result.run_info)
@@ -349,9 +396,10 @@ def run_cell(
         }
     else:
         cell = {**base, "status": "ok", **cell_summary(result.evaluation, result.trials)}
-    cell["key"] = cell_key(
-        spec, corpus, evalset, condition, view, ctx
-    )  # after training: its newest checkpoint
+    # after training: its newest checkpoint
+    cell["key"] = cell_key(spec, corpus, evalset, condition, view, ctx, identity)
+    cell["scores_code"] = identity[0]  # the code its scores came from
+    cell["plots_made_with"] = plots_key(ctx.settings) if ctx.plots else None
     write_json(cell_dir / "cell.json", cell)
     return cell
 
@@ -384,16 +432,3 @@ def _cell_base(spec, attacker, corpus: str, condition: str, plan, view, run_info
     if spec.model_folder:
         base["model_folder"] = spec.model_folder
     return base
-
-
-def cell_trials(cell_dir: Path) -> Trials:
-    """The scored trials of a finished cell, for comparisons (with their enrolled speakers where
-    the cell wrote them: cells before the two-way bootstrap did not)."""
-    from ..metrics import read_utt2spk
-
-    enrolled = cell_dir / "enroll2spk"
-    return Trials.read(
-        cell_dir / "scores.txt",
-        read_utt2spk(cell_dir / "utt2spk"),
-        enroll2spk=read_utt2spk(enrolled) if enrolled.is_file() else None,
-    )

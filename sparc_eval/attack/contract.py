@@ -19,6 +19,10 @@ An attacker is any object with::
     notes: dict                       # optional: plain values it found while scoring (a back-end against
                                       #   cosine on the same trials), copied to results.json's
                                       #   run.attacker_notes
+    model_files() -> list             # optional: every file or folder its weights are read from (a
+                                      #   pretrained snapshot, an SSL upstream, a checkpoint it starts
+                                      #   from); their bytes join the keys of its cells and models, so
+                                      #   weights replaced under the same path are never reused
     embeddings(plan) -> dict          # optional, embedding attackers: {utterance id: vector} of the
                                       #   plan's enrollment and trial utterances (for analyses that
                                       #   compare voices, e.g. linkability or G_VD)

@@ -151,6 +151,23 @@ def attack(
     trials = attacker.score(plan)
     timings["scoring"] = time.perf_counter() - start
     start = time.perf_counter()
+    evaluation = evaluate_attack(attacker, trials, plan, settings, speakers)
+    timings["metrics"] = time.perf_counter() - start
+    start = time.perf_counter()
+    evaluation["singling_out"] = singling_out(attacker, plan)
+    timings["singling_out"] = time.perf_counter() - start
+    timings.update(
+        getattr(attacker, "timings_s", None) or {}
+    )  # an attacker's finer stages, if it times them
+    return AttackResult(trials, evaluation, timings)
+
+
+def evaluate_attack(
+    attacker, trials: Trials, plan: DataPlan, settings: EvaluationSettings, speakers=None
+):
+    """The evaluation of an attacker's scored trials on its plan: metrics, CIs and segments, the
+    split's dropped speakers and utterances, and VoicePrivacy list rows (singling out apart: it
+    reads the embeddings). A reused cell's scores are evaluated again this way on every run."""
     table = plan.eval_original.speaker_attributes() if speakers is None else speakers
     # an attacker whose scores are calibrated LLRs (a PLDA back-end) says so: the actual Cllr is then its own
     llr = bool(getattr(attacker, "scores_are_llrs", False))
@@ -165,14 +182,7 @@ def attack(
         evaluation["lists"] = list_rows(
             trials, plan.lists, settings, attacker_label(attacker), llr=llr
         )
-    timings["metrics"] = time.perf_counter() - start
-    start = time.perf_counter()
-    evaluation["singling_out"] = singling_out(attacker, plan)
-    timings["singling_out"] = time.perf_counter() - start
-    timings.update(
-        getattr(attacker, "timings_s", None) or {}
-    )  # an attacker's finer stages, if it times them
-    return AttackResult(trials, evaluation, timings)
+    return evaluation
 
 
 def attacker_label(attacker) -> str:

@@ -406,18 +406,21 @@ class Manifest:
         labels = {"name": self.name, "read_passages": self.read_passages, **labels}
         return type(self)(self._utterances if utterances is None else utterances, **labels)
 
-    def content_digest(self) -> str:
+    def content_digest(self, digests=None) -> str:
         """What a model trained on these utterances learned from: ids, speakers, words (and an
-        anonymizer's own transcript), segments, durations, and for audio made by sparc-eval's
-        anonymizer runner the key of what made it (its input's bytes and the anonymizer's settings).
-        Audio anonymized by another tool (``extra.anonymizer`` without a key) adds its file's size
-        and modification time, so a corpus re-anonymized in place is new content. Original audio is
-        taken to be what its id, segment and duration say; paths are left out, so a moved corpus or
-        cache keeps its models."""
-        from ..digest import lines_digest
+        anonymizer's own transcript), segments, durations, and the audio: original audio by its
+        file's bytes (``digests``: a :class:`sparc_eval.digest.FileDigests`, whose memo makes a
+        warm run cost one stat per file), audio made by sparc-eval's anonymizer runner by the key
+        of what made it (its input's bytes and the anonymizer's settings), audio anonymized by
+        another tool (``extra.anonymizer`` without a key) by its file's size and modification time.
+        Paths are left out, so a moved corpus or cache keeps its models."""
+        from ..digest import IN_PROCESS, lines_digest
+
+        digests = digests or IN_PROCESS
 
         def line(u: Utterance) -> str:
             segment = (u.audio.start, u.audio.stop) if u.audio is not None else None
+            made = u.extra.get("anonymization_key") or _made_elsewhere(u)
             return (
                 json.dumps(
                     [
@@ -427,7 +430,7 @@ class Manifest:
                         segment,
                         u.duration,
                         u.extra.get("asr_text"),
-                        u.extra.get("anonymization_key") or _made_elsewhere(u),
+                        made or _original_bytes(u, digests),
                     ]
                 )
                 + "\n"
@@ -540,6 +543,17 @@ def resolve_audio(utterances: list, *, name: str, skip_missing: bool = False) ->
         f"{name}: {len(missing)} of {len(listed)} audio files are missing, e.g. {shown}",
         hint="restore them, or pass skip_missing=True to drop those utterances",
     )
+
+
+def _original_bytes(u, digests) -> Optional[str]:
+    """The SHA-256 of an utterance's original audio file (None without one, or when it cannot be
+    read: loading the audio says why)."""
+    if u.audio is None or not u.audio.path or u.extra.get("anonymizer"):
+        return None
+    try:
+        return digests(u.audio.path)
+    except OSError:
+        return None
 
 
 def _made_elsewhere(u) -> Optional[list]:

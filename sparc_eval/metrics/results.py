@@ -803,19 +803,22 @@ def write_report(
     run_info: Optional[dict] = None,
     plots: bool = True,
     curves: Optional[dict] = None,
+    kept_plots: tuple = (),
 ) -> dict:
     """Write ``results.json``, ``report.md`` and (with ``plots``) roc.png, det.png,
     per_speaker_eer.png and segments.png into ``out_dir``, each atomically.
 
     ``results``: what :func:`evaluate_trials` returned (its ``curves`` attribute feeds the ROC
-    and DET plots; pass ``curves`` for a plain dict). Returns ``{name: path}`` of what was written.
+    and DET plots; pass ``curves`` for a plain dict). ``kept_plots``: plots already drawn from the
+    same scores, linked by the report when ``plots`` is off. Returns ``{name: path}`` of what was
+    written.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     details = getattr(results, "details", None) or {}
     curves = curves if curves is not None else getattr(results, "curves", None)
     written = {}
-    plot_paths = []
+    plot_paths = [] if plots else list(kept_plots)
     na_extra = {}
     if plots:
         from .plots import write_plots

@@ -773,7 +773,7 @@ def plot_eers(path, doc: dict):
 def plot_det(path, doc: dict, root: Path):
     from scipy.stats import norm
 
-    from ...attack.cells import cell_trials
+    from ...attack.cell_results import cell_trials
     from ...metrics.core import counts, det_points
 
     plt = _pyplot()

@@ -23,7 +23,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...atomic import write_json
-from ...attack.cells import AttackerSpec, CellContext, CorpusSpec, not_applicable, run_cell
+from ...attack.cells import (
+    AttackerSpec,
+    CellContext,
+    CorpusSpec,
+    file_digests,
+    not_applicable,
+    run_cell,
+)
 from ...attack.evaluation_set import EvaluationSet
 from ...data.plan import DataSettings, load_anonymized
 from ...data.words import spoken_manifest
@@ -289,9 +296,8 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
         torch.set_num_threads(int(card.num_threads))
     ctx = card.cell_context()  # one per run: each corpus and scenario is planned once (ctx.plans)
     plan = ctx.plans.get(card.data)
-    card = replace(
-        card, original_content=plan.train.content_digest()
-    )  # the original speech's models are keyed by it
+    # the original speech's models are keyed by it, audio bytes included
+    card = replace(card, original_content=plan.train.content_digest(file_digests(ctx)))
     # a VoicePrivacy data folder holds its anonymized copies: read as they are
     planned = time.perf_counter() - start
     anonymized = given_copies(card, plan) if card.data.vpc_preset else anonymize_needed(card, plan)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from itertools import combinations
 from pathlib import Path
 
-from ...attack.cells import cell_trials
+from ...attack.cell_results import cell_trials
 from ...errors import DataError
 from ...metrics.small import too_few
 from ..leakage.compare import ci_verdict, compare_cells

@@ -40,7 +40,7 @@ def compare_cells(
     unit: str = DEFAULT_BOOTSTRAP_UNIT,
     min_speakers: int = MIN_SPEAKERS,
 ) -> dict:
-    """``a`` and ``b``: the scored trials of two cells (:func:`.cells.cell_trials`). Returns the
+    """``a`` and ``b``: the scored trials of two cells (:func:`.cell_results.cell_trials`). Returns the
     EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
     says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers. A
     two-way comparison needs both cells' enrolled speakers; without them (cells written before

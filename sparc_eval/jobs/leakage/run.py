@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import write_json
+from ...attack.cell_results import cell_trials
 from ...attack.cells import (
     AttackerSpec,
     CellContext,
     CorpusSpec,
-    cell_trials,
     not_applicable,
     run_cell,
 )
