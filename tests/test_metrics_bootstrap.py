@@ -187,14 +187,14 @@ def three_speakers():
 
 
 def test_two_way_weights_by_hand():
-    """a drawn twice, b never, c once: a non-target (enrolled i, tested j) counts m_i m_j times,
-    a target of speaker i m_i times (one person, not two)."""
+    """a drawn twice, b never, c once: a trial between enrolled i and tested j counts m_i m_j
+    times, a target of speaker i m_i^2 times (row i and column i are each copied m_i times)."""
     enroll, test, score, label = three_speakers()
     plan = B._Plan(label, "two_way", True, test, 0, enroll)
     assert plan.sides == "one draw" and plan.n_groups == 3  # one draw over the union {a, b, c}
     weights = plan.trial_weights(np.array([[2, 0, 1]]))[0]
     #                  a-a  a-b  a-c  b-a  b-b  b-c  c-a  c-b  c-c
-    assert weights.tolist() == [2, 0, 2, 0, 0, 0, 2, 0, 1]
+    assert weights.tolist() == [4, 0, 2, 0, 0, 0, 2, 0, 1]
     # an attribute task's target pairs two people (same sex, say): both sides count, m_a m_c
     label[2] = True
     attribute = B._Plan(label, "two_way", True, test, 0, enroll)

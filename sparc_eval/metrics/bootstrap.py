@@ -74,14 +74,14 @@ Units:
   bootstrap for crossed designs, Ann. Appl. Stat. 1(2), 2007): ``groups`` gives each trial's
   test speaker, ``enroll_groups`` its enrolled speaker. When the two sides share speakers (every
   enrolled speaker also tested, as in the card's split and the VoicePrivacy lists) one draw over
-  their union serves both: speaker i drawn m_i times gives a trial between enrolled i and
-  tested j (i != j: every non-target, and an attribute task's targets) the weight m_i m_j and a
-  target trial of speaker i the weight m_i (two copies of one person are not two people). When no speaker is on both sides the two sides are drawn
-  independently. A non-target score depends on both speakers, so holding the enrolled side
-  fixed makes intervals too narrow. Owen's pigeonhole bootstrap, drawing rows and columns
-  independently, is mildly conservative (Owen and Eckles, Ann. Appl. Stat. 6(3), 2012); this
-  one draw over shared speakers is not: it covers 91-92% at 20-24 speakers (docs: "How well the
-  intervals cover").
+  their union serves both: speaker i drawn m_i times gives every trial between enrolled i and
+  tested j the weight m_i m_j, a target trial of speaker i included (m_i^2: the pigeonhole's
+  diagonal cell, row i and column i each copied m_i times). When no speaker is on both sides the
+  two sides are drawn independently. A non-target score depends on both speakers, so holding
+  the enrolled side fixed makes intervals too narrow. Owen's pigeonhole bootstrap is mildly
+  conservative (Owen and Eckles, Ann. Appl. Stat. 6(3), 2012); weighing a target trial m_i
+  instead (one person, counted once) covers only 91-92% at 20-24 speakers, since a drawn speaker
+  never meets its own copies in a non-target (docs: "How well the intervals cover").
 - ``"speaker"``: test speakers drawn with replacement (``groups`` gives each trial's speaker, by
   default the test speaker), the enrolled side held fixed; every trial of a drawn speaker counts
   as often as it was drawn.
@@ -376,15 +376,15 @@ def _speaker_spread(plan: "_Plan", st):
     """``spread(g)`` of :func:`focus_windows` for the speaker units, to first order: a class's
     rate below distinct score g moves by sum_s delta_s x_s / C when speaker s is drawn 1 + delta_s
     times, with x_s = (its trials <= g) - F(g) (its trials), C the class's trials; two-way, a
-    trial counts for its enrolled speaker too when that is another person. None for the trial
-    unit."""
+    trial counts for its enrolled speaker too (twice for a speaker's own target trial). None for
+    the trial unit."""
     if plan.unit == "trial":
         return None
     group, is_target = st.code >> 1, (st.code & 1).astype(bool)
     k = plan.n_groups
     roles = [(plan.group_index, np.ones(plan.n, dtype=bool))]
     if plan.enroll_index is not None:
-        roles.append((plan.enroll_index, plan.two_people))
+        roles.append((plan.enroll_index, np.ones(plan.n, dtype=bool)))
 
     def influence(mask, below):
         count = lambda m: sum(np.bincount(s[m & on], minlength=k) for s, on in roles)
@@ -607,19 +607,12 @@ class _Plan:
 
     def trial_weights(self, mult: np.ndarray) -> np.ndarray:
         """``(b, n)`` per-trial weights of speaker multiplicities ``mult`` ``(b, n_groups)``: the
-        test speaker's multiplicity, times the enrolled speaker's (two-way) when they are two
-        people."""
+        test speaker's multiplicity, times the enrolled speaker's (two-way; for a speaker's own
+        target trial, its multiplicity squared)."""
         w = mult[:, self.group_index].astype(np.float64)
         if self.enroll_index is not None:
-            two = self.two_people
-            w[:, two] *= mult[:, self.enroll_index[two]]
+            w *= mult[:, self.enroll_index]
         return w
-
-    @property
-    def two_people(self) -> np.ndarray:
-        """Two-way: the trials whose enrolled and tested speakers differ (every non-target; the
-        targets of an attribute task too); a speaker's own target trials count it once."""
-        return self.enroll_index != self.group_index
 
 
 def sorted_codes(ids) -> tuple:
@@ -832,8 +825,8 @@ def _binned_draws(st, plan: "_Plan", binning: Binning, tb, nb):
 
 def _two_way_draws(st, plan: "_Plan", binning: Binning):
     """The two-way unit's ``draw(lo, hi)``: each trial weighted by its speakers' multiplicities
-    (the product of its enrolled and tested speaker's; a speaker's own target trial by that one
-    speaker's: its "enrolled" column is one of ones), summed per (bin, label) cell over the trials
+    (the product of its enrolled and tested speaker's, a speaker's own target trial included),
+    summed per (bin, label) cell over the trials
     sorted by cell. Whole counts, so the sums are exact; O(trials) per resample, since a non-target's
     weight depends on two speakers (pairs can be as many as trials)."""
     cell = binning.of_group[st.code >> 1] * 2 + (st.code & 1)  # original trial order
@@ -841,14 +834,13 @@ def _two_way_draws(st, plan: "_Plan", binning: Binning):
     cells = cell[order]
     starts = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
     tested = plan.group_index[order]
-    enrolled = np.where(plan.two_people[order], plan.enroll_index[order], plan.n_groups)
+    enrolled = plan.enroll_index[order]
     n_cells = 2 * binning.n_bins
 
     def draw(lo, hi):
         mult = plan.speaker_multiplicities(range(lo, hi))
         # int32 sums are exact while every weight together stays below 2^31 (a third faster)
         exact = tested.size * int(mult.max()) ** 2 < 2**31
-        mult = np.hstack([mult, np.ones((hi - lo, 1), mult.dtype)])
         mult = mult.astype(np.int32 if exact else np.float64)
         out = np.zeros((hi - lo, n_cells))
         for row, m in enumerate(mult):
