@@ -144,6 +144,27 @@ def test_uar_on_labelled_speech_with_known_predictions(snapshot, monkeypatch):
     lo, hi = found["ci95"]
     assert 0 <= lo <= hi <= 1 and found["difference"]["ci95"][0] <= 0
     assert -1 <= found["agreement"]["value"] <= 1  # the agreement rides along
+    # per class: neutral 1/2, happy 1/2, angry 0, sad 1 on anonymized speech; all 1 on original
+    assert found["per_class_recall"]["original"] == dict.fromkeys(LABELS, 1.0)
+    assert found["per_class_recall"]["anonymized"] == {
+        "neutral": 0.5,
+        "happy": 0.5,
+        "angry": 0.0,
+        "sad": 1.0,
+    }
+    assert found["confusion"]["anonymized"] == [
+        [1, 1, 0, 0],
+        [1, 1, 0, 0],
+        [1, 0, 0, 0],
+        [0, 0, 0, 1],
+    ]
+    assert found["confusion"]["original"] == np.diag([2, 2, 1, 1]).tolist()
+    # predicted shares 2/6 -> 3/6 for neutral, the one that grows most
+    assert found["pushed_toward"] == {
+        "label": "neutral",
+        "original_share": pytest.approx(2 / 6),
+        "anonymized_share": 0.5,
+    }
 
 
 def test_agreement_without_labels_is_kappa_not_uar(snapshot, monkeypatch):
@@ -160,6 +181,32 @@ def test_agreement_without_labels_is_kappa_not_uar(snapshot, monkeypatch):
     lo, hi = found["ci95"]
     assert -1 <= lo <= found["value"] <= hi <= 1
     assert "original" not in found and "Cohen's kappa" in found["definition"]
+    counts = found["agreement_matrix"]["counts"]  # rows: original predictions, columns: anonymized
+    assert [row[:2] for row in counts[:2]] == [[2, 2], [0, 4]] and np.sum(counts) == 8
+    assert found["pushed_toward"] == {
+        "label": LABELS[1],
+        "original_share": 0.5,
+        "anonymized_share": 0.75,
+    }
+
+
+def test_the_card_says_where_emotion_is_pushed_and_each_class_recall():
+    from sparc_eval.jobs.card.report import _emotion_lines
+
+    labelled = {
+        "pushed_toward": {"label": "neutral", "original_share": 1 / 3, "anonymized_share": 0.5},
+        "per_class_recall": {
+            "original": {"neutral": 1.0, "sad": 1.0},
+            "anonymized": {"neutral": 0.5, "sad": 1.0},
+        },
+    }
+    lines = _emotion_lines("mcadams", labelled)
+    assert (
+        "predicted neutral more often (33% of the original utterances, 50% anonymized)" in lines[0]
+    )
+    assert lines[1].endswith("neutral 1.00 -> 0.50, sad 1.00 -> 1.00")
+    unlabelled = {"agreement": {"pushed_toward": None}}  # no class grows: nothing to say
+    assert _emotion_lines("mcadams", unlabelled) == []
 
 
 # --- real predictions: batching, resampling, the cache -------------------------------------------

@@ -77,6 +77,28 @@ def cohens_kappa(confusion: np.ndarray) -> np.ndarray:
     return np.where(np.isclose(p_e, 1.0), np.nan, kappa)
 
 
+def per_class_recall(confusion: np.ndarray, labels) -> dict:
+    """``{label: recall}`` of a ``(K, K)`` confusion matrix, for the classes among the references."""
+    confusion = np.asarray(confusion, float)
+    rows = confusion.sum(axis=1)
+    return {labels[k]: float(confusion[k, k] / rows[k]) for k in range(len(labels)) if rows[k] > 0}
+
+
+def pushed_toward(before, after, labels) -> dict | None:
+    """The class whose share of the predictions grows most from ``before`` to ``after`` (counts
+    per class), with both shares; None when no class grows."""
+    share_before = np.asarray(before, float) / max(1.0, float(np.sum(before)))
+    share_after = np.asarray(after, float) / max(1.0, float(np.sum(after)))
+    k = int(np.argmax(share_after - share_before))
+    if share_after[k] - share_before[k] <= 0:
+        return None
+    return {
+        "label": labels[k],
+        "original_share": float(share_before[k]),
+        "anonymized_share": float(share_after[k]),
+    }
+
+
 def speaker_multiplicities(speakers, *, n_boot: int, seed: int) -> tuple:
     """(speaker names, ``(n_boot, S)`` how often each speaker is drawn): speakers resampled with
     replacement, the same draws as :func:`sparc_eval.utility.metrics.speaker_bootstrap`."""
@@ -336,11 +358,11 @@ class EmotionUtility:
         mapped, unmapped, unlabelled = reference_labels(
             [o for o, _ in pairs], label_index(model.labels, self.label_map), self.label_key
         )
-        agreement = agreement_summary(pairs, original, anonymized, len(model.labels), pair)
+        agreement = agreement_summary(pairs, original, anonymized, model.labels, pair)
         about = {**self._about(model, mapped, unmapped, unlabelled), "higher_is_better": True}
         if not mapped:
             return {**agreement, **about, "measure": AGREEMENT_MEASURE}
-        found = uar_summary(pairs, mapped, original, anonymized, len(model.labels), pair)
+        found = uar_summary(pairs, mapped, original, anonymized, model.labels, pair)
         return {**found, **about, "agreement": agreement, "measure": UAR_MEASURE}
 
     def _about(self, model, mapped: dict, unmapped: dict, unlabelled: int) -> dict:
@@ -363,9 +385,10 @@ class EmotionUtility:
         }
 
 
-def agreement_summary(pairs, original: dict, anonymized: dict, n_classes: int, pair) -> dict:
-    """Cohen's kappa of original against anonymized predictions (speaker-bootstrap CI) and the
-    raw agreement."""
+def agreement_summary(pairs, original: dict, anonymized: dict, labels, pair) -> dict:
+    """Cohen's kappa of original against anonymized predictions (speaker-bootstrap CI), the raw
+    agreement, the agreement matrix and the class anonymized speech is pushed toward."""
+    n_classes = len(labels)
     first = [original[o.id] for o, _ in pairs]
     second = [anonymized[a.id] for _, a in pairs]
     confusion = confusion_matrix(first, second, n_classes)
@@ -378,6 +401,13 @@ def agreement_summary(pairs, original: dict, anonymized: dict, n_classes: int, p
         "ci95": ci95(cohens_kappa(draws)),
         "raw_agreement": float(raw_agreement(confusion)),
         "utterances": len(pairs),
+        "agreement_matrix": {
+            "rows": "predicted on the original speech",
+            "columns": "predicted on the anonymized speech",
+            "labels": list(labels),
+            "counts": confusion.tolist(),
+        },
+        "pushed_toward": pushed_toward(confusion.sum(axis=1), confusion.sum(axis=0), labels),
     }
     if found["value"] is None:
         found["not_applicable"] = (
@@ -397,20 +427,20 @@ def uar_with_draws(truth, guess, speakers, n_classes: int, pair) -> tuple:
     return float(point), unweighted_average_recall(confusions)
 
 
-def uar_summary(
-    pairs, mapped: dict, original: dict, anonymized: dict, n_classes: int, pair
-) -> dict:
+def uar_summary(pairs, mapped: dict, original: dict, anonymized: dict, labels, pair) -> dict:
     """UAR on anonymized speech (``value``), on original speech, and their difference, each with a
-    CI from the same speaker resamples."""
+    CI from the same speaker resamples; per-class recall, both confusion matrices and the class
+    anonymized speech is pushed toward (the predicted class whose share grows most)."""
+    n_classes = len(labels)
     labelled = [(o, a) for o, a in pairs if o.id in mapped]
     truth = [mapped[o.id] for o, _ in labelled]
     speakers = [o.speaker for o, _ in labelled]
-    uar_o, draws_o = uar_with_draws(
-        truth, [original[o.id] for o, _ in labelled], speakers, n_classes, pair
-    )
-    uar_a, draws_a = uar_with_draws(
-        truth, [anonymized[a.id] for _, a in labelled], speakers, n_classes, pair
-    )
+    guess_o = [original[o.id] for o, _ in labelled]
+    guess_a = [anonymized[a.id] for _, a in labelled]
+    uar_o, draws_o = uar_with_draws(truth, guess_o, speakers, n_classes, pair)
+    uar_a, draws_a = uar_with_draws(truth, guess_a, speakers, n_classes, pair)
+    confusion_o = confusion_matrix(truth, guess_o, n_classes)
+    confusion_a = confusion_matrix(truth, guess_a, n_classes)
     return {
         "value": uar_a,
         "ci95": ci95(draws_a),
@@ -422,4 +452,16 @@ def uar_summary(
         },
         "utterances": len(labelled),
         "classes": sorted({int(t) for t in truth}),
+        "per_class_recall": {
+            "original": per_class_recall(confusion_o, labels),
+            "anonymized": per_class_recall(confusion_a, labels),
+        },
+        "confusion": {
+            "rows": "reference label",
+            "columns": "predicted",
+            "labels": list(labels),
+            "original": confusion_o.tolist(),
+            "anonymized": confusion_a.tolist(),
+        },
+        "pushed_toward": pushed_toward(confusion_o.sum(axis=0), confusion_a.sum(axis=0), labels),
     }

@@ -520,11 +520,32 @@ def _utility(doc: dict) -> list:
     return lines + [""] + notes + ([""] if notes else [])
 
 
+def _emotion_lines(name: str, emotion: dict) -> list:
+    """Which class anonymized speech is pushed toward, and per-class recall where labels exist."""
+    lines = []
+    pushed = emotion.get("pushed_toward") or (emotion.get("agreement") or {}).get("pushed_toward")
+    if pushed:
+        lines.append(
+            f"- {name}: emotion: anonymized speech is predicted {pushed['label']} more often "
+            f"({pushed['original_share']:.0%} of the original utterances, "
+            f"{pushed['anonymized_share']:.0%} anonymized)"
+        )
+    recall = emotion.get("per_class_recall")
+    if recall:
+        pairs = ", ".join(
+            f"{label} {r:.2f} -> {recall['anonymized'].get(label, float('nan')):.2f}"
+            for label, r in recall["original"].items()
+        )
+        lines.append(f"- {name}: emotion recall per class (original -> anonymized): {pairs}")
+    return lines
+
+
 def _utility_details(doc: dict) -> list:
     """Beside the table (issue 31): the utterances each anonymizer failed on, which its WER counts
-    as all deletions, and rho_F0 and G_VD per trial list."""
+    as all deletions, rho_F0 and G_VD per trial list, and where emotion goes."""
     lines = []
     for name, by in doc["utility"].items():
+        lines += _emotion_lines(name, by.get("emotion") or {})
         wer = by.get("wer") or {}
         if wer.get("failed_utterances"):
             lines.append(
