@@ -523,7 +523,9 @@ def _utility(doc: dict) -> list:
 def _emotion_lines(name: str, emotion: dict) -> list:
     """Which class anonymized speech is pushed toward, and per-class recall where labels exist."""
     lines = []
-    pushed = emotion.get("pushed_toward") or (emotion.get("agreement") or {}).get("pushed_toward")
+    # labelled: the labelled utterances' figure (None when no class grows); else the agreement's
+    where = emotion if "pushed_toward" in emotion else emotion.get("agreement") or {}
+    pushed = where.get("pushed_toward")
     if pushed:
         lines.append(
             f"- {name}: emotion: anonymized speech is predicted {pushed['label']} more often "
