@@ -119,6 +119,17 @@ def small_demo_corpus(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory) -> Path:
+    """The folder of a smaller reading-mode demo corpus (12 speakers x 6 utterances, seed 0), for
+    the re-run tests that run a card several times; tests read it and write nothing into it."""
+    from sparc_eval.demo import build_demo_corpus
+
+    folder = tmp_path_factory.mktemp("tiny_demo")
+    build_demo_corpus(folder, mode="reading", n_speakers=12, utts_per_speaker=6, progress=False)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def small_demo(small_demo_corpus) -> Path:
     """The folder of the small demo corpus."""
     return Path(small_demo_corpus.name).parent

@@ -57,15 +57,6 @@ n_boot: 50
 """
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    from sparc_eval.demo import build_demo_corpus
-
-    root = tmp_path_factory.mktemp("keyed_demo")
-    build_demo_corpus(root, mode="reading", n_speakers=12, utts_per_speaker=6, progress=False)
-    return root
-
-
 class Counted:
     """What a card run recomputed: scores made per attacker, reused scores evaluated again,
     models trained (fits that ran a batch), utterances anonymized."""
@@ -147,29 +138,29 @@ def folders(tmp_path):
 
 @pytest.mark.slow("three cards with a tiny pretrained SpeechBrain model: about 15 s")
 def test_weights_rewritten_at_the_same_source_are_scored_again(
-    recipe, corpus, folders, monkeypatch
+    recipe, tiny_demo, folders, monkeypatch
 ):
     count = Counted(monkeypatch)
     only = "--attackers_enabled=[speechbrain_folder]"
-    first = _card(recipe, folders, corpus, "out", only)
+    first = _card(recipe, folders, tiny_demo, "out", only)
     write_speechbrain_folder(folders / "spkrec", seed=1)  # other weights, same path and names
     count.reset()
-    rerun = _card(recipe, folders, corpus, "out", only)
+    rerun = _card(recipe, folders, tiny_demo, "out", only)
     assert count.scored["pretrained"] == 2  # the original-speech cell and the anonymized one
-    fresh = _card(recipe, folders, corpus, "fresh", only)
+    fresh = _card(recipe, folders, tiny_demo, "fresh", only)
     assert _numbers(rerun) == _numbers(fresh) != _numbers(first)
 
 
 @pytest.mark.slow("three cards with two attackers: about 12 s")
 def test_a_code_change_rescores_only_its_attacker_and_metrics_are_always_current(
-    recipe, corpus, folders, monkeypatch
+    recipe, tiny_demo, folders, monkeypatch
 ):
     import sparc_eval.attack.code as code
 
     count = Counted(monkeypatch)
-    first = _card(recipe, folders, corpus, "out")
+    first = _card(recipe, folders, tiny_demo, "out")
     count.reset()
-    again = _card(recipe, folders, corpus, "out", "--n_boot=60")  # a metric setting only
+    again = _card(recipe, folders, tiny_demo, "out", "--n_boot=60")  # a metric setting only
     assert not count.scored and count.evaluated == 4  # every cell evaluated again, none rescored
     assert _numbers(again) != _numbers(first)  # its CIs are those of 60 resamples
     module_digest = code.module_digest
@@ -179,7 +170,7 @@ def test_a_code_change_rescores_only_its_attacker_and_metrics_are_always_current
 
     monkeypatch.setattr(code, "module_digest", upgraded)
     count.reset()
-    doc = _card(recipe, folders, corpus, "out", "--n_boot=60")
+    doc = _card(recipe, folders, tiny_demo, "out", "--n_boot=60")
     assert count.scored == {"tfidf_utterances": 2}
     assert count.evaluated == 2  # the reused cells' scores evaluated again, the new ones with them
     cells = [c for by in doc["cells"].values() for sc in by.values() for c in sc.values()]
@@ -189,12 +180,12 @@ def test_a_code_change_rescores_only_its_attacker_and_metrics_are_always_current
 
 @pytest.mark.slow("four cards training a tiny ECAPA on a tiny WavLM: about 30 s")
 def test_a_replaced_upstream_retrains_and_going_back_finds_the_old_model(
-    recipe, corpus, folders, monkeypatch
+    recipe, tiny_demo, folders, monkeypatch
 ):
     count = Counted(monkeypatch)
     only = "--attackers_enabled=[ssl_ecapa]"
     write_ssl_snapshot(folders / "wavlm")
-    first = _card(recipe, folders, corpus, "out", only)
+    first = _card(recipe, folders, tiny_demo, "out", only)
     assert count.fits == 1
     kept_snapshot = folders / "wavlm_first"
     os.rename(folders / "wavlm", kept_snapshot)
@@ -203,7 +194,7 @@ def test_a_replaced_upstream_retrains_and_going_back_finds_the_old_model(
     torch.manual_seed(7)
     write_ssl_snapshot(folders / "wavlm")  # another upstream under the same ssl_source
     count.reset()
-    _card(recipe, folders, corpus, "out", only)
+    _card(recipe, folders, tiny_demo, "out", only)
     assert count.fits == 1 and count.scored["ssl"] == 2  # retrained, both cells rescored
     # the first upstream back: its model is found again (nothing trains); the first cell to reach
     # it puts its checkpoints back while it scores, the next finds its cell
@@ -212,7 +203,7 @@ def test_a_replaced_upstream_retrains_and_going_back_finds_the_old_model(
     shutil.rmtree(folders / "wavlm")
     os.rename(kept_snapshot, folders / "wavlm")
     count.reset()
-    back = _card(recipe, folders, corpus, "out", only)
+    back = _card(recipe, folders, tiny_demo, "out", only)
     assert count.fits == 0 and count.scored["ssl"] == 1
     assert _numbers(back) == _numbers(first)
 
@@ -248,16 +239,18 @@ def test_an_audio_file_replaced_in_place_recomputes_its_cells_and_models(
 
 
 @pytest.mark.slow("three McAdams cards with a tiny pretrained model: about 15 s")
-def test_going_back_to_a_setting_is_free(recipe, corpus, folders, monkeypatch):
+def test_going_back_to_a_setting_is_free(recipe, tiny_demo, folders, monkeypatch):
     count = Counted(monkeypatch)
     mcadams = ("--anonymizer=mcadams",)
     first = _card(
-        recipe, folders, corpus, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.8}}"
+        recipe, folders, tiny_demo, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.8}}"
     )
-    _card(recipe, folders, corpus, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.6}}")
+    _card(
+        recipe, folders, tiny_demo, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.6}}"
+    )
     count.reset()
     back = _card(
-        recipe, folders, corpus, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.8}}"
+        recipe, folders, tiny_demo, "out", *mcadams, "--anonymizer_options={mcadams: {alpha: 0.8}}"
     )
     assert count.anonymized == 0 and not count.scored  # audio and cells found again
     assert _numbers(back) == _numbers(first)

@@ -227,21 +227,12 @@ n_boot: 50
 """
 
 
-@pytest.fixture(scope="module")
-def small_demo(tmp_path_factory):
-    from sparc_eval.demo import build_demo_corpus
-
-    out = tmp_path_factory.mktemp("rerun_demo")
-    build_demo_corpus(out, mode="reading", n_speakers=12, utts_per_speaker=6, progress=False)
-    return out
-
-
-def _card(recipe, small_demo, out: Path, *extra) -> dict:
+def _card(recipe, tiny_demo, out: Path, *extra) -> dict:
     hparams = out.parent / f"{out.name}.yaml"
     hparams.write_text(RERUN_CARD.format(repo=REPO))
     args = [
         str(hparams),
-        f"--data_folder={small_demo}",
+        f"--data_folder={tiny_demo}",
         f"--output_folder={out}",
         f"--cache_folder={out / 'cache'}",
         "--n_enroll=2",
@@ -267,14 +258,14 @@ def _numbers(doc: dict) -> dict:
 
 
 @pytest.mark.slow("four cards with a trained mel ECAPA: about 25 s")
-def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_path):
+def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, tiny_demo, tmp_path):
     """McAdams alpha 0.8 then 0.6 into one folder gives what a fresh folder gives at 0.6: the
     semi-informed attacker and its learning-curve variant are trained anew on the new speech."""
     old = tmp_path / "old"
-    first = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
-    rerun = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.6}}")
+    first = _card(recipe, tiny_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
+    rerun = _card(recipe, tiny_demo, old, "--anonymizer_options={mcadams: {alpha: 0.6}}")
     fresh = _card(
-        recipe, small_demo, tmp_path / "fresh", "--anonymizer_options={mcadams: {alpha: 0.6}}"
+        recipe, tiny_demo, tmp_path / "fresh", "--anonymizer_options={mcadams: {alpha: 0.6}}"
     )
     assert _numbers(rerun) == _numbers(fresh)
     assert (
@@ -302,7 +293,7 @@ def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_pa
     semi = rerun["cells"]["mcadams"]["mel"]["semi-informed"]
     assert rerun["anonymizers"]["mcadams"]["train_content"][:12] in semi["model_folder"]
     # going back to 0.8 finds the 0.8 model and cells again (the audio is made anew, the model is not)
-    back = _card(recipe, small_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
+    back = _card(recipe, tiny_demo, old, "--anonymizer_options={mcadams: {alpha: 0.8}}")
     assert _numbers(back) == _numbers(first)
     assert rerun["anonymizers"]["mcadams"]["draws"] == {
         "mode": "deterministic",
@@ -312,7 +303,7 @@ def test_a_rerun_after_new_options_equals_a_fresh_run(recipe, small_demo, tmp_pa
 
 
 @pytest.mark.slow("two cards with random McAdams and Resemblyzer: about 9 s")
-def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_demo, tmp_path):
+def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, tiny_demo, tmp_path):
     """Random McAdams: the attacker's enrollment and training speech use the attacker's seed, the
     trials the user's; with attacker_draws: user the attacker reuses the user's (named)."""
     out = tmp_path / "own"
@@ -323,7 +314,7 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
         "--learning_curve=False",
         "--attackers_enabled=[resemblyzer]",
     )
-    doc = _card(recipe, small_demo, out, options, *quick)
+    doc = _card(recipe, tiny_demo, out, options, *quick)
     assert doc["cells"]["mcadams"]["resemblyzer"]["lazy-informed"]["status"] == "ok"
     record = doc["anonymizers"]["mcadams"]
     assert record["draws"]["mode"] == "speaker" and record["draws"]["attacker"] == "its own draws"
@@ -353,7 +344,7 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
 
     plan = plan_data(
         DataSettings(
-            data_folder=str(small_demo),
+            data_folder=str(tiny_demo),
             cache_folder=str(out / "cache"),
             n_enroll=2,
             scenario="lazy-informed",
@@ -363,7 +354,7 @@ def test_a_randomized_anonymizer_gives_the_attacker_its_own_draws(recipe, small_
     )
     assert {Path(u.audio.path).parts[-5] for u in plan.enroll_utterances()} == {"attacker"}
     assert {Path(u.audio.path).parts[-4] for u in plan.trial_utterances()} == {"eval"}
-    strong = _card(recipe, small_demo, tmp_path / "user", options, *quick, "--attacker_draws=user")
+    strong = _card(recipe, tiny_demo, tmp_path / "user", options, *quick, "--attacker_draws=user")
     assert strong["anonymizers"]["mcadams"]["attacker_enroll_folder"] is None
     assert "attacker draws (mcadams): user" in strong["run"]["deviations"]
 

@@ -557,16 +557,7 @@ def anonymize_corpus(
     batch_size, shard = _check_run_options(runner, batch_size, shard)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not manifest.has_audio:
-        raise DataError(
-            f"{manifest.name}: the corpus has no audio (text-only); nothing to anonymize"
-        )
-    manifest.validate()
-
-    utterances = list(manifest)
-    if limit is not None:
-        utterances = utterances[: int(limit)]
-    items = [u for k, u in enumerate(utterances) if k % shard[1] == shard[0]]
+    utterances, items = _shard_items(manifest, limit, shard)
     name = name_of(anonymizer)
     settings = settings_of(anonymizer)
     settings_hash = digest(settings, n=None, default=repr)
@@ -604,11 +595,7 @@ def anonymize_corpus(
         **_report_timings(sink.stats, setup_s, wall_start, done_all),
         "ids": [u.id for u in items],
     }
-    _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
-    _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
-    write_json(out_dir / f"anonymization{suffix}.json", report)
-
-    path = out_dir / f"manifest{suffix}.jsonl"
+    path = _write_outputs(out_dir, suffix, failures, records, report)
     if (
         shard[1] > 1
         and merge
@@ -618,6 +605,27 @@ def anonymize_corpus(
     result = _load_output_manifest(path) if records else Manifest([], name=str(path))
     result.report = report
     return result
+
+
+def _shard_items(manifest: Manifest, limit, shard) -> tuple:
+    """(the utterances the run reads, this shard's share of them), after checking the corpus."""
+    if not manifest.has_audio:
+        raise DataError(
+            f"{manifest.name}: the corpus has no audio (text-only); nothing to anonymize"
+        )
+    manifest.validate()
+    utterances = list(manifest)
+    if limit is not None:
+        utterances = utterances[: int(limit)]
+    return utterances, [u for k, u in enumerate(utterances) if k % shard[1] == shard[0]]
+
+
+def _write_outputs(out_dir: Path, suffix: str, failures, records, report) -> Path:
+    """The shard's failures, manifest and report; returns the manifest's path."""
+    _write_jsonl(out_dir / f"failures{suffix}.jsonl", failures)
+    _write_jsonl(out_dir / f"manifest{suffix}.jsonl", records)
+    write_json(out_dir / f"anonymization{suffix}.json", report)
+    return out_dir / f"manifest{suffix}.jsonl"
 
 
 def _resolve_inputs(manifest, anonymizer, anonymizer_options) -> tuple:

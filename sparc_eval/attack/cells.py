@@ -32,7 +32,12 @@ from ..data.plan import DataPlan, DataSettings, Plans
 from ..digest import FileDigests, content_digest, digest, file_digest, folder_digest, lines_digest
 from ..errors import DataError
 from ..hparams import HparamsFile
-from .cell_results import cell_summary, evaluated_again, plots_key
+from .cell_results import (
+    cell_summary,
+    cell_trials,  # noqa: F401 (its home before 0.4: callers still import it here)
+    evaluated_again,
+    plots_key,
+)
 from .code import scores_code
 from .evaluation import EvaluationSettings
 from .evaluation_set import EvaluationSet, restrict_split
