@@ -15,7 +15,10 @@ PIP_TORCH_ARGS ?=
 PIP_INSTALL_ARGS ?= --no-compile
 unexport PYTHONDONTWRITEBYTECODE
 # voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
-EXTRAS ?= test,docs,anon,ray,text,voice,pitch
+EXTRAS ?= test,docs,anon,ray,text,voice,pitch,naturalness
+# DistillMOS and the package it builds on declare torchaudio (and transformers), which pip would pair
+# with a CUDA build: installed without their dependencies, on sparc_eval's torchaudio stand-in.
+NO_DEPS_SPEC ?= distillmos==0.9.1 xls-r-sqa==0.1.0
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | cksum | cut -d' ' -f1)
 DEMO_OUT ?= results/demo
 
@@ -28,6 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(PIP_INSTALL_ARGS) $(PIP_TORCH_ARGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q $(PIP_INSTALL_ARGS) -e ".[$(EXTRAS)]"
+	$(PY) -m pip install -q $(PIP_INSTALL_ARGS) --no-deps $(NO_DEPS_SPEC)
 	@# pip pairs CPU torch with a CUDA torchaudio that cannot load; libraries that probe for
 	@# torchaudio (transformers) then crash. Remove it: SpeechBrain runs on sparc_eval's stand-in.
 	@$(PY) -c "import torchaudio" 2>/dev/null || { echo "removing a torchaudio that does not load beside this torch"; $(PY) -m pip uninstall -y -q torchaudio; }

@@ -16,9 +16,7 @@ trained on anonymized speech, is refused unless ``scoring: plda`` (back-end adap
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -75,9 +73,10 @@ class ResemblyzerAttacker(EmbeddingAttacker):
 
     def model_files(self) -> list:
         """The installed package's weights (found without importing it)."""
-        spec = importlib.util.find_spec("resemblyzer")
-        folders = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
-        return [Path(folders[0]) / "pretrained.pt"] if folders else []
+        from sparc_eval.plugins import package_folder
+
+        root = package_folder("resemblyzer")
+        return [root / "pretrained.pt"] if root else []
 
     def encoder_settings(self) -> dict:
         """The cache's settings: the package's version and its weights' bytes."""

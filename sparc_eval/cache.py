@@ -84,6 +84,19 @@ class ArrayCache:
             np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
 
 
+def cached_by_audio(utterances, cache: ArrayCache, fill) -> tuple:
+    """({utterance id: array}, how many were computed): each utterance's array from ``cache`` under
+    its audio's content key, the missing ones made by ``fill([(utterance, key), ...])`` (one per
+    distinct audio), which puts them in ``cache``."""
+    keys = {u.id: content_key(u, source="audio") for u in utterances}
+    found = {key: cache.get(key) for key in set(keys.values())}
+    todo = {keys[u.id]: u for u in utterances if found[keys[u.id]] is None}
+    if todo:
+        fill([(u, key) for key, u in todo.items()])
+        found.update({key: cache.get(key) for key in todo})
+    return {u.id: found[keys[u.id]] for u in utterances}, len(todo)
+
+
 # --- the kept store ------------------------------------------------------------------------------
 
 KEPT = ".kept"

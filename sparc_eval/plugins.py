@@ -14,11 +14,26 @@ installed package registers its own::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from importlib import metadata
 
 from .errors import DataError
 
 ANONYMIZER_GROUP = "sparc_eval.anonymizers"
+
+
+def package_folder(module: str):
+    """The folder of an installed package, found without importing it (packages that ship
+    weights are read as files there); None when it is not installed."""
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 def entry_points(group: str) -> dict:

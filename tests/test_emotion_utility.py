@@ -191,7 +191,7 @@ def test_agreement_without_labels_is_kappa_not_uar(snapshot, monkeypatch):
 
 
 def test_the_card_says_where_emotion_is_pushed_and_each_class_recall():
-    from sparc_eval.jobs.card.report import _emotion_lines
+    from sparc_eval.jobs.card.utility_report import _emotion_lines
 
     labelled = {
         "pushed_toward": {"label": "neutral", "original_share": 1 / 3, "anonymized_share": 0.5},

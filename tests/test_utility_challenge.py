@@ -375,7 +375,7 @@ def test_utility_context_reads_the_users_failures_and_the_trial_lists(tmp_path):
 
 
 def test_the_card_reports_failures_and_lists_beside_the_table():
-    from sparc_eval.jobs.card.report import _utility
+    from sparc_eval.jobs.card.utility_report import utility_section
 
     doc = {
         "utility": {
@@ -396,7 +396,7 @@ def test_the_card_reports_failures_and_lists_beside_the_table():
             }
         }
     }
-    text = "\n".join(_utility(doc))
+    text = "\n".join(utility_section(doc))
     assert (
         "stt_tts: 1 utterances the anonymizer failed on count as all deletions in its WER (12 of 300 words)"
         in text

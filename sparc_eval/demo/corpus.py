@@ -420,6 +420,23 @@ def build_demo_corpus(
     return manifest
 
 
+def is_demo_corpus(spec) -> bool:
+    """Whether a corpus spec names the demo corpus: ``demo:MODE``, or a folder (or a manifest in
+    one) that holds a demo corpus's ``settings.json``: its speech is espeak-ng's, not people's."""
+    text = str(spec or "")
+    if not text:
+        return False
+    if text.startswith("demo:"):
+        return True
+    path = Path(text)
+    folder = path if path.is_dir() else path.parent
+    try:
+        settings = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(settings, dict) and settings.get("corpus") == "sparc-eval demo"
+
+
 def _stamp_settings(out_dir: Path, settings: dict, progress: bool) -> None:
     """Write ``settings.json``; a folder built with other settings loses its wav files and
     manifest first, and one with a manifest but no settings (not a demo corpus) is refused."""

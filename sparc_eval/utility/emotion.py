@@ -334,18 +334,16 @@ class EmotionUtility:
     def predictions(self, utterances, pair: UtilityInput) -> dict:
         """{utterance id: predicted class index}, from the cache where the same audio was seen by
         the same model."""
-        from ..cache import ArrayCache, content_key
+        from ..cache import ArrayCache, cached_by_audio
 
         model = self.model()
         settings = {"model": model.digest, "sample_rate": model.sample_rate}
         cache = ArrayCache(pair.cache_folder, "emotion", settings)
-        keys = {u.id: content_key(u, source="audio") for u in utterances}
-        logits = {key: cache.get(key) for key in set(keys.values())}
-        todo = {keys[u.id]: u for u in utterances if logits[keys[u.id]] is None}
-        self.predicted_now += len(todo)
-        self._predict([(u, k) for k, u in todo.items()], cache, model)
-        logits.update({key: cache.get(key) for key in todo})
-        return {u.id: int(np.argmax(logits[keys[u.id]])) for u in utterances}
+        logits, made = cached_by_audio(
+            utterances, cache, lambda todo: self._predict(todo, cache, model)
+        )
+        self.predicted_now += made
+        return {uid: int(np.argmax(row)) for uid, row in logits.items()}
 
     def compute(self, pair: UtilityInput) -> dict:
         pairs = [(o, a) for o, a in pair.pairs() if o.audio is not None and a.audio is not None]

@@ -27,6 +27,7 @@ from ..tables import (
     served_by_back_end,
     write_tables,
 )
+from .utility_report import utility_section
 
 ORIGINAL = "original"
 
@@ -471,102 +472,6 @@ def _curve_verdict(r: dict) -> str:
     return "no significant fall (the 95% CI reaches 0)" if r.get("ci95") else "n/a"
 
 
-def _value(r: dict, digits: int = 3) -> str:
-    if "not_applicable" in r:
-        return "n/a"
-    if "failed" in r:
-        return "failed"
-    v, ci = r.get("value"), r.get("ci95")
-    return (
-        "n/a"
-        if v is None
-        else f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
-    )
-
-
-def _utility(doc: dict) -> list:
-    if not doc["utility"]:
-        return []
-    metrics = sorted({m for by in doc["utility"].values() for m in by})
-    lines = [
-        "## Utility",
-        "",
-        "| anonymizer | " + " | ".join(metrics) + " |",
-        "|---|" + "---|" * len(metrics),
-    ]
-    reasons = {}
-    for name, by in doc["utility"].items():
-        parts = []
-        for m in metrics:
-            r = by.get(m, {})
-            parts.append(_value(r))
-            if "not_applicable" in r or "failed" in r:
-                reasons[f"{m} ({name})"] = r.get("not_applicable") or r.get("failed")
-        lines.append(f"| {name} | " + " | ".join(parts) + " |")
-    original = {
-        n: by["wer"]["original"]
-        for n, by in doc["utility"].items()
-        if by.get("wer", {}).get("original")
-    }
-    if original:
-        first = next(iter(original.values()))
-        lines += ["", f"WER of the original speech with the same ASR: {_value(first)}."]
-    lines += _utility_details(doc)
-    measures = {
-        m: r["measure"] for by in doc["utility"].values() for m, r in by.items() if "measure" in r
-    }
-    notes = [f"- {m} is the {what}" for m, what in sorted(measures.items())]
-    notes += [f"- {k}: {v}" for k, v in reasons.items()]
-    return lines + [""] + notes + ([""] if notes else [])
-
-
-def _emotion_lines(name: str, emotion: dict) -> list:
-    """Which class anonymized speech is pushed toward, and per-class recall where labels exist."""
-    lines = []
-    # labelled: the labelled utterances' figure (None when no class grows); else the agreement's
-    where = emotion if "pushed_toward" in emotion else emotion.get("agreement") or {}
-    pushed = where.get("pushed_toward")
-    if pushed:
-        lines.append(
-            f"- {name}: emotion: anonymized speech is predicted {pushed['label']} more often "
-            f"({pushed['original_share']:.0%} of the original utterances, "
-            f"{pushed['anonymized_share']:.0%} anonymized)"
-        )
-    recall = emotion.get("per_class_recall")
-    if recall:
-        pairs = ", ".join(
-            f"{label} {r:.2f} -> {recall['anonymized'].get(label, float('nan')):.2f}"
-            for label, r in recall["original"].items()
-        )
-        lines.append(f"- {name}: emotion recall per class (original -> anonymized): {pairs}")
-    return lines
-
-
-def _utility_details(doc: dict) -> list:
-    """Beside the table (issue 31): the utterances each anonymizer failed on, which its WER counts
-    as all deletions, rho_F0 and G_VD per trial list, and where emotion goes."""
-    lines = []
-    for name, by in doc["utility"].items():
-        lines += _emotion_lines(name, by.get("emotion") or {})
-        wer = by.get("wer") or {}
-        if wer.get("failed_utterances"):
-            lines.append(
-                f"- {name}: {wer['failed_utterances']} utterances the anonymizer failed on count as "
-                f"all deletions in its WER ({wer['failed_words']} of {wer['words']} words)"
-            )
-        for metric in ("rho_f0", "gvd"):
-            per = (by.get(metric) or {}).get("per_list") or {}
-            if len(per) > 1:
-                lines.append(
-                    f"- {name}: {metric} per trial list: "
-                    + ", ".join(
-                        f"{n} {'n/a' if r.get('value') is None else format(r['value'], '.3f')}"
-                        for n, r in per.items()
-                    )
-                )
-    return ([""] + lines) if lines else []
-
-
 def _comparisons(doc: dict) -> list:
     if not doc["comparisons"]:
         return []
@@ -723,7 +628,7 @@ def render_card(doc: dict, figures: dict, pseudonymise: bool) -> str:
         _lists,
         _same_sex,
         _learning,
-        _utility,
+        utility_section,
         _comparisons,
     ):
         lines += part(doc)

@@ -517,9 +517,13 @@ def _deviations(card: CardSettings, cells: dict, utility: dict, anonymized: dict
 def _run_record(
     card, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
 ) -> dict:
+    from ...demo import is_demo_corpus
+
     return {
         "kind": "anonymizer_card",
         "dataset": plan.eval_original.name,
+        # the built-in demo corpus (espeak-ng): its predicted MOS is a smoke test, not a finding
+        "synthetic_speech": is_demo_corpus(card.data.eval_folder or card.data.data_folder),
         "anonymizers": [a.name for a in card.anonymizers],
         "attackers": {a.name: a.describe() for a in card.attackers},
         "scenarios": [ORIGINAL, *card.scenarios],

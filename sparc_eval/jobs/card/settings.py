@@ -4,6 +4,7 @@ leakage comparison's attacker specs)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -279,8 +280,32 @@ def _options_for(value, name: str, options: dict) -> tuple:
     return None, {}
 
 
+def _named_entry(value: dict) -> tuple:
+    """(card name, registered name or dotted path, options) of ``{name: {kind: ..., option: ...}}``
+    (or ``{name: kind}``): one class under a name of its own, so that it can be listed at
+    several settings (``[{noise_20db: {kind: white_noise, snr_db: 20}}, ...]``); its options are
+    given inline or under its name in ``anonymizer_options``."""
+    spec = next(iter(value.values())) if len(value) == 1 else None
+    spec = {"kind": spec} if isinstance(spec, str) else spec
+    if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
+        raise DataError(
+            f"anonymizer entry {value!r} is not {{name: {{kind: <registered name or dotted path>, "
+            "<option>: <value>...}}",
+            hint="e.g. --anonymizer=[mcadams,{noise_20db: {kind: white_noise, snr_db: 20}}]",
+        )
+    name = str(next(iter(value)))
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", name):
+        raise DataError(
+            f"anonymizer name {name!r} cannot name a folder",
+            hint="letters, digits, '_', '-' and '.', starting with a letter or digit",
+        )
+    options = dict(spec)
+    return name, options.pop("kind"), options
+
+
 def anonymizer_specs(hp: dict) -> tuple:
-    """``anonymizer``: one or a list of registered names, dotted paths or objects (``!new:``);
+    """``anonymizer``: one or a list of registered names, dotted paths, objects (``!new:``) or
+    named entries (``{name: {kind: ..., option: ...}}``);
     ``anonymizer_options`` maps a name (the card's, the class's or the dotted path) to its keyword
     arguments."""
     given = hp.get("anonymizer")
@@ -293,17 +318,19 @@ def anonymizer_specs(hp: dict) -> tuple:
     options = hp.get("anonymizer_options") or {}
     out, seen, used = [], set(), set()
     for value in given:
-        name = _anonymizer_name(value)
-        if (
-            name in seen and isinstance(value, str) and "." in value
-        ):  # one class at two settings: its path's name
-            name = _path_name(value)
+        if isinstance(value, dict):
+            name, value, inline = _named_entry(value)
+            key, opts = (name, options[name] or {}) if name in options else (None, {})
+        else:
+            name, inline = _anonymizer_name(value), {}
+            if name in seen and isinstance(value, str) and "." in value:
+                name = _path_name(value)  # one class at two settings: its path's name
+            key, opts = _options_for(value, name, options)
         if name in seen:
             raise DataError(f"anonymizer {name!r} is listed twice")
         seen.add(name)
-        key, opts = _options_for(value, name, options)
         used.add(key)
-        out.append(AnonymizerSpec(name, value, dict(opts)))
+        out.append(AnonymizerSpec(name, value, {**inline, **opts}))
     unknown = set(options) - used
     if unknown:
         raise DataError(
@@ -330,29 +357,52 @@ def given_anonymizer(data: DataSettings) -> tuple:
 
 def utility_metrics(hp: dict) -> dict:
     """name -> metric object for the enabled ``utility:`` entries: an object (``!new:...``), or
-    ``{kind: <registered name>, <option>: <value>...}`` built here (only when enabled)."""
+    ``{kind: <registered name>, <option>: <value>...}`` built here (only when enabled). A name
+    enabled (``utility_enabled``, or ``naturalness: True`` for the naturalness predictors) but not
+    under ``utility`` is the metric registered under that name, with its default options."""
     from ...utility.metrics import utility_metric_from_spec
 
-    metrics = hp.get("utility") or {}
-    enabled = hp.get("utility_enabled")
-    if enabled is not None:
-        enabled = [enabled] if isinstance(enabled, str) else list(enabled)
-        unknown = [n for n in enabled if n not in metrics]
-        if unknown:
-            raise DataError(
-                f"utility_enabled names {unknown}, which are not in utility: {list(metrics)}"
-            )
-        metrics = {n: metrics[n] for n in enabled}
-    metrics = {
-        name: utility_metric_from_spec(f"utility.{name}", metric)
-        if isinstance(metric, dict)
-        else metric
-        for name, metric in metrics.items()
-    }
-    for name, metric in metrics.items():
+    metrics = dict(hp.get("utility") or {})
+    names = _enabled_utility(hp, metrics)
+    built = {}
+    for name in names:
+        metric = metrics[name] if name in metrics else {"kind": name}
+        built[name] = (
+            utility_metric_from_spec(f"utility.{name}", metric)
+            if isinstance(metric, dict)
+            else metric
+        )
+    for name, metric in built.items():
         if not callable(getattr(metric, "compute", None)):
             raise DataError(
                 f"utility.{name} ({type(metric).__name__}) is not a utility metric: it lacks compute()",
                 hint="see sparc_eval/utility/metrics.py for the contract",
             )
-    return dict(metrics)
+    return built
+
+
+def _enabled_utility(hp: dict, metrics: dict) -> list:
+    """The utility names a card runs: ``utility_enabled`` (None: every entry under ``utility``),
+    then the naturalness predictors when ``naturalness`` is true."""
+    from ...plugins import entry_points
+    from ...utility.metrics import UTILITY_METRIC_GROUP
+    from ...utility.naturalness import PREDICTORS
+
+    enabled = hp.get("utility_enabled")
+    names = (
+        list(metrics)
+        if enabled is None
+        else [enabled]
+        if isinstance(enabled, str)
+        else list(enabled)
+    )
+    if hp.get("naturalness"):
+        names += [n for n in PREDICTORS if n not in names]
+    registered = entry_points(UTILITY_METRIC_GROUP)
+    unknown = [n for n in names if n not in metrics and n not in registered]
+    if unknown:
+        raise DataError(
+            f"utility_enabled names {unknown}, which are neither in utility: {list(metrics)} nor "
+            f"registered metrics ({', '.join(sorted(registered))})"
+        )
+    return names
