@@ -894,17 +894,41 @@ def merge_shards(out_dir, n=None) -> Manifest:
     shard count in the folder."""
     out_dir = Path(out_dir)
     if n is None:
-        counts = {
-            int(m.group(1))
-            for p in out_dir.glob("anonymization.shard-*-of-*.json")
-            if (m := re.search(r"-of-(\d+)\.json$", p.name))
-        }
-        if len(counts) != 1:
-            raise DataError(
-                f"{out_dir}: found shard counts {sorted(counts) or 'none'}; give n",
-                hint="sparc-eval anonymize --merge --out DIR --shard 0/N names n",
-            )
-        n = counts.pop()
+        n = _shard_count(out_dir)
+    reports = _finished_shard_reports(out_dir, n)
+    by_id, failures = _read_shard_outputs(out_dir, n)
+    order = _input_order(reports, n)
+    records = [by_id[i] for i in order if i in by_id]
+    _write_jsonl(out_dir / "failures.jsonl", failures)
+    _write_jsonl(out_dir / "manifest.jsonl", records)
+    merged = _merged_report(reports, n, order)
+    write_json(out_dir / "anonymization.json", merged)
+    manifest = (
+        _load_output_manifest(out_dir / "manifest.jsonl")
+        if records
+        else Manifest([], name=str(out_dir))
+    )
+    manifest.report = merged
+    return manifest
+
+
+def _shard_count(out_dir: Path) -> int:
+    """The one shard count of the shard reports in ``out_dir``; none or several is an error."""
+    counts = {
+        int(m.group(1))
+        for p in out_dir.glob("anonymization.shard-*-of-*.json")
+        if (m := re.search(r"-of-(\d+)\.json$", p.name))
+    }
+    if len(counts) != 1:
+        raise DataError(
+            f"{out_dir}: found shard counts {sorted(counts) or 'none'}; give n",
+            hint="sparc-eval anonymize --merge --out DIR --shard 0/N names n",
+        )
+    return counts.pop()
+
+
+def _finished_shard_reports(out_dir: Path, n: int) -> dict:
+    """The reports of all n shards, which must all be there and agree on settings and input."""
     reports = _shard_reports(out_dir, n)
     missing = [i for i in range(n) if i not in reports]
     if missing:
@@ -921,11 +945,21 @@ def merge_shards(out_dir, n=None) -> Manifest:
                 f"{out_dir}: shard {i} was run with other settings or another input than shard 0",
                 hint="re-run every shard with the same anonymizer, settings and input",
             )
+    return reports
+
+
+def _read_shard_outputs(out_dir: Path, n: int) -> tuple:
+    """``(manifest records by id, failure records)`` of all n shards, shard by shard."""
     by_id, failures = {}, []
     for i in range(n):
         for record in _read_jsonl_lenient(out_dir / f"manifest.shard-{i}-of-{n}.jsonl"):
             by_id[record["id"]] = record
         failures.extend(_read_jsonl_lenient(out_dir / f"failures.shard-{i}-of-{n}.jsonl"))
+    return by_id, failures
+
+
+def _input_order(reports: dict, n: int) -> list:
+    """The ids of all shards in input order."""
     # shard i holds input positions i, i + n, ...: interleave back to input order
     order = []
     longest = max(len(r["ids"]) for r in reports.values())
@@ -934,9 +968,12 @@ def merge_shards(out_dir, n=None) -> Manifest:
             ids = reports[i]["ids"]
             if k < len(ids):
                 order.append(ids[k])
-    records = [by_id[i] for i in order if i in by_id]
-    _write_jsonl(out_dir / "failures.jsonl", failures)
-    _write_jsonl(out_dir / "manifest.jsonl", records)
+    return order
+
+
+def _merged_report(reports: dict, n: int, order: list) -> dict:
+    """One ``anonymization.json`` for all shards: shard 0's settings, summed counts and timings."""
+    first = reports[0]
     total = {
         key: sum(r.get(key) or 0 for r in reports.values())
         for key in (
@@ -950,7 +987,7 @@ def merge_shards(out_dir, n=None) -> Manifest:
         )
     }
     compute = sum(r["timings_s"]["anonymize"] for r in reports.values())
-    merged = {
+    return {
         **{
             k: first.get(k)
             for k in (
@@ -979,14 +1016,6 @@ def merge_shards(out_dir, n=None) -> Manifest:
         ),
         "ids": order,
     }
-    write_json(out_dir / "anonymization.json", merged)
-    manifest = (
-        _load_output_manifest(out_dir / "manifest.jsonl")
-        if records
-        else Manifest([], name=str(out_dir))
-    )
-    manifest.report = merged
-    return manifest
 
 
 def _ratio(num, den):

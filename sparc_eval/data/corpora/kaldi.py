@@ -96,6 +96,21 @@ def load_kaldi_dir(
             f"{data_dir} is not a Kaldi data dir: no utt2spk",
             hint="point at the folder holding utt2spk",
         )
+    tables = _read_kaldi_tables(data_dir, wav_entries)
+    utterances = [
+        _kaldi_utterance(utt, spk, tables, data_dir) for utt, spk in tables["utt2spk"].items()
+    ]
+    utterances = resolve_audio(utterances, name=str(data_dir), skip_missing=skip_missing)
+    if any(u.audio is not None and u.duration is None for u in utterances):
+        from ...speech.audio import fill_durations
+
+        fill_durations(utterances, keep_unreadable=keep_unreadable)
+    return Manifest(utterances, name=str(data_dir)).validate(require_text=require_text)
+
+
+def _read_kaldi_tables(data_dir: Path, wav_entries: dict | None) -> dict:
+    """The tables of ``data_dir`` by file name (an absent optional file is an empty table), with
+    ``wav_entries`` in place of ``wav.scp`` when given; ids outside ``utt2spk`` are an error."""
     utt2spk = {u: v for u, v in read_table(data_dir / "utt2spk", rest=False).items()}
     utt2spk = {u: v[0] for u, v in utt2spk.items()}
     text = read_table(data_dir / "text", min_fields=1) if (data_dir / "text").is_file() else {}
@@ -114,54 +129,60 @@ def load_kaldi_dir(
             raise DataError(
                 f"{len(unknown)} ids not in utt2spk, e.g. {unknown[:3]}", path=data_dir / name
             )
+    return {
+        "utt2spk": utt2spk,
+        "text": text,
+        "wav.scp": wav,
+        "segments": segments,
+        "spk2gender": spk2gender,
+        "utt2dur": utt2dur,
+    }
 
-    utterances = []
-    for utt, spk in utt2spk.items():
-        audio, episode, duration = None, None, None
-        if utt in segments:
-            reco, start, stop = segments[utt][:3]
-            start, stop = (
-                _float(start, data_dir / "segments", utt),
-                _float(stop, data_dir / "segments", utt),
-            )
-            episode = reco
-            duration = stop - start
-            if wav:
-                if reco not in wav:
-                    raise DataError(
-                        f"recording {reco!r} of {utt!r} is not in wav.scp",
-                        path=data_dir / "segments",
-                    )
-                audio = AudioRef(
-                    _wav_path(wav[reco], data_dir, data_dir / "wav.scp", reco), start, stop
-                )
-        elif utt in wav:
-            audio = AudioRef(_wav_path(wav[utt], data_dir, data_dir / "wav.scp", utt))
-        elif wav:
-            raise DataError(f"{utt!r} has no wav.scp entry", path=data_dir / "wav.scp")
-        if episode is None:
-            match = LIBRISPEECH_ID.match(utt)
-            if match and match.group("spk") == spk:
-                episode = match.group("chapter")
-        if utt in utt2dur:
-            duration = _float(utt2dur[utt].split()[0], data_dir / "utt2dur", utt)
-        utterances.append(
-            Utterance(
-                id=utt,
-                speaker=spk,
-                text=text.get(utt, "").strip(),
-                episode=episode,
-                audio=audio,
-                duration=duration,
-                sex=normalise_sex(spk2gender.get(spk)),
-            )
-        )
-    utterances = resolve_audio(utterances, name=str(data_dir), skip_missing=skip_missing)
-    if any(u.audio is not None and u.duration is None for u in utterances):
-        from ...speech.audio import fill_durations
 
-        fill_durations(utterances, keep_unreadable=keep_unreadable)
-    return Manifest(utterances, name=str(data_dir)).validate(require_text=require_text)
+def _kaldi_utterance(utt: str, spk: str, tables: dict, data_dir: Path) -> Utterance:
+    """Utterance ``utt`` of speaker ``spk`` from the tables of :func:`_read_kaldi_tables`."""
+    segments, wav, utt2dur = tables["segments"], tables["wav.scp"], tables["utt2dur"]
+    audio, episode, duration = None, None, None
+    if utt in segments:
+        audio, episode, duration = _segment_audio(utt, segments[utt], wav, data_dir)
+    elif utt in wav:
+        audio = AudioRef(_wav_path(wav[utt], data_dir, data_dir / "wav.scp", utt))
+    elif wav:
+        raise DataError(f"{utt!r} has no wav.scp entry", path=data_dir / "wav.scp")
+    if episode is None:
+        match = LIBRISPEECH_ID.match(utt)
+        if match and match.group("spk") == spk:
+            episode = match.group("chapter")
+    if utt in utt2dur:
+        duration = _float(utt2dur[utt].split()[0], data_dir / "utt2dur", utt)
+    return Utterance(
+        id=utt,
+        speaker=spk,
+        text=tables["text"].get(utt, "").strip(),
+        episode=episode,
+        audio=audio,
+        duration=duration,
+        sex=normalise_sex(tables["spk2gender"].get(spk)),
+    )
+
+
+def _segment_audio(utt: str, segment: list, wav: dict, data_dir: Path) -> tuple:
+    """``(audio, episode, duration)`` of ``utt`` from its ``segments`` line: the episode is the
+    recording; no audio when there is no ``wav.scp`` at all."""
+    reco, start, stop = segment[:3]
+    start, stop = (
+        _float(start, data_dir / "segments", utt),
+        _float(stop, data_dir / "segments", utt),
+    )
+    audio = None
+    if wav:
+        if reco not in wav:
+            raise DataError(
+                f"recording {reco!r} of {utt!r} is not in wav.scp",
+                path=data_dir / "segments",
+            )
+        audio = AudioRef(_wav_path(wav[reco], data_dir, data_dir / "wav.scp", reco), start, stop)
+    return audio, reco, stop - start
 
 
 def read_trials(path, *, known_utterances=None, known_speakers=None) -> list:
