@@ -18,8 +18,8 @@ import numpy as np
 from sparc_eval.attack import Needs
 from sparc_eval.attack.trials import Trials
 from sparc_eval.data.words import reference_text_deviation, spoken_text
-from sparc_eval.jobs.text.evaluate import score_trials
-from sparc_eval.jobs.text.trials import TrialSet
+from sparc_eval.text_trials.scoring import score_trials
+from sparc_eval.text_trials.trials import TrialSet
 
 
 def utterance_trialset(words: dict, enroll: dict, pairs: list) -> TrialSet:

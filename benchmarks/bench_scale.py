@@ -513,7 +513,7 @@ def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> No
 def run_trials(run, clean, s, usable: dict, meter: Meter) -> tuple:
     """evaluate_text's loop over P, task and L; returns (trials, n_cut, topic_on)."""
     from sparc_eval.jobs.text.evaluate import _by_P, setting_key
-    from sparc_eval.jobs.text.trials import TrialBuilder
+    from sparc_eval.text_trials.trials import TrialBuilder
 
     n_trials, n_cut, topic_on = 0, 0, False
     for P, Ls in _by_P(s.pl_settings).items():
@@ -546,7 +546,7 @@ def staged_preset(manifest, s, meter: Meter) -> int:
         usable_tasks,
         write_outputs,
     )
-    from sparc_eval.jobs.text.trials import has_topic_metadata
+    from sparc_eval.text_trials.trials import has_topic_metadata
 
     t_start = time.perf_counter()
     scorers, config = list(s.scorers), s.trial_config
@@ -618,7 +618,7 @@ def one_size(preset: str, n: int, folder: Path) -> dict:
     import sklearn.feature_extraction.text  # noqa: F401
 
     from sparc_eval.jobs.text.evaluate import load_text_corpus
-    from sparc_eval.jobs.text.shared_text import detect_shared_text
+    from sparc_eval.text_trials.shared_text import detect_shared_text
 
     meter = Meter()
     base = _status_kib("VmRSS") * 1024

@@ -28,6 +28,18 @@ MOVED_MODULES = {
     "sparc_eval.data_plan": "sparc_eval.data.plan",
     "sparc_eval.espeak": "sparc_eval.speech.espeak",
     "sparc_eval.evaluation": "sparc_eval.attack.evaluation",
+    "sparc_eval.jobs.leakage.compare": "sparc_eval.attack.compare",
+    "sparc_eval.jobs.text.attribute_trials": "sparc_eval.text_trials.attribute_trials",
+    "sparc_eval.jobs.text.materialise": "sparc_eval.text_trials.materialise",
+    "sparc_eval.jobs.text.pairing": "sparc_eval.text_trials.pairing",
+    "sparc_eval.jobs.text.probes": "sparc_eval.text_trials.probes",
+    "sparc_eval.jobs.text.protocol": "sparc_eval.text_trials.protocol",
+    "sparc_eval.jobs.text.ray_scoring": "sparc_eval.text_trials.ray_scoring",
+    "sparc_eval.jobs.text.shared_text": "sparc_eval.text_trials.shared_text",
+    "sparc_eval.jobs.text.speaker_trials": "sparc_eval.text_trials.speaker_trials",
+    "sparc_eval.jobs.text.topic": "sparc_eval.text_trials.topic",
+    "sparc_eval.jobs.text.trial_set": "sparc_eval.text_trials.trial_set",
+    "sparc_eval.jobs.text.trials": "sparc_eval.text_trials.trials",
     "sparc_eval.leakage.cells": "sparc_eval.attack.cells",
     "sparc_eval.leakage.evaluation_set": "sparc_eval.attack.evaluation_set",
     "sparc_eval.manifest": "sparc_eval.data.manifest",
@@ -49,7 +61,15 @@ MOVED_PACKAGES = {
 
 
 def new_name(old: str):
-    """The new dotted name of a moved module (an exact move first, then its package's), else None."""
+    """The new dotted name of a moved module (an exact move first, then its package's, followed to
+    where it lives now: ``sparc_eval.text.trials`` moved twice), else None."""
+    found = _one_move(old)
+    while found is not None and _one_move(found) is not None:
+        found = _one_move(found)
+    return found
+
+
+def _one_move(old: str):
     if old in MOVED_MODULES:
         return MOVED_MODULES[old]
     for package, target in MOVED_PACKAGES.items():

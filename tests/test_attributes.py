@@ -63,7 +63,7 @@ def test_north_american_spellings(label):
 
 def test_accent_task_labels_a_sparc_export():
     """The text evaluation's accent task on Voxlect labels has North American speakers."""
-    from sparc_eval.jobs.text.trials import task_labeller
+    from sparc_eval.text_trials.trials import task_labeller
 
     attrs = {
         "a": {"accent": "North America"},

@@ -91,3 +91,109 @@ def test_a_planted_upward_import_is_caught(tmp_path):
     module.parent.mkdir(parents=True)
     module.write_text("from ..jobs.card.run import corpus_spec\n")
     assert absolute_imports(module, tmp_path / "sparc_eval") == [(1, "sparc_eval.jobs.card.run")]
+
+
+def _imports_under(folder: Path) -> list:
+    """(file, line, module) of every import in the Python files under ``folder``, at any depth,
+    relative ones resolved (for the library) to dotted names."""
+    root = REPO / "sparc_eval"
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        pairs = (
+            absolute_imports(path, root)
+            if root in path.parents
+            else imported_modules(path.read_text(encoding="utf-8"))
+        )
+        found += [(path.relative_to(REPO), line, module) for line, module in pairs]
+    return found
+
+
+JOBS = sorted(
+    p.name for p in (REPO / "sparc_eval" / "jobs").iterdir() if (p / "__init__.py").is_file()
+)
+
+
+def _job_of(module: str):
+    """The job a dotted module belongs to (a package of sparc_eval/jobs: card, leakage, text),
+    else None (the modules beside them, such as ``jobs.tables``, serve every job)."""
+    parts = module.split(".")
+    return (
+        parts[2]
+        if parts[:2] == ["sparc_eval", "jobs"] and parts[2:3] and parts[2] in JOBS
+        else None
+    )
+
+
+def test_no_job_imports_another_job():
+    """Issue 64: what two jobs share lives below them (sparc_eval.attack, sparc_eval.text_trials)."""
+    jobs = REPO / "sparc_eval" / "jobs"
+    found = []
+    for path, line, module in _imports_under(jobs):
+        own = path.parts[2] if len(path.parts) > 3 else None  # sparc_eval/jobs/<job>/x.py
+        other = _job_of(module)
+        if own and other and other != own:
+            found.append(f"{path}:{line} imports {module}")
+    assert found == []
+
+
+def test_no_plugin_imports_a_job():
+    """Plug-ins build on the library (sparc_eval.text_trials for the text attackers), never on a
+    job; recipes are the jobs' entry points and may."""
+    found = [
+        f"{path}:{line} imports {module}"
+        for folder in ("attackers", "anonymizers")
+        for path, line, module in _imports_under(REPO / folder)
+        if module == "sparc_eval.jobs" or module.startswith("sparc_eval.jobs.")
+    ]
+    assert found == []
+
+
+# a namedtuple's public methods start with "_"
+NAMEDTUPLE_API = {"_asdict", "_replace", "_make"}
+# another package's private method, on purpose: faster-whisper's segment splitter, which the
+# batched transcription (transcribe_many) reuses so its transcripts equal transcribe()'s
+THIRD_PARTY_PRIVATE = {"_split_segments_by_timestamps"}
+
+
+def _private_calls(path: Path) -> list:
+    """``name._private(...)`` calls whose receiver is not ``self``/``cls``, whose method this file
+    does not define, and whose receiver is not a module from outside the library (``os._exit``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    outside = {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if not alias.name.startswith("sparc_eval")
+    }
+    return [
+        (node.lineno, f"{node.func.value.id}.{node.func.attr}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("_")
+        and not node.func.attr.startswith("__")
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id not in {"self", "cls", *outside}
+        and node.func.attr not in defined | NAMEDTUPLE_API | THIRD_PARTY_PRIVATE
+    ]
+
+
+def test_no_call_of_another_modules_private_function():
+    """A private name (``_x``) belongs to its module: no module of the library calls another's."""
+    found = [
+        f"{path.relative_to(REPO)}:{line} calls {call}"
+        for path in sorted((REPO / "sparc_eval").rglob("*.py"))
+        for line, call in _private_calls(path)
+    ]
+    assert found == []
+
+
+def test_a_planted_private_call_is_caught(tmp_path):
+    module = tmp_path / "planted.py"
+    module.write_text(
+        "import os\nfrom . import pairing\n\n\ndef f(p):\n    os._exit(0)\n"
+        "    pairing._record(1)\n    return p._json_lines()\n"
+    )
+    assert _private_calls(module) == [(7, "pairing._record"), (8, "p._json_lines")]

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from capture import call_captured
 
+from sparc_eval.attack.compare import compare_cells, verdict
 from sparc_eval.attack.evaluation import BootstrapSettings
 from sparc_eval.attack.evaluation_set import balanced_count, choose_speakers, restrict_split
 from sparc_eval.attack.trials import Trials
 from sparc_eval.data.manifest import Manifest, Utterance
 from sparc_eval.data.splits import Split
 from sparc_eval.errors import DataError
-from sparc_eval.jobs.leakage.compare import compare_cells, verdict
 from sparc_eval.jobs.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
 

@@ -161,7 +161,7 @@ def _trials(trials):
 
 
 def test_no_comparison_verdict_rests_on_too_few_speakers():
-    from sparc_eval.jobs.leakage.compare import compare_cells, verdict
+    from sparc_eval.attack.compare import compare_cells, verdict
 
     few = compare_cells(
         _trials(score_set(10, True)), _trials(score_set(10, False, seed=1)), n_boot=100, seed=0
@@ -322,7 +322,7 @@ def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict(monkeypatc
     (the count rule already did, in compare_cells)."""
     from types import SimpleNamespace
 
-    from sparc_eval.jobs.leakage.compare import ci_verdict
+    from sparc_eval.attack.compare import ci_verdict
     from sparc_eval.jobs.leakage.run import _Comparer
 
     degenerate = {"reasons": ["EER 0%: every trial ordered alike (degenerate bootstrap)"]}

@@ -21,7 +21,7 @@ from sparc_eval.jobs.text.evaluate import (
     remove_shared_text,
     trial_config_from_hparams,
 )
-from sparc_eval.jobs.text.trials import EN, EP, HN, HP
+from sparc_eval.text_trials.trials import EN, EP, HN, HP
 
 REPO = Path(__file__).resolve().parents[1]
 SAME = {"sex": "female", "age": 25, "accent": "American"}
@@ -101,7 +101,7 @@ def test_L_is_a_maximum_so_a_larger_L_keeps_the_smaller_Ls_trials():
 
 
 def test_presets_follow_appendix_A1():
-    from sparc_eval.jobs.text.protocol import PROTOCOLS, trial_deviations
+    from sparc_eval.text_trials.protocol import PROTOCOLS, trial_deviations
 
     for name in ("naturalvoices", "sporc"):
         hp = load_hparams(REPO / "hparams" / "text" / f"{name}.yaml", {"output_folder": "unused"})
@@ -138,7 +138,7 @@ def test_presets_follow_appendix_A1():
 
 
 def test_generic_files_name_their_departures():
-    from sparc_eval.jobs.text.protocol import trial_deviations
+    from sparc_eval.text_trials.protocol import trial_deviations
 
     cfg = preset("tfidf")
     assert cfg.max_probes == 10 and cfg.overlap_min_words == 5 and cfg.name_screen == "all"
@@ -338,7 +338,7 @@ def test_edacc_loaders_mark_read_passages(tmp_path):
 
 
 def test_shared_text_threshold_scales_with_the_speakers():
-    from sparc_eval.jobs.text.shared_text import auto_min_speakers
+    from sparc_eval.text_trials.shared_text import auto_min_speakers
 
     assert auto_min_speakers(60) == 5 and auto_min_speakers(12_500) == 625
     # small end: EdAcc's 60 speakers, a passage everyone reads, an idiom 4 of them say

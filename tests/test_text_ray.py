@@ -1,4 +1,4 @@
-"""Transcript scoring over Ray actors (sparc_eval.jobs.text.ray_scoring) on a local Ray instance: the
+"""Transcript scoring over Ray actors (sparc_eval.text_trials.ray_scoring) on a local Ray instance: the
 local runner's scores (TF-IDF, embeddings, the LLM judge over two endpoints against the test
 server of test_text_llm), the on-disk caches shared by the actors, and a worker that dies mid-run."""
 
@@ -20,8 +20,8 @@ from attackers.text.tfidf import TfidfScorer
 from sparc_eval.errors import DataError
 from sparc_eval.jobs.text import TrialSet
 from sparc_eval.jobs.text.evaluate import score_trials
-from sparc_eval.jobs.text.ray_scoring import ScoringRunner, trial_batch, trial_batches
 from sparc_eval.jobs.text.settings import scoring_from_hparams
+from sparc_eval.text_trials.ray_scoring import ScoringRunner, trial_batch, trial_batches
 
 # the scorers defined here travel to the Ray workers by value (the workers cannot import tests/)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -15,8 +15,8 @@ from sparc_eval import arrays
 from sparc_eval.arrays import first_sight_codes
 from sparc_eval.jobs.text import TrialConfig, TrialSet, build_trials, materialise, pairing, topic
 from sparc_eval.jobs.text.evaluate import frozen_once_built, heap_frozen, scored_trials
-from sparc_eval.jobs.text.trial_set import CodedTexts
-from sparc_eval.jobs.text.trials import EN, EP, HP, TrialBuilder
+from sparc_eval.text_trials.trial_set import CodedTexts
+from sparc_eval.text_trials.trials import EN, EP, HP, TrialBuilder
 
 TOPICS = ("gardening tomatoes", "stock markets", "football tactics", "jazz history", "pasta")
 CATEGORIES = ("Home", "Business", "Sports", "Music", "Food")

@@ -20,8 +20,8 @@ from sparc_eval.jobs.text import (
     read_trials_jsonl,
 )
 from sparc_eval.jobs.text import trial_set as trial_set_module
-from sparc_eval.jobs.text.trial_set import Sides
-from sparc_eval.jobs.text.trials import EN, EP, HN, HP, Appearance, task_labeller
+from sparc_eval.text_trials.trial_set import Sides
+from sparc_eval.text_trials.trials import EN, EP, HN, HP, Appearance, task_labeller
 
 
 def words(tag, n):
@@ -519,7 +519,7 @@ def test_trial_config_validation():
 
 
 def test_trial_sample_keeps_whole_probes_and_is_named():
-    from sparc_eval.jobs.text.trials import sample_by_probe
+    from sparc_eval.text_trials.trials import sample_by_probe
 
     records = [
         {

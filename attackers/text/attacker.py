@@ -13,15 +13,14 @@ from dataclasses import replace
 from sparc_eval.attack import Needs
 from sparc_eval.attack.trials import Trials  # noqa: F401  (what score() returns)
 from sparc_eval.errors import DataError
-from sparc_eval.jobs.text.evaluate import (
-    TRIAL_KEYS,
+from sparc_eval.text_trials.config import TRIAL_KEYS, trial_config_from_hparams
+from sparc_eval.text_trials.scoring import (
     score_trials,
     scored_trials,
     trial_build_deviations,
-    trial_config_from_hparams,
     usable_tasks,
 )
-from sparc_eval.jobs.text.trials import TrialBuilder, has_topic_metadata
+from sparc_eval.text_trials.trials import TrialBuilder, has_topic_metadata
 
 
 class TextAttacker:

@@ -6,7 +6,7 @@ meaning "same speaker" (or "same attribute label")::
     scorer.fit(texts)            # unlabelled utterance texts of one task and (P, L) configuration
     scores = scorer.score(trials)  # np.ndarray of float, one per trial; NaN = no score (missing)
 
-``trials`` is a :class:`sparc_eval.jobs.text.TrialSet` (sides as indices into unique texts, so each
+``trials`` is a :class:`sparc_eval.text_trials.trials.TrialSet` (sides as indices into unique texts, so each
 unique side is represented once) or a list of dicts with ``probe_texts`` and
 ``enroll_texts`` (lists of strings) and ``label``. ``name`` names the scorer in reports and
 ``settings()`` returns its JSON-ready configuration (never secrets); ``deviations()`` returns
@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from sparc_eval.jobs.text.trial_set import Sides
-from sparc_eval.jobs.text.trials import TrialSet
+from sparc_eval.text_trials.trial_set import Sides
+from sparc_eval.text_trials.trials import TrialSet
 
 
 def as_trialset(trials) -> TrialSet:
@@ -40,7 +40,7 @@ def side_matrix(trials: TrialSet) -> sparse.csr_matrix:
 
 def incidence(sides, n_texts: int) -> sparse.csr_matrix:
     """(sides x texts) incidence of sides given as arrays of text indices (a list, or a
-    :class:`~sparc_eval.jobs.text.trial_set.Sides` read whole); each row's texts in ascending
+    :class:`~sparc_eval.text_trials.trial_set.Sides` read whole); each row's texts in ascending
     order, a text listed twice counted twice."""
     sides = Sides.of(sides)
     rows = np.repeat(np.arange(len(sides)), sides.lengths())

@@ -141,7 +141,7 @@ class EmbeddingScorer(TextScorer):
         return state
 
     def merge_report(self, delta: dict) -> None:
-        """Add what a worker counted (:func:`sparc_eval.jobs.text.ray_scoring.report_delta` of ``report()``)."""
+        """Add what a worker counted (:func:`sparc_eval.text_trials.ray_scoring.report_delta` of ``report()``)."""
         for key in ("n_encoded", "n_encode_calls", "n_cache_hits"):
             setattr(self, key, getattr(self, key) + int(delta.get(key, 0)))
 

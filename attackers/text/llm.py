@@ -25,7 +25,7 @@ missing (NaN, counted in ``report()``), never as 0.
   ``preflight()``, which the evaluation calls before any work starts.
 - Concurrency: ``concurrency`` requests in flight (a thread pool); identical prompts are sent
   once. ``base_url`` may list several endpoints serving the same model: requests rotate over
-  them, and under the Ray runner (:mod:`sparc_eval.jobs.text.ray_scoring`) worker i uses endpoint
+  them, and under the Ray runner (:mod:`sparc_eval.text_trials.ray_scoring`) worker i uses endpoint
   i mod their number (``for_worker``). The cache key does not name the endpoint.
 - Retries: 429, 5xx, timeouts and connection errors are retried up to ``max_retries`` times
   with exponential backoff (``backoff`` * 2^attempt, capped at ``max_backoff``, honouring a
@@ -180,7 +180,7 @@ class LLMScorer(TextScorer):
         return mine
 
     def merge_report(self, delta: dict) -> None:
-        """Add what a worker counted (:func:`sparc_eval.jobs.text.ray_scoring.report_delta` of ``report()``)."""
+        """Add what a worker counted (:func:`sparc_eval.text_trials.ray_scoring.report_delta` of ``report()``)."""
         with self._lock:
             for key in self.counts:
                 self.counts[key] += int(delta.get(key, 0))
@@ -449,7 +449,7 @@ class LLMScorer(TextScorer):
         """The labelled example turns for ``task``: ``few_shot_n`` same and different trials drawn
         (seeded) from the ``few_shot`` trial file, none of whose speakers is in ``trials``."""
         if self._examples is None:  # read once per scorer (each Ray batch calls score())
-            from sparc_eval.jobs.text.trial_set import read_trials_jsonl
+            from sparc_eval.text_trials.trial_set import read_trials_jsonl
 
             self._examples = read_trials_jsonl(self.few_shot)
         examples = self._examples

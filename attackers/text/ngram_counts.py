@@ -22,7 +22,7 @@ from itertools import chain
 import numpy as np
 from scipy import sparse
 
-from sparc_eval.jobs.text.trial_set import CodedTexts
+from sparc_eval.text_trials.trial_set import CodedTexts
 
 COUNT_BATCH = 10_000  # texts tokenised at once (their tokens are Python strings until counted)
 _SHIFT = 31  # an n-gram key: (n-1)-gram column << 31 | last token's column (columns < 2**31)
@@ -94,7 +94,7 @@ class NgramCounts:
     def ids(self, texts, *, new_sorted: bool = False) -> np.ndarray:
         """Row ids of ``texts``: one dictionary look-up per text, the texts not seen yet counted
         first (in sorted order with ``new_sorted``, else in the order given); texts given as
-        :class:`~sparc_eval.jobs.text.trial_set.CodedTexts` by their codes (``_coded_ids``)."""
+        :class:`~sparc_eval.text_trials.trial_set.CodedTexts` by their codes (``_coded_ids``)."""
         if isinstance(texts, CodedTexts):
             return self._coded_ids(texts, new_sorted)
         found = list(map(self.row_of.get, texts))

@@ -15,7 +15,7 @@ import numpy as np
 
 from sparc_eval.arrays import distinct
 from sparc_eval.errors import DataError
-from sparc_eval.jobs.text.trial_set import CodedTexts
+from sparc_eval.text_trials.trial_set import CodedTexts
 
 from .base import TextScorer, as_trialset, incidence, normalise_rows_in_place, paired_dot
 from .ngram_counts import NgramCounts

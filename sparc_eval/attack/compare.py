@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...attack.trials import Trials
-from ...metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
-from ...metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT, SPEAKER_UNITS
-from ...metrics.small import MIN_SPEAKERS, few_speakers_reason
+from ..attack.trials import Trials
+from ..metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from ..metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT, SPEAKER_UNITS
+from ..metrics.small import MIN_SPEAKERS, few_speakers_reason
 
 FIXED_SIDE = (
     "held fixed: a cell's enrollment ids are not its enrolled speakers (a cell written before "

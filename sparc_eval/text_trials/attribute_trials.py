@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...data.attributes import accent_region, age_group
-from ...errors import DataError
+from ..data.attributes import accent_region, age_group
+from ..errors import DataError
 from .pairing import Pool, TrialPairing, int_codes
 from .probes import Probe
 from .trial_set import EN, EP, HN, HP

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...arrays import codes_of_positions, first_positions, first_sight_codes, ranges_positions
+from ..arrays import codes_of_positions, first_positions, first_sight_codes, ranges_positions
 from .probes import clean_id
 from .trial_set import TRIAL_TYPES, CodedTexts, LazyRecords, Sides, TrialSet
 
@@ -247,9 +247,9 @@ class TrialMaterialiser:
         }
         pairing = self.pairing
         records = LazyRecords(
-            lambda i: pairing._record(task, i, plans[i], L, pairing.enroll_indices(plans[i], L)),
+            lambda i: pairing.record(task, i, plans[i], L, pairing.enroll_indices(plans[i], L)),
             np.arange(n),
-            lines=lambda *chunk: pairing._json_lines(task, L, plans, c, chunk),
+            lines=lambda *chunk: pairing.json_lines(task, L, plans, c, chunk),
         )
         sides = Sides(local, ends)  # the sides' texts, one flat array: no array per side
         return TrialSet(

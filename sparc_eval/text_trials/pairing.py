@@ -1,4 +1,4 @@
-"""What the trial builders of every task share (the rules are in :mod:`~sparc_eval.jobs.text.trials`).
+"""What the trial builders of every task share (the rules are in :mod:`~sparc_eval.text_trials.trials`).
 
 :class:`TrialPairing` holds one manifest's appearances and probes at one P, the eligibility
 tables (speaker, episode, series codes per appearance), the candidate pools of a probe (same
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ...arrays import first_sight_codes, ranges_positions, sorted_runs
-from ...errors import DataError
+from ..arrays import first_sight_codes, ranges_positions, sorted_runs
+from ..errors import DataError
 from .materialise import HEAD, TAIL, TrialMaterialiser, enroll_id
 from .probes import Probe, appearances, cut_probes
 from .topic import TopicIndex, has_topic_metadata
@@ -127,7 +127,7 @@ def name_patterns(speakers, attributes: dict, config: "TrialConfig") -> dict:
     """speaker -> compiled regex of its name tokens, for speakers with a known name.
 
     :param config: where a speaker's name is found (``speaker_names``, then ``name_fields``).
-    :type config: ~sparc_eval.jobs.text.trials.TrialConfig
+    :type config: ~sparc_eval.text_trials.trials.TrialConfig
     """
     out = {}
     for spk in speakers:
@@ -293,7 +293,7 @@ class TrialPairing:
     """Probes, eligibility tables, pools and screens for one manifest at one P (all tasks, all L).
 
     :param config: the trial settings.
-    :type config: ~sparc_eval.jobs.text.trials.TrialConfig
+    :type config: ~sparc_eval.text_trials.trials.TrialConfig
     """
 
     def __init__(self, manifest, config: "TrialConfig", *, L_max: Optional[int] = None):
@@ -628,7 +628,7 @@ class TrialPairing:
     def materialise(self, task: str, plans: list, L: int) -> TrialSet:
         """The TrialSet of plans at L: each unique text and side (probe or enrollment) once, the
         fields the metrics read as columns, and records built when read
-        (:class:`~sparc_eval.jobs.text.trial_set.LazyRecords`); made from arrays
+        (:class:`~sparc_eval.text_trials.trial_set.LazyRecords`); made from arrays
         (:class:`~.materialise.TrialMaterialiser`)."""
         return self._materialiser.trial_set(task, plans, L)
 
@@ -644,7 +644,7 @@ class TrialPairing:
         prefix = self._materialiser.id_prefix[plan.partner]
         return enroll_id(prefix, self._where_code(plan), L)
 
-    def _record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
+    def record(self, task: str, n: int, plan: Plan, L: int, idx: list) -> dict:
         """Trial ``n``'s JSON record: ids, type, label, conditions, probe and enrollment."""
         return {
             **self._record_head(task, n, plan, L),
@@ -652,8 +652,8 @@ class TrialPairing:
             "enroll": self._enroll_part(plan, L, idx),
         }
 
-    def _json_lines(self, task: str, L: int, plans: list, columns, chunk) -> str:
-        """:meth:`_record` of the plans ``chunk[0]`` (``columns``: the plans' PlanColumns) as
+    def json_lines(self, task: str, L: int, plans: list, columns, chunk) -> str:
+        """:meth:`record` of the plans ``chunk[0]`` (``columns``: the plans' PlanColumns) as
         ``json.dumps`` writes them, a line each. Each part is dumped once and shared: the
         fields after the id per kind (type, label and position) through ``chunk[1]``, a dict the
         set's lines share; a probe's part, and an enrollment's at one L, through the builder's

@@ -1,4 +1,4 @@
-"""Appearances and probes (paper 4.2, :doc:`/definitions`; the rules are in :mod:`~sparc_eval.jobs.text.trials`).
+"""Appearances and probes (paper 4.2, :doc:`/definitions`; the rules are in :mod:`~sparc_eval.text_trials.trials`).
 
 An *appearance* is one (speaker, episode): that speaker's non-empty utterances of the episode,
 in manifest order. A *probe* is a run of whole utterances from an appearance holding ``P +-
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ...data.manifest import word_counts
-from ...errors import DataError
+from ..data.manifest import word_counts
+from ..errors import DataError
 
 
 @dataclass

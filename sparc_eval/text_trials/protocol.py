@@ -1,6 +1,6 @@
 """The paper's two trial protocols (SPARC appendix A.1) and the ways a run departs from them.
 
-``PROTOCOLS[name]["trials"]`` holds the :class:`~sparc_eval.jobs.text.trials.TrialConfig` values of
+``PROTOCOLS[name]["trials"]`` holds the :class:`~sparc_eval.text_trials.trials.TrialConfig` values of
 each protocol; ``hparams/text/naturalvoices.yaml`` and ``hparams/text/sporc.yaml`` spell out the
 same values (a test keeps them equal), and every other hparams file names the protocol its
 deviations are listed against (``protocol: naturalvoices``).

@@ -33,7 +33,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import DataError
+from ..errors import DataError
 from .trial_set import TrialSet
 
 __all__ = [
@@ -50,7 +50,7 @@ DEFAULT_RAY_BATCH = 500  # trials per batch under Ray when batch_size is None
 
 
 def trial_batch(ts: TrialSet, idx) -> TrialSet:
-    """Trials ``idx`` of ``ts`` holding only the sides and texts they use (:meth:`~sparc_eval.jobs.text.trial_set.TrialSet.take`)."""
+    """Trials ``idx`` of ``ts`` holding only the sides and texts they use (:meth:`~sparc_eval.text_trials.trial_set.TrialSet.take`)."""
     return ts.take(idx)
 
 
@@ -132,7 +132,7 @@ class ScoringRunner:
 
 
 def _ray():
-    from ...speech.backends import require
+    from ..speech.backends import require
 
     return require("ray", extra="ray", purpose="the Ray scoring runner")
 

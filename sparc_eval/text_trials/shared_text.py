@@ -18,7 +18,7 @@ it as holding read passages (``Manifest.read_passages``: the EdAcc loaders do). 
 called on its own (``SharedTextConfig()``) is on.
 
 ``min_speakers: "auto"`` (the default) scales with the corpus: ``max(5, ceil(0.05 x speakers))``
-(:func:`~sparc_eval.jobs.text.shared_text.auto_min_speakers`): 5 up to 100 speakers, one speaker in twenty above. A fixed count does
+(:func:`~sparc_eval.text_trials.shared_text.auto_min_speakers`): 5 up to 100 speakers, one speaker in twenty above. A fixed count does
 not scale: how many speakers share a phrase grows with the corpus, so a fixed 5 (8% of EdAcc test's
 60 speakers, 0.04% of 12,500) ends up calling ordinary speech shared. On a synthetic corpus of
 12,500 speakers x 19 utterances drawn from a skewed phrase bank a fixed 5 removes 82% of the
@@ -41,8 +41,8 @@ from itertools import chain
 
 import numpy as np
 
-from ...arrays import distinct
-from ...data.manifest import Manifest, word_counts
+from ..arrays import distinct
+from ..data.manifest import Manifest, word_counts
 
 AUTO = "auto"
 _SHIFT = 32  # a packed pair: high part << 32 | low part (both below 2**31)
@@ -60,7 +60,7 @@ class SharedTextConfig:
     """Settings of the shared-text detector (``enabled`` False keeps every utterance).
 
     ``enabled``: True, False or ``"auto"`` (on iff the manifest's ``read_passages`` is set);
-    ``min_speakers``: a number (>= 2) or ``"auto"`` (:func:`~sparc_eval.jobs.text.shared_text.auto_min_speakers`). :meth:`resolve`
+    ``min_speakers``: a number (>= 2) or ``"auto"`` (:func:`~sparc_eval.text_trials.shared_text.auto_min_speakers`). :meth:`resolve`
     turns both into concrete values for one corpus."""
 
     enabled: object = True

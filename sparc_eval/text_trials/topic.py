@@ -1,5 +1,5 @@
 """Episode topic metadata for the SPoRC topic control (A.1.2): title+description TF-IDF cosine
-and category Jaccard between episodes (how they are used: :mod:`~sparc_eval.jobs.text.trials`)."""
+and category Jaccard between episodes (how they are used: :mod:`~sparc_eval.text_trials.trials`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from ...arrays import ranges_positions
+from ..arrays import ranges_positions
 
 #: the topic filter's per-episode counts are exact up to this many appearances, and estimated
 #: from a seeded uniform sample of this many beyond (listing every pair is quadratic)

@@ -2,8 +2,8 @@
 
 Trial types: easy positive (same speaker or label, same episode), hard positive (other
 episode), easy negative (other speaker or label, other episode), hard negative (same episode).
-Conditions (:data:`~sparc_eval.jobs.text.trial_set.TRIAL_CONDITIONS`): ``easy`` = EP+EN, ``hard`` = HP+HN, ``same_topic`` =
-EP+HN, ``different_topic`` = HP+EN, ``combined`` = all (see :mod:`~sparc_eval.jobs.text.trials`).
+Conditions (:data:`~sparc_eval.text_trials.trial_set.TRIAL_CONDITIONS`): ``easy`` = EP+EN, ``hard`` = HP+HN, ``same_topic`` =
+EP+HN, ``different_topic`` = HP+EN, ``combined`` = all (see :mod:`~sparc_eval.text_trials.trials`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...arrays import distinct, ranges_positions
-from ...atomic import atomic_stream
-from ...errors import DataError
+from ..arrays import distinct, ranges_positions
+from ..atomic import atomic_stream
+from ..errors import DataError
 
 EP, HP, EN, HN = "easy_positive", "hard_positive", "easy_negative", "hard_negative"
 TRIAL_TYPES = (EP, HP, EN, HN)

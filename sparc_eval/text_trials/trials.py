@@ -238,8 +238,8 @@ class TrialBuilder(TrialPairing):
 
     def task_trials(self, task: str):
         """What a task draws from each probe's pool: a
-        :class:`~sparc_eval.jobs.text.speaker_trials.SpeakerTrials` or an
-        :class:`~sparc_eval.jobs.text.attribute_trials.AttributeTrials`."""
+        :class:`~sparc_eval.text_trials.speaker_trials.SpeakerTrials` or an
+        :class:`~sparc_eval.text_trials.attribute_trials.AttributeTrials`."""
         return SpeakerTrials(self) if task == "speaker" else AttributeTrials(self, task)
 
     def plans(self, task: str) -> list:

@@ -96,6 +96,6 @@ def load_spane_datafile(path, *, root=None, skip_missing: bool = False) -> Manif
             )
         )
     utterances = resolve_audio(utterances, name=str(path), skip_missing=skip_missing)
-    # EdAcc conversations open with a read elicitation passage (sparc_eval.jobs.text.shared_text)
+    # EdAcc conversations open with a read elicitation passage (sparc_eval.text_trials.shared_text)
     edacc = any(EDACC_ID.match(u.id) for u in utterances)
     return Manifest(utterances, name=str(path), read_passages=edacc).validate()

@@ -11,9 +11,9 @@ from typing import Optional
 
 from ...attack.cells import CellContext
 from ...attack.evaluation import EvaluationSettings
+from ...attack.specs import ATTACKER_COMMON, attacker_specs
 from ...data.plan import SCENARIOS, DataSettings
 from ...errors import DataError
-from ..leakage.settings import ATTACKER_COMMON, attacker_specs
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")

@@ -18,10 +18,10 @@ from itertools import combinations
 from pathlib import Path
 
 from ...attack.cell_results import cell_trials
+from ...attack.compare import ci_verdict, compare_cells
+from ...attack.compare import verdict as eer_verdict
 from ...errors import DataError
 from ...metrics.small import too_few
-from ..leakage.compare import ci_verdict, compare_cells
-from ..leakage.compare import verdict as eer_verdict
 from .flags import Flags, cell_flags, semi_informed_ran
 from .reference import beyond_words_verdict, cross_fitted, probe_level, reads_words, words_only
 from .settings import CardSettings

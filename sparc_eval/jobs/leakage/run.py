@@ -34,6 +34,7 @@ from ...attack.cells import (
     not_applicable,
     run_cell,
 )
+from ...attack.compare import ci_verdict, compare_cells, verdict
 from ...attack.evaluation_set import (
     SHARED_TEXT_CONDITIONS,
     EvaluationSet,
@@ -47,7 +48,6 @@ from ...digest import text_digest
 from ...errors import DataError
 from ...metrics.small import small_reason
 from ...provenance import bootstrap_deviation, environment, versions
-from .compare import ci_verdict, compare_cells, verdict
 from .settings import LeakageSettings
 from .vocabulary import vocabulary_stats
 
@@ -106,7 +106,7 @@ def scripted_agreement(manifest, removed: set):
 
 
 def build_evaluation_sets(settings: LeakageSettings) -> dict:
-    from ..text.shared_text import detect_shared_text
+    from ...text_trials.shared_text import detect_shared_text
 
     loaded = {c.name: load_evaluation_corpus(settings, c) for c in settings.corpora}
     sizes = {name: len(m.speakers()) for name, m in loaded.items()}

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ...attack import attacker_class, check_attacker
-from ...attack.cells import AttackerSpec, CellContext, CorpusSpec
+from ...attack.cells import CellContext, CorpusSpec
 from ...attack.evaluation import EvaluationSettings
 from ...attack.evaluation_set import SHARED_TEXT_CONDITIONS, balanced_count
+from ...attack.specs import ATTACKER_COMMON, attackers_of, enabled_names
+from ...attack.specs import attacker_specs as specs_of
 from ...data.plan import DataSettings
 from ...errors import DataError
 
@@ -33,8 +34,6 @@ CORPUS_SETTINGS = {
     "anon_keeps_words",
     "phone_text",
 }
-# keys set on every attacker recipe whose hparams file has them
-ATTACKER_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
 # grid: quick runs quick_attackers with quick_overrides (a first run to wait for, its departures named
 # in results.json); full (also the default of a file without the key) runs every attacker as given
 GRIDS = ("quick", "full")
@@ -112,7 +111,7 @@ def conditions_of(hp: dict) -> tuple:
 
 def shared_config(hp: dict):
     """The shared-text detector's settings, read as the text evaluation reads them."""
-    from ..text.evaluate import trial_config_from_hparams
+    from ...text_trials.config import trial_config_from_hparams
 
     keys = {k: v for k, v in hp.items() if k.startswith("shared_text_")}
     return trial_config_from_hparams(
@@ -120,22 +119,12 @@ def shared_config(hp: dict):
     ).shared_text  # its own condition: always on
 
 
-def _enabled(names, wanted, what):
-    if wanted in (None, "all"):
-        return list(names)
-    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
-    unknown = [w for w in wanted if w not in names]
-    if unknown:
-        raise DataError(f"{what}_enabled names {unknown}, which are not in {what}: {list(names)}")
-    return wanted
-
-
 def corpus_specs(hp: dict, cache_folder: str = "results/cache") -> list:
     corpora = hp.get("corpora") or {}
     if not isinstance(corpora, dict) or not corpora:
         raise DataError("hparams: corpora must map names to {data_folder: ...}")
     out = []
-    for name in _enabled(corpora, hp.get("corpora_enabled"), "corpora"):
+    for name in enabled_names(corpora, hp.get("corpora_enabled"), "corpora"):
         spec = dict(corpora[name] or {})
         if not spec.get("data_folder"):
             raise DataError(f"corpora.{name}: data_folder is required")
@@ -160,34 +149,6 @@ def corpus_data(spec: dict, cache_folder: str) -> DataSettings:
     folder = str(keys.pop("data_folder"))
     where = {"train_folders": train, "eval_folder": folder} if train else {"data_folder": folder}
     return DataSettings.from_hparams({**keys, **where, "cache_folder": cache_folder})
-
-
-def _object_spec(name: str, spec: dict, seed: int) -> AttackerSpec:
-    """An attacker given in the comparison's hparams: ``attacker: !new:...``, or ``kind:`` a registered
-    attacker (``text``: a SPARC scorer, ``scorer: !new:attackers.text...``, with P, L and trial keys)."""
-    kind, options = spec.pop("kind", None), {k: v for k, v in spec.items() if k != "attacker"}
-    if spec.get("attacker") is not None:
-        if options:
-            raise DataError(
-                f"attackers.{name}: unknown keys {sorted(options)}",
-                hint="set them on the attacker itself",
-            )
-        return AttackerSpec(
-            name, kind, attacker=check_attacker(spec["attacker"], f"attackers.{name}")
-        )
-    if kind == "text" and options.get("scorer") is None:
-        raise DataError(
-            f"attackers.{name}: a text attacker needs a scorer (!new:attackers.text...)"
-        )
-    try:
-        attacker = (
-            attacker_class(kind)(name=name, seed=seed, **options)
-            if kind == "text"
-            else attacker_class(kind)(**options)
-        )
-    except TypeError as err:
-        raise DataError(f"attackers.{name}: {err}") from None
-    return AttackerSpec(name, kind, attacker=check_attacker(attacker, f"attackers.{name}"))
 
 
 def grid_of(hp: dict) -> str:
@@ -257,42 +218,5 @@ def grid_deviations(hp: dict, specs: list) -> dict:
 
 
 def attacker_specs(hp: dict) -> list:
-    attackers = hp.get("attackers") or {}
-    if not isinstance(attackers, dict) or not attackers:
-        raise DataError(
-            "hparams: attackers must map names to {hparams: FILE} or {attacker: !new:...} or {kind: ...}"
-        )
-    quick_names, quick_overrides = quick_settings(hp, attackers)
-    wanted = hp.get("attackers_enabled")
-    if (
-        wanted is None and quick_names is not None
-    ):  # grid: quick; attackers_enabled given explicitly wins
-        wanted = quick_names
-    out = []
-    for name in _enabled(attackers, wanted, "attackers"):
-        spec = dict(attackers[name] or {})
-        if "hparams" not in spec and spec.get("kind") != "ecapa":
-            if name in quick_overrides:
-                raise DataError(
-                    f"quick_overrides.{name}: only attackers given by hparams: take overrides"
-                )
-            out.append(_object_spec(name, spec, int(hp.get("seed", 0))))
-            continue
-        if not spec.get("hparams") or not Path(spec["hparams"]).is_file():
-            raise DataError(
-                f"attackers.{name}: hparams {spec.get('hparams')!r} is not a file",
-                hint="e.g. hparams/phones.yaml (paths are relative to where you run the recipe)",
-            )
-        unknown = set(spec) - {"kind", "hparams", "overrides", "model_folder"}
-        if unknown:
-            raise DataError(f"attackers.{name}: unknown keys {sorted(unknown)}")
-        out.append(
-            AttackerSpec(
-                name,
-                spec.get("kind"),
-                hparams=str(spec["hparams"]),
-                overrides={**(spec.get("overrides") or {}), **quick_overrides.get(name, {})},
-                model_folder=spec.get("model_folder"),
-            )
-        )
-    return out
+    """The comparison's attackers, ``grid: quick`` applied (:func:`quick_settings`)."""
+    return specs_of(hp, quick_settings(hp, attackers_of(hp)))

@@ -1,8 +1,6 @@
-"""SPARC transcript-only evaluation: trials from manifests, shared-text screening, evaluation.
+"""SPARC transcript-only evaluation, the job: its trials are built by :mod:`sparc_eval.text_trials`
+(probes, trial types and conditions, shared-text screening, the protocols), which it re-exports.
 
-- :mod:`.trials`: probes, enrollments, trial types and conditions, tasks, topic controls;
-- :mod:`.shared_text`: the detector of text many speakers say (read passages);
-- :mod:`.protocol`: the paper's NaturalVoices and SPoRC protocols (A.1) and a run's departures;
 - :mod:`.settings`: a run's hparams read once into :class:`TextRunSettings`;
 - :mod:`.evaluate`: scorers over tasks x (P, L) x conditions -> results.json (:mod:`.report`:
   report.md, ROC plots), with ablations and paired scorer comparisons (:mod:`.compare`).
@@ -10,9 +8,8 @@
 Scorers live in ``attackers.text`` (this package never imports them; the recipe passes one in).
 """
 
-from .settings import TextRunSettings
-from .shared_text import SharedTextConfig, SharedTextResult, detect_shared_text
-from .trials import (
+from ...text_trials.shared_text import SharedTextConfig, SharedTextResult, detect_shared_text
+from ...text_trials.trials import (
     TRIAL_CONDITIONS,
     TRIAL_TYPES,
     TYPE_CONDITIONS,
@@ -23,6 +20,7 @@ from .trials import (
     cut_probes,
     read_trials_jsonl,
 )
+from .settings import TextRunSettings
 
 CONDITIONS = TRIAL_CONDITIONS  # the old name, kept for code that imports it from here
 

@@ -16,7 +16,7 @@ from itertools import combinations
 
 import numpy as np
 
-from .trials import TRIAL_CONDITIONS
+from ...text_trials.trials import TRIAL_CONDITIONS
 
 BASE_SETTING = (200, 20)
 METRICS = ("eer", "auc", "min_dcf")

@@ -3,7 +3,7 @@
 :func:`evaluate_text` is the library entry point (the recipe ``recipes/evaluate_text.py``
 reads its hparams once into :class:`~.settings.TextRunSettings` and calls :func:`evaluate_from_settings`,
 which loads the corpus and calls it). For each setting it builds the
-trials (:mod:`~sparc_eval.jobs.text.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
+trials (:mod:`~sparc_eval.text_trials.trials`, after removing shared text where that is on, :mod:`.shared_text`), fits
 each scorer on the unique utterance texts of that task and setting, scores the trials, and
 computes the metric block of :doc:`/contracts` (EER, AUC, TPR at 1% and 0.1% FPR, minDCF, bootstrap
 CIs over ``bootstrap_unit``: by default the speakers on both sides of the trials (probes' and
@@ -46,13 +46,27 @@ from typing import Optional
 import numpy as np
 
 from ... import provenance
-from ...attack.trials import Trials
 from ...data.words import mark_anonymized, reference_text_deviation, spoken_manifest
 from ...errors import DataError
 from ...metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT
+from ...text_trials.protocol import check_protocol
+from ...text_trials.ray_scoring import ScoringRunner
+from ...text_trials.scoring import (  # noqa: F401 (re-exported: their 0.4 home)
+    score_trials,
+    scored_trials,
+    trial_build_deviations,
+    usable_tasks,
+)
+from ...text_trials.shared_text import SharedTextConfig, detect_shared_text
+from ...text_trials.trials import (
+    TRIAL_CONDITIONS,
+    TRIAL_TYPES,
+    TYPE_CONDITIONS,
+    TrialBuilder,
+    TrialConfig,
+    has_topic_metadata,
+)
 from .compare import BASE_SETTING, NO_ENROLLED, ablation_deltas, scorer_comparisons, speaker_sides
-from .protocol import check_protocol, trial_deviations
-from .ray_scoring import ScoringRunner
 from .report import plot_roc_grid, render_report, safe_name, write_outputs  # noqa: F401 (re-exported)
 from .settings import (  # noqa: F401
     BOOTSTRAP_UNITS,
@@ -62,16 +76,6 @@ from .settings import (  # noqa: F401
     scorer_list,
     shared_text_from_hparams,  # (re-exported: the hparams readers)
     trial_config_from_hparams,
-)
-from .shared_text import SharedTextConfig, detect_shared_text
-from .trials import (
-    TRIAL_CONDITIONS,
-    TRIAL_TYPES,
-    TYPE_CONDITIONS,
-    TrialBuilder,
-    TrialConfig,
-    has_topic_metadata,
-    task_labeller,
 )
 
 logger = logging.getLogger(__name__)
@@ -164,52 +168,6 @@ def condition_metrics(
         out[cond] = ev["overall"]
         curves[cond] = ev.curves
     return out, curves
-
-
-def scored_trials(ts, scores) -> Trials:
-    """A trial set's scores as :class:`~sparc_eval.attack.trials.Trials` (enrollment and probe ids and
-    speakers, trial types as tags); NaN scores stay unscored."""
-    return Trials(
-        ts.column("enroll_id").tolist(),
-        ts.column("probe_id").tolist(),
-        scores,
-        ts.labels,
-        test_speaker=ts.column("probe_speaker").tolist(),
-        enroll_speaker=ts.column("enroll_speaker").tolist(),
-        tags={"type": ts.types},
-    )
-
-
-def usable_tasks(tasks, attributes: dict) -> dict:
-    """task -> None when at least two speakers have a label for it, else why not."""
-    usable = {}
-    for task in tasks:
-        try:
-            labels = task_labeller(task, attributes)
-        except DataError as err:
-            usable[task] = str(err)
-            continue
-        n_known = sum(v is not None for v in labels.values())
-        usable[task] = (
-            None
-            if n_known >= 2
-            else f"{n_known} speaker(s) have a {task} label; the task needs two"
-        )
-    return usable
-
-
-def score_trials(scorer, ts, scoring: Optional[ScoringRunner] = None) -> np.ndarray:
-    """Fit ``scorer`` on the trial set's unique texts (here), then score its trials: in this process
-    at once, or in batches here or over Ray actors as ``scoring`` says (:mod:`.ray_scoring`)."""
-    if not len(ts):
-        return np.zeros(0)
-    scorer.fit(ts.texts)
-    scores = np.asarray(
-        scorer.score(ts) if scoring is None else scoring.score(scorer, ts), dtype=float
-    )
-    if scores.shape != (len(ts),):
-        raise DataError(f"scorer {scorer.name} returned {scores.shape} scores for {len(ts)} trials")
-    return scores
 
 
 def trial_block(ts, scores, stats: dict, conds: dict) -> OrderedDict:
@@ -362,31 +320,6 @@ def scorer_deviations(scorer) -> dict:
     """A scorer's own departures from the paper (``deviations()``, when it has one)."""
     get = getattr(scorer, "deviations", None)
     return dict(get() or {}) if callable(get) else {}
-
-
-def trial_build_deviations(
-    config: TrialConfig, protocol: str, *, topic_on: bool, topic_metadata: bool, n_cut: int
-) -> dict:
-    """How the trials were built against the paper's ``protocol``: {name: sentence}."""
-    out = trial_deviations(config, protocol, topic_on=topic_on)
-    if topic_on and not topic_metadata:
-        out["topic_metadata"] = (
-            "the topic control is on but no episode has a title, description or category: "
-            "every pair falls in one stratum, so it only balances the classes"
-        )
-    if config.trial_sample is not None:
-        out["trial_sample"] = (
-            f"only the trials of a seeded sample of probes were scored, at least "
-            f"{config.trial_sample} per task and setting (trials.sampled_from: how many "
-            "there were); the paper scores every trial"
-        )
-    if n_cut:
-        out["probes_cut"] = (
-            f"{n_cut} probes end in an utterance cut at a word boundary to land in P +- "
-            f"{config.tolerance} words; the paper accumulates whole utterances (`strict: True` "
-            "skips such probes instead)"
-        )
-    return out
 
 
 def run_deviations(

@@ -9,8 +9,8 @@ from typing import Optional
 from ...atomic import write_json, write_text
 from ...metrics.small import small_label
 from ...provenance import report_lines
-from .protocol import PROTOCOLS
-from .trials import TRIAL_CONDITIONS
+from ...text_trials.protocol import PROTOCOLS
+from ...text_trials.trials import TRIAL_CONDITIONS
 
 UNIT_WORDS = {
     "two_way": "speakers on both sides of the trials (the probes' and the enrollments' speakers, "

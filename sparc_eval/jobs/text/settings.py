@@ -1,8 +1,8 @@
 """The text evaluation's settings, read from its hparams once (:meth:`TextRunSettings.from_hparams`);
 the library (:func:`sparc_eval.jobs.text.evaluate.evaluate_from_settings`) takes these, never the
 hparams dict. Each default lives in one place: a field of :class:`TextRunSettings`, of
-:class:`~sparc_eval.jobs.text.trials.TrialConfig` (the trial keys and ``seed``) or of
-:class:`~sparc_eval.jobs.text.shared_text.SharedTextConfig` (the ``shared_text_*`` keys). A key that
+:class:`~sparc_eval.text_trials.trials.TrialConfig` (the trial keys and ``seed``) or of
+:class:`~sparc_eval.text_trials.shared_text.SharedTextConfig` (the ``shared_text_*`` keys). A key that
 is absent, null or empty takes its default.
 """
 
@@ -19,11 +19,16 @@ from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
 from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
+from ...text_trials.config import (
+    TRIAL_KEYS,
+    integer_setting,
+    shared_text_from_hparams,
+    trial_config_from_hparams,
+)
+from ...text_trials.protocol import check_protocol
+from ...text_trials.ray_scoring import RUNNERS, ScoringRunner
+from ...text_trials.trials import TrialConfig
 from .compare import BASE_SETTING
-from .protocol import check_protocol
-from .ray_scoring import RUNNERS, ScoringRunner
-from .shared_text import AUTO, SharedTextConfig
-from .trials import TrialConfig
 
 __all__ = [
     "BOOTSTRAP_UNITS",
@@ -38,52 +43,10 @@ __all__ = [
 ]
 
 REQUIRED = ("data_folder", "output_folder", "scorer")
-#: the hparams keys that set a field of the same name of
-#: :class:`~sparc_eval.jobs.text.trials.TrialConfig`.
-TRIAL_KEYS = (
-    "tolerance",
-    "strict",
-    "max_probes",
-    "partners",
-    "attribute_partners",
-    "match_negatives",
-    "negatives_cross_series",
-    "positives_cross_series",
-    "overlap_screen",
-    "overlap_min_words",
-    "name_screen",
-    "name_fields",
-    "topic_control",
-    "topic_max_similarity",
-    "topic_sim_edges",
-    "topic_jaccard_edges",
-    "trial_sample",
-)
-SHARED_TEXT_KEYS = {
-    "shared_text_n": "n",
-    "shared_text_min_speakers": "min_speakers",
-    "shared_text_min_fraction": "min_fraction",
-}
 
 
 def _unset(value) -> bool:
     return value is None or (isinstance(value, (str, list, tuple)) and not value)
-
-
-def _integer(key: str, value, minimum: Optional[int] = None) -> int:
-    try:
-        if isinstance(value, bool) or int(value) != float(value):
-            raise ValueError
-        out = int(value)
-    except (TypeError, ValueError):
-        raise DataError(f"hparams: {key} must be an integer, not {value!r}") from None
-    if minimum is not None and out < minimum:
-        raise DataError(f"hparams: {key} must be >= {minimum}, not {out}")
-    return out
-
-
-def _auto_or(value, cast):
-    return value if value == AUTO else cast(value)
 
 
 def parse_settings(P=None, L=None, settings=None) -> list:
@@ -119,37 +82,6 @@ def scorer_list(scorer) -> list:
             hint="give each its own name (model_name, name)",
         )
     return scorers
-
-
-def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
-    """The ``shared_text*`` keys; by default ``auto``: on iff the corpus's loader marks read
-    passages (EdAcc), since SPARC's protocol removes nothing."""
-    shared = hparams.get("shared_text", AUTO)
-    enabled = shared.get("enabled", AUTO) if isinstance(shared, dict) else shared
-    cast = {"n": int, "min_speakers": lambda v: _auto_or(v, int), "min_fraction": float}
-    values = {
-        name: cast[name](hparams[key])
-        for key, name in SHARED_TEXT_KEYS.items()
-        if hparams.get(key) is not None
-    }
-    return SharedTextConfig(enabled=_auto_or(enabled, bool), **values)
-
-
-def trial_config_from_hparams(hparams: dict) -> TrialConfig:
-    """The trial keys (:data:`~sparc_eval.jobs.text.settings.TRIAL_KEYS`), ``seed`` and the
-    ``shared_text*`` keys as a TrialConfig."""
-    values = {k: hparams[k] for k in TRIAL_KEYS if hparams.get(k) is not None}
-    if "match_negatives" in values:
-        values["match_negatives"] = tuple(values["match_negatives"] or ())
-    for k in ("topic_sim_edges", "topic_jaccard_edges", "name_fields"):
-        if k in values:
-            values[k] = tuple(values[k])
-    if hparams.get("seed") is not None:
-        values["seed"] = _integer("seed", hparams["seed"])
-    try:
-        return TrialConfig(shared_text=shared_text_from_hparams(hparams), **values)
-    except (TypeError, ValueError) as err:
-        raise DataError(f"trial settings: {err}") from None
 
 
 # how the trials are scored, not what: left out of hparams_sha256 (the scores are the same)
@@ -227,7 +159,7 @@ _READERS = {
     "anon_keeps_words": _flag,
     "dataset": lambda _k, v: str(v),
     "tasks": _tasks,
-    "n_boot": lambda k, v: _integer(k, v, 0),
+    "n_boot": lambda k, v: integer_setting(k, v, 0),
     "bootstrap_unit": _choice(BOOTSTRAP_UNITS),
     "protocol": _protocol,
     "plots": _flag,
@@ -253,8 +185,8 @@ def scoring_from_hparams(hp: dict) -> ScoringRunner:
     return ScoringRunner(
         runner=runner,
         address=None if _unset(address) else address,
-        num_workers=None if workers is None else _integer("num_workers", workers, 1),
-        batch_size=None if batch is None else _integer("score_batch_size", batch, 1),
+        num_workers=None if workers is None else integer_setting("num_workers", workers, 1),
+        batch_size=None if batch is None else integer_setting("score_batch_size", batch, 1),
     )
 
 
