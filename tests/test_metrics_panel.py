@@ -306,3 +306,19 @@ def test_an_attacker_declares_llr_scores(demo_dir):
     plan = plan_data(DataSettings(data_folder=str(demo_dir)))
     overall = attack(Plda(), plan, EvaluationSettings()).evaluation["overall"]
     assert overall["act_cllr"] is not None and overall["act_cllr_scores_as_llrs"] is None
+
+
+def test_topn_linkability_does_not_depend_on_the_column_order():
+    """Test ids are factorized through their hashes, whose order changes between processes: the
+    mean over columns must be the same float in any order (a re-evaluated cell equals its first
+    evaluation bit for bit)."""
+    from sparc_eval.metrics.linkability import linkability_topn
+
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(30, 997))
+    true_rows = rng.integers(0, 30, size=997)
+    values = set()
+    for seed in range(20):
+        order = np.random.default_rng(seed).permutation(997)
+        values.add(linkability_topn(matrix[:, order], true_rows[order], 10))
+    assert len(values) == 1

@@ -69,7 +69,7 @@ def shared_text_from_hparams(hparams: dict) -> SharedTextConfig:
 
 
 def trial_config_from_hparams(hparams: dict) -> TrialConfig:
-    """The trial keys (:data:`TRIAL_KEYS`), ``seed`` and the
+    """The trial keys (:data:`~sparc_eval.text_trials.config.TRIAL_KEYS`), ``seed`` and the
     ``shared_text*`` keys as a TrialConfig."""
     values = {k: hparams[k] for k in TRIAL_KEYS if hparams.get(k) is not None}
     if "match_negatives" in values:

@@ -1,7 +1,7 @@
 """Trial scoring in fixed batches, here or over Ray actors (``runner: local | ray``).
 
 :class:`ScoringRunner` scores the trials of one task and setting with a scorer that
-:func:`~sparc_eval.jobs.text.evaluate.score_trials` has already fitted (fitting is unsupervised and
+:func:`~sparc_eval.text_trials.scoring.score_trials` has already fitted (fitting is unsupervised and
 cheap, so it always runs here). The trials are cut into batches of ``batch_size`` trials, in
 order; a batch is a :class:`~.trial_set.TrialSet` that holds only its own sides and texts. The
 batches depend on ``batch_size`` alone, never on the number of workers, so the Ray runner gives
