@@ -197,3 +197,127 @@ def test_a_planted_private_call_is_caught(tmp_path):
         "    pairing._record(1)\n    return p._json_lines()\n"
     )
     assert _private_calls(module) == [(7, "pairing._record"), (8, "p._json_lines")]
+
+
+# --- floors and circles --------------------------------------------------------------------------
+
+# docs/architecture.md's table, lowest floor first: a part imports only the floors below it
+FLOORS = (
+    ("root",),
+    ("speech",),
+    ("data",),
+    ("phones", "metrics"),
+    ("utility",),
+    ("anonymization",),
+    ("attack",),
+    ("text_trials",),
+    ("jobs",),
+    ("demo", "llm_server"),
+)
+LIBRARY = REPO / "sparc_eval"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree) -> set:
+    """Lines under ``if TYPE_CHECKING:``: imports for annotations, never run."""
+    return {
+        inner.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+        if hasattr(inner, "lineno")
+    }
+
+
+def _module_imports(path: Path, modules: set) -> set:
+    """The library modules one file imports, at any depth (``from . import x`` as module x)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = list(path.relative_to(REPO).with_suffix("").parts)[:-1]
+    skip, found = _type_checking_lines(tree), set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package[: len(package) - (node.level - 1)] + ([base] if base else [])
+                )
+            found |= {
+                f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names
+            }
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {m for m in found if m in modules} - {_module_name(path)}
+
+
+def _import_graph() -> dict:
+    paths = {_module_name(p): p for p in LIBRARY.rglob("*.py")}
+    return {name: _module_imports(path, set(paths)) for name, path in paths.items()}
+
+
+def _floor(module: str) -> int:
+    part = module.split(".")[1] if module.count(".") else "root"
+    part = part if (LIBRARY / part).is_dir() else "root"
+    return next(i for i, names in enumerate(FLOORS) if part in names)
+
+
+def test_no_import_runs_up_a_floor():
+    found = [
+        f"{a} imports {b}"
+        for a, imported in sorted(_import_graph().items())
+        if a not in ("sparc_eval.cli", "sparc_eval.moved")  # the dispatcher and the old names
+        for b in sorted(imported)
+        if _floor(b) > _floor(a)
+    ]
+    assert found == []
+
+
+def _circles(graph: dict) -> list:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start), on.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None and child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child), on.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child is not None:
+                if child in on:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        out.append(sorted(group))
+    return out
+
+
+def test_no_import_circle():
+    """Imports at any depth count (a lazy import is still a dependency); ``if TYPE_CHECKING``
+    ones do not run."""
+    assert _circles(_import_graph()) == []
+
+
+def test_a_planted_circle_is_found():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -29,12 +29,11 @@ import numpy as np
 from ..errors import DataError
 from .corpora.specs import load_spec, load_specs
 from .manifest import Manifest
-from .splits import Split, make_split, speaker_halves
+from .planned import MAX_MISSING_SHARE, DataPlan  # noqa: F401 (re-exported: their home before)
+from .splits import Split, make_split, speaker_halves, without_utterances  # noqa: F401
 from .words import mark_anonymized
 
 SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
-# a few anonymizer failures are left out (and listed); more than this share is an error
-MAX_MISSING_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -123,31 +122,6 @@ class DataSettings:
         if self.eval_folder:
             return load_spec(self.eval_folder, cache_folder=self.cache_folder)
         return self.held_out(load_specs(self.data_folder, cache_folder=self.cache_folder))[1]
-
-
-@dataclass
-class DataPlan:
-    train: Manifest  # what the attacker trains on
-    enroll: Manifest  # where enrollment utterances come from
-    trials: Manifest  # where trial utterances come from
-    split: Optional[Split]  # enrollment and trial ids (None: the attacker makes its own trials)
-    eval_original: Manifest  # the original evaluation corpus: speakers, attributes, utt2spk
-    scenario: str = "original"
-    lists: Optional[object] = None  # VoicePrivacy trial lists scored one by one (vpc.PlannedLists)
-
-    def enroll_utterances(self) -> list:
-        ids = {u for ids in self.split.enroll.values() for u in ids}
-        return [u for u in self.enroll if u.id in ids]
-
-    def trial_utterances(self) -> list:
-        ids = set(self.split.trial_ids)
-        return [u for u in self.trials if u.id in ids]
-
-    def utterances(self) -> list:
-        """Every utterance the attack reads."""
-        if self.split is None:
-            return [*self.train, *self.trials]
-        return [*self.train, *self.enroll_utterances(), *self.trial_utterances()]
 
 
 def load_anonymized(specs, data: DataSettings) -> Manifest:
@@ -269,28 +243,6 @@ def plan_data(data: DataSettings) -> DataPlan:
     ):  # the split is made on the full corpus (fixed lists name every utterance), then thinned
         split = without_utterances(split, set(missing))
     return DataPlan(train, enroll, trials, split, evaluation, data.scenario)
-
-
-def without_utterances(split: Split, gone: set) -> Split:
-    """The split without the utterances in ``gone``, each listed in ``dropped``."""
-    enroll = {s: [u for u in ids if u not in gone] for s, ids in split.enroll.items()}
-    empty = [s for s, ids in enroll.items() if not ids]
-    if empty:
-        raise DataError(
-            f"enrollment speakers {empty[:3]} lost every enrollment utterance to anonymizer failures",
-            hint="re-run the anonymizer on the utterances listed in its failures.jsonl",
-        )
-    pairs = None if split.pairs is None else [p for p in split.pairs if p[1] not in gone]
-    dropped = dict(split.dropped)
-    dropped.update(
-        {
-            f"utterance {u}": "missing from the anonymized corpus (the anonymizer failed on it)"
-            for u in sorted(gone)
-        }
-    )
-    return Split(
-        enroll, [t for t in split.trial_ids if t not in gone], pairs, dropped, split.source
-    )
 
 
 class Plans:

@@ -42,7 +42,7 @@ class Split:
         return [(s, t, utt2spk[t] == s) for t in self.trial_ids for s in speakers]
 
 
-def _check_known(ids, known: dict, what: str, path) -> None:
+def check_known(ids, known: dict, what: str, path) -> None:
     unknown = [i for i in ids if i not in known]
     if unknown:
         raise DataError(
@@ -57,7 +57,7 @@ def from_vpc_lists(manifest, enrolls_file, trials_files) -> Split:
 
     by_id = manifest.by_id()
     enroll_ids = read_id_list(enrolls_file)
-    _check_known(enroll_ids, by_id, "enrollment", enrolls_file)
+    check_known(enroll_ids, by_id, "enrollment", enrolls_file)
     enroll: dict = {}
     for utt in enroll_ids:
         enroll.setdefault(by_id[utt].speaker, []).append(utt)
@@ -76,8 +76,8 @@ def from_id_lists(manifest, enroll_file, trial_file) -> Split:
 
     by_id = manifest.by_id()
     enroll_ids, trial_ids = read_id_list(enroll_file), read_id_list(trial_file)
-    _check_known(enroll_ids, by_id, "enrollment", enroll_file)
-    _check_known(trial_ids, by_id, "trial", trial_file)
+    check_known(enroll_ids, by_id, "enrollment", enroll_file)
+    check_known(trial_ids, by_id, "trial", trial_file)
     overlap = set(enroll_ids) & set(trial_ids)
     if overlap:
         raise DataError(
@@ -167,4 +167,26 @@ def speaker_halves(manifest: Manifest, *, eval_fraction: float, seed: int) -> tu
     evaluated = {speakers[i] for i in order[:n_eval]}
     return manifest.subset(lambda u: u.speaker not in evaluated), manifest.subset(
         lambda u: u.speaker in evaluated
+    )
+
+
+def without_utterances(split: Split, gone: set) -> Split:
+    """The split without the utterances in ``gone``, each listed in ``dropped``."""
+    enroll = {s: [u for u in ids if u not in gone] for s, ids in split.enroll.items()}
+    empty = [s for s, ids in enroll.items() if not ids]
+    if empty:
+        raise DataError(
+            f"enrollment speakers {empty[:3]} lost every enrollment utterance to anonymizer failures",
+            hint="re-run the anonymizer on the utterances listed in its failures.jsonl",
+        )
+    pairs = None if split.pairs is None else [p for p in split.pairs if p[1] not in gone]
+    dropped = dict(split.dropped)
+    dropped.update(
+        {
+            f"utterance {u}": "missing from the anonymized corpus (the anonymizer failed on it)"
+            for u in sorted(gone)
+        }
+    )
+    return Split(
+        enroll, [t for t in split.trial_ids if t not in gone], pairs, dropped, split.source
     )

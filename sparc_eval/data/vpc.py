@@ -216,12 +216,12 @@ def anonymized_corpus(layout: VpcLayout) -> Manifest:
 def enrollment(layout: VpcLayout, by_id) -> dict:
     """speaker -> enrollment utterance ids, from each dataset's ``enrolls`` file."""
     from .corpora.kaldi import read_id_list
-    from .splits import _check_known
+    from .splits import check_known
 
     enroll: dict = {}
     for folder, _ in layout.enrolls.values():
         ids = read_id_list(folder / "enrolls")
-        _check_known(ids, by_id, "enrollment", folder / "enrolls")
+        check_known(ids, by_id, "enrollment", folder / "enrolls")
         for utt in ids:
             enroll.setdefault(by_id[utt].speaker, []).append(utt)
     return enroll
@@ -316,10 +316,10 @@ class PlannedLists:
 
 
 def plan_vpc(data):
-    """The :class:`~sparc_eval.data.plan.DataPlan` of a preset: the layout's original lists (the
+    """The :class:`~sparc_eval.data.planned.DataPlan` of a preset: the layout's original lists (the
     split pools them; ``lists`` keeps each), their anonymized copies by suffix for the anonymized
     scenarios, ``train-clean-360`` (or its copy, semi-informed) for trained attackers."""
-    from .plan import DataPlan
+    from .planned import DataPlan
 
     layout = find_layout(
         data.data_folder,
@@ -342,7 +342,7 @@ def plan_vpc(data):
         trials, gone = anonymized_lists(layout, data, split)
         enroll = trials if data.scenario in ("lazy-informed", "semi-informed") else evaluation
         if gone:
-            from .plan import without_utterances
+            from .splits import without_utterances
 
             split, planned = without_utterances(split, gone), planned.without(gone)
     return DataPlan(train, enroll, trials, split, evaluation, data.scenario, lists=planned)
@@ -389,7 +389,7 @@ def _lacking(needed: dict) -> set:
     """The needed ids the copies lack, under the runner's rule over the whole split (a few are
     left out with a warning; more than ``MAX_MISSING_SHARE`` is an error naming the first ids
     and the copy that lacks them)."""
-    from .plan import MAX_MISSING_SHARE
+    from .planned import MAX_MISSING_SHARE
 
     lacking = {f: sorted(ids - _ids_of(f)) for f, ids in needed.items()}
     gone = {u for ids in lacking.values() for u in ids}

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..atomic import write_json
 from ..data.attributes import AGE_GROUPS, age_group
+from ..data.corpora.specs import DEMO_CORPUS_MARK
 from ..data.manifest import AudioRef, Manifest, Utterance
 from ..errors import DataError
 from . import grammar
@@ -359,7 +360,7 @@ def _settings(mode, n_speakers, utts_per_speaker, seed) -> dict:
     from ..speech.espeak import engine_version
 
     return {
-        "corpus": "sparc-eval demo",
+        "corpus": DEMO_CORPUS_MARK,
         "generator_version": GENERATOR_VERSION,
         "mode": mode,
         "n_speakers": int(n_speakers),
@@ -420,21 +421,11 @@ def build_demo_corpus(
     return manifest
 
 
-def is_demo_corpus(spec) -> bool:
-    """Whether a corpus spec names the demo corpus: ``demo:MODE``, or a folder (or a manifest in
-    one) that holds a demo corpus's ``settings.json``: its speech is espeak-ng's, not people's."""
-    text = str(spec or "")
-    if not text:
-        return False
-    if text.startswith("demo:"):
-        return True
-    path = Path(text)
-    folder = path if path.is_dir() else path.parent
-    try:
-        settings = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(settings, dict) and settings.get("corpus") == "sparc-eval demo"
+def demo_spec(mode: str, *, cache_folder: Path) -> Manifest:
+    """``demo:MODE`` (registered in ``sparc_eval.corpus_specs``): the demo corpus of that mode
+    (``reading`` when empty), built under ``cache_folder``."""
+    mode = mode or "reading"
+    return build_demo_corpus(Path(cache_folder) / f"demo_{mode}", mode=mode, progress=False)
 
 
 def _stamp_settings(out_dir: Path, settings: dict, progress: bool) -> None:

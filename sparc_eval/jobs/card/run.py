@@ -517,7 +517,7 @@ def _deviations(card: CardSettings, cells: dict, utility: dict, anonymized: dict
 def _run_record(
     card, plan, evalset, cells, utility, timings, hparams_file, overrides, anonymized
 ) -> dict:
-    from ...demo import is_demo_corpus
+    from ...data.corpora.specs import is_demo_corpus
 
     return {
         "kind": "anonymizer_card",
