@@ -321,3 +321,20 @@ def test_no_import_circle():
 
 def test_a_planted_circle_is_found():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_of_another_modules_private_name():
+    """``from .module import _name``: a private name stays in its module (aliases such as
+    ``import x as _x`` are the importer's own and allowed)."""
+    found = []
+    for path in sorted(LIBRARY.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith("sparc_eval")
+            ):
+                found += [
+                    f"{path.relative_to(REPO)}:{node.lineno} imports {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert found == []

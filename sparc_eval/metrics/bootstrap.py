@@ -106,7 +106,6 @@ from .core import (
     Counts,
     MetricSettings,
     Rates,
-    _tpr_at_fpr,
     check_trials,
     compact,
     compute_metrics,
@@ -116,6 +115,7 @@ from .core import (
     metrics_from_rates,
     point_metrics,
     sort_trials,
+    tpr_at_fpr_of_rates,
 )
 
 # the units (module docstring): the one definition; settings and CLIs read it from here
@@ -456,7 +456,9 @@ def binned_metrics(t, n, mixed, settings: MetricSettings = MetricSettings(), ord
         above = {
             "eer": eer_above,
             "auc": auc,
-            "tpr_at_fpr": {x: _take(tau, _tpr_at_fpr(r, x)[1]) for x in settings.fpr_targets},
+            "tpr_at_fpr": {
+                x: _take(tau, tpr_at_fpr_of_rates(r, x)[1]) for x in settings.fpr_targets
+            },
             "min_dcf": zero,
         }
     return values, below, above

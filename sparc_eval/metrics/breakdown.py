@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from .core import Counts, Rates, SortedTrials, _eer, _rocch_eer, _threshold_at
+from .core import Counts, Rates, SortedTrials, eer_at_rates, rocch_eer_at_rates, threshold_at
 
 MIN_SEGMENT_SPEAKERS = 3
 
@@ -58,14 +58,14 @@ def subset_eer(c: Counts, method: str = "speechbrain"):
     if n_n <= 0:
         return None, "no non-target trials"
     r = Rates(c.t, c.n)
-    value = _rocch_eer(r) if method == "rocch" else _eer(r)[0]
+    value = rocch_eer_at_rates(r) if method == "rocch" else eer_at_rates(r)[0]
     return float(value), None
 
 
 def subset_eer_threshold(c: Counts) -> Optional[float]:
     """SpeechBrain EER threshold of a count table with both classes."""
-    _, k, at_mid = _eer(Rates(c.t, c.n))
-    return float(_threshold_at(c.unique, k, at_mid))
+    _, k, at_mid = eer_at_rates(Rates(c.t, c.n))
+    return float(threshold_at(c.unique, k, at_mid))
 
 
 def _count(x) -> int | float:

@@ -321,7 +321,7 @@ def _eer_pick(r: Rates):
     return k, at_mid
 
 
-def _eer(r: Rates):
+def eer_at_rates(r: Rates):
     k, at_mid = _eer_pick(r)
     kk = np.asarray(k)[..., None]
     value = 0.5 * (np.take_along_axis(r.frr, kk, -1) + np.take_along_axis(r.far, kk, -1))[..., 0]
@@ -341,10 +341,10 @@ def eer_from_counts(t, n, unique=None):
     Returns ``(eer, threshold)``; ``threshold`` is None unless ``unique`` (the distinct scores)
     is given. Rows with one class give NaN.
     """
-    value, k, at_mid = _eer(Rates(t, n))
+    value, k, at_mid = eer_at_rates(Rates(t, n))
     threshold = None
     if unique is not None:
-        threshold = _threshold_at(np.asarray(unique, dtype=np.float64), k, at_mid)
+        threshold = threshold_at(np.asarray(unique, dtype=np.float64), k, at_mid)
     return value, threshold
 
 
@@ -353,7 +353,7 @@ def _midpoint(a, b):
     return np.where(np.isfinite(mid), mid, a / 2 + b / 2)
 
 
-def _threshold_at(unique, k, at_mid):
+def threshold_at(unique, k, at_mid):
     k = np.asarray(k)
     upper = unique[np.minimum(k + 1, unique.size - 1)]
     mid = _midpoint(unique[k], upper)
@@ -362,7 +362,7 @@ def _threshold_at(unique, k, at_mid):
     return np.where(use_mid, mid, unique[k])
 
 
-def _rocch_eer(r: Rates, iterations: int = 80):
+def rocch_eer_at_rates(r: Rates, iterations: int = 80):
     shape = r.frr.shape[:-1]
     if not shape:
         return _rocch_eer_1d(r, iterations)
@@ -450,7 +450,7 @@ def rocch_eer_from_counts(t, n):
     whose segment crosses the diagonal, and e is that crossing (exact up to rounding).
     Batched over leading dimensions; one-class rows give NaN.
     """
-    return _rocch_eer(Rates(t, n))
+    return rocch_eer_at_rates(Rates(t, n))
 
 
 # ----------------------------------------------------------------------------- AUC, TPR@FPR, minDCF
@@ -469,7 +469,7 @@ def auc_from_counts(t, n):
     return _auc(Rates(t, n))
 
 
-def _tpr_at_fpr(r: Rates, fpr_target: float):
+def tpr_at_fpr_of_rates(r: Rates, fpr_target: float):
     if fpr_target >= 1.0:
         tpr = np.where(np.isnan(r.frr[..., -1]), np.nan, 1.0)
         return tpr, np.full(r.frr.shape[:-1], -1)
@@ -487,7 +487,7 @@ def tpr_at_fpr_from_counts(t, n, fpr_target: float):
     Returns ``(tpr, k)`` where ``k`` is the distinct-score index of the threshold (-1 for
     "accept all"). Batched; one-class rows give NaN.
     """
-    return _tpr_at_fpr(Rates(t, n), fpr_target)
+    return tpr_at_fpr_of_rates(Rates(t, n), fpr_target)
 
 
 def _min_dcf(r: Rates, p_target, c_miss, c_fa):
@@ -520,11 +520,11 @@ def metrics_from_counts(t, n, settings: MetricSettings = MetricSettings()) -> di
 def metrics_from_rates(r: Rates, settings: MetricSettings = MetricSettings()) -> dict:
     """:func:`metrics_from_counts` on cumulative sums already computed (the binned bootstrap
     reuses them for its error bounds)."""
-    eer = _rocch_eer(r) if settings.eer_method == "rocch" else _eer(r)[0]
+    eer = rocch_eer_at_rates(r) if settings.eer_method == "rocch" else eer_at_rates(r)[0]
     return {
         "eer": eer,
         "auc": _auc(r),
-        "tpr_at_fpr": {x: _tpr_at_fpr(r, x)[0] for x in settings.fpr_targets},
+        "tpr_at_fpr": {x: tpr_at_fpr_of_rates(r, x)[0] for x in settings.fpr_targets},
         "min_dcf": _min_dcf(r, settings.p_target, settings.c_miss, settings.c_fa)[0],
     }
 
@@ -663,12 +663,12 @@ class PointMetrics:
 def point_metrics(c: Counts, settings: MetricSettings = MetricSettings()) -> PointMetrics:
     """All point metrics of one count table (both classes present), from one set of sums."""
     r = Rates(c.t, c.n)
-    sb, k, at_mid = _eer(r)
-    thr = _threshold_at(c.unique, k, at_mid)
-    rocch = float(_rocch_eer(r))
+    sb, k, at_mid = eer_at_rates(r)
+    thr = threshold_at(c.unique, k, at_mid)
+    rocch = float(rocch_eer_at_rates(r))
     tprs, tthr = {}, {}
     for x in settings.fpr_targets:
-        v, kt = _tpr_at_fpr(r, x)
+        v, kt = tpr_at_fpr_of_rates(r, x)
         tprs[x] = float(v)
         tthr[x] = None if int(kt) < 0 else float(c.unique[int(kt)])
     dcf, kd = _min_dcf(r, settings.p_target, settings.c_miss, settings.c_fa)

@@ -15,7 +15,7 @@ import numpy as np
 from ..atomic import atomic_open
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -24,7 +24,7 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path) -> Path:
+def save_figure(fig, path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     with atomic_open(path, "wb") as handle:
@@ -34,7 +34,7 @@ def _save(fig, path) -> Path:
 
 def plot_roc(path, fpr, tpr, *, eer=None, tpr_at_fpr=None) -> Path:
     """ROC curve (linear axes) with the chance diagonal, the EER point and the TPR@FPR points."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 5))
     ax.plot(fpr, tpr, lw=1.5, label="ROC")
     ax.plot([0, 1], [0, 1], ls=":", c="grey", lw=1, label="chance")
@@ -51,7 +51,7 @@ def plot_roc(path, fpr, tpr, *, eer=None, tpr_at_fpr=None) -> Path:
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title("ROC")
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -61,7 +61,7 @@ def plot_det(path, far, frr, *, eer=None) -> Path:
     on the frame)."""
     from scipy.special import ndtri
 
-    plt = _pyplot()
+    plt = pyplot()
     lo = 5e-4
     x = ndtri(np.clip(far, lo, 1 - lo))
     y = ndtri(np.clip(frr, lo, 1 - lo))
@@ -85,7 +85,7 @@ def plot_det(path, far, frr, *, eer=None) -> Path:
     ax.legend(loc="upper right", fontsize=8)
     ax.set_title("DET")
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -97,7 +97,7 @@ def plot_per_speaker(path, per_speaker: dict, *, overall_eer=None) -> Path:
     """Bar per speaker (sorted by EER), named; beyond ``MAX_NAMED_SPEAKERS`` the sorted EERs as a
     step curve (a name or a bar each would not be readable, and a figure as wide as 1,000 bars
     took seconds to draw). Speakers without an EER are left out and counted."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = sorted(((v["eer"], k) for k, v in per_speaker.items() if v["eer"] is not None))
     missing = sum(1 for v in per_speaker.values() if v["eer"] is None)
     named = len(rows) <= MAX_NAMED_SPEAKERS
@@ -120,14 +120,14 @@ def plot_per_speaker(path, per_speaker: dict, *, overall_eer=None) -> Path:
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
 
 def plot_segments(path, segments: dict) -> Path:
     """Grouped bars, intra vs inter EER per segment value, one panel per attribute."""
-    plt = _pyplot()
+    plt = pyplot()
     attrs = [a for a, v in segments.items() if v]
     fig, axes = plt.subplots(
         len(attrs),
@@ -162,7 +162,7 @@ def plot_segments(path, segments: dict) -> Path:
         ax.legend(fontsize=8)
     fig.tight_layout()
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 

@@ -15,8 +15,7 @@ import numpy as np
 
 from ...atomic import write_text
 from ...metrics.bootstrap import UNIT_WORDS
-from ...metrics.plots import _pyplot
-from ...metrics.plots import _save as _save_figure
+from ...metrics.plots import pyplot, save_figure
 from ...metrics.small import small_label
 from ..tables import (
     DEFAULT_TABLES,
@@ -34,9 +33,9 @@ ORIGINAL = "original"
 
 def _save(fig, path) -> Path:
     try:
-        return _save_figure(fig, path)
+        return save_figure(fig, path)
     finally:
-        _pyplot().close(fig)
+        pyplot().close(fig)
 
 
 def _pct(x) -> str:
@@ -666,7 +665,7 @@ def _legend(ax) -> None:
 
 
 def plot_eers(path, doc: dict):
-    plt = _pyplot()
+    plt = pyplot()
     names = [n for n in doc["cells"] if n != ORIGINAL]
     fig, axes = plt.subplots(
         1, len(names), figsize=(5 * len(names), 3.6), squeeze=False, sharey=True
@@ -704,7 +703,7 @@ def plot_det(path, doc: dict, root: Path):
     from ...attack.cell_results import cell_trials
     from ...metrics.core import counts, det_points
 
-    plt = _pyplot()
+    plt = pyplot()
     names = [n for n in doc["cells"] if n != ORIGINAL]
     fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
     ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5])
@@ -731,7 +730,7 @@ def plot_det(path, doc: dict, root: Path):
 
 
 def plot_per_speaker(path, doc: dict, pseudonyms: dict):
-    plt = _pyplot()
+    plt = pyplot()
     heads = {n: h for n, h in doc["headline"].items() if "attacker" in h}
     if not heads:
         return None

@@ -10,7 +10,7 @@ import numpy as np
 from ...atomic import atomic_open
 from ...attack.evaluation_set import CONDITION_TITLES
 from ...metrics.bootstrap import UNIT_WORDS
-from ...metrics.plots import _pyplot, _save
+from ...metrics.plots import pyplot, save_figure
 from ...metrics.small import small_label
 from ...provenance import report_lines
 from ..tables import (
@@ -52,7 +52,7 @@ def _cells(doc):
 
 def plot_eer_grid(path, doc) -> Path:
     """EER per corpus (groups) and attacker (bars) with 95% CIs, one panel per condition."""
-    plt = _pyplot()
+    plt = pyplot()
     conditions = doc["run"]["conditions"]
     corpora = list(doc["cells"])
     attackers = doc["run"]["features"]
@@ -86,7 +86,7 @@ def plot_eer_grid(path, doc) -> Path:
     axes[0, -1].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -97,7 +97,7 @@ def plot_distinctiveness(path, doc, cond) -> Path | None:
     corpora = [c for c in doc["cells"] if doc["correlations"].get(c, {}).get(cond)]
     if not corpora:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(corpora), figsize=(4.2 * len(corpora), 3.8), squeeze=False)
     for ax, corpus in zip(axes[0], corpora):
         distinct = doc["corpora"][corpus]["conditions"][cond]["distinctiveness"]["speakers"]
@@ -131,7 +131,7 @@ def plot_distinctiveness(path, doc, cond) -> Path | None:
     axes[0, 0].set_ylabel("per-speaker EER (%)")
     fig.tight_layout()
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -152,7 +152,7 @@ def plot_segments(path, doc, cond) -> Path | None:
                     )
     if not rows:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(rows), figsize=(4.4 * len(rows), 4.2), squeeze=False)
     attackers = doc["run"]["features"]
     for ax, (corpus, pts) in zip(axes[0], rows.items()):
@@ -179,7 +179,7 @@ def plot_segments(path, doc, cond) -> Path | None:
         ax.legend(fontsize=7)
     fig.tight_layout()
     try:
-        return _save(fig, path)
+        return save_figure(fig, path)
     finally:
         plt.close(fig)
 

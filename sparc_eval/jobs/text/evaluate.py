@@ -611,7 +611,7 @@ def _document(
 
 
 def _json_safe(obj):
-    from ...metrics.results import _json_safe as safe
+    from ...metrics.results import json_safe as safe
 
     return safe(obj)
 
