@@ -202,3 +202,75 @@ def register_passthrough(subparsers, name: str, main, *, help: str, description:
     (it parses the hparams syntax itself; :mod:`sparc_eval.cli` dispatches to it)."""
     p = subparsers.add_parser(name, help=help, description=description, add_help=False)
     p.set_defaults(func=None, raw=main)
+
+
+# --- typed settings from hparams ---------------------------------------------------------------
+
+
+def bounded(default, *, minimum=None, maximum=None, choices=None):
+    """A settings dataclass field whose hparams value :func:`read_fields` checks: a number in
+    [``minimum``, ``maximum``] or one of ``choices``. The default is the one place it is set."""
+    from dataclasses import field
+
+    bounds = {"minimum": minimum, "maximum": maximum, "choices": choices}
+    return field(default=default, metadata={k: v for k, v in bounds.items() if v is not None})
+
+
+def _cast(key: str, value, kind: str):
+    """``value`` as the field's type (``int``, ``float``, ``str``, ``tuple``, ``bool``, or an
+    Optional of one), else a DataError naming the key."""
+    base = kind.replace("typing.", "").replace("Optional[", "").rstrip("]").strip()
+    try:
+        if base == "int":
+            if isinstance(value, bool) or float(value) != int(float(value)):
+                raise ValueError
+            return int(float(value))
+        if base == "float" and not isinstance(value, bool):
+            return float(value)
+        if base == "bool" and isinstance(value, bool):
+            return value
+        if base == "str" and isinstance(value, str):
+            return value
+        if base == "tuple":
+            return tuple([value] if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        pass
+    else:
+        if base not in ("int", "float", "bool", "str", "tuple"):
+            return value  # a type this reader does not check
+    raise DataError(
+        f"hparams: {key} must be {'an' if base == 'int' else 'a'} {base}, not {value!r}"
+    )
+
+
+def _check_bounds(key: str, value, meta) -> None:
+    low, high, choices = meta.get("minimum"), meta.get("maximum"), meta.get("choices")
+    if choices is not None and value not in choices:
+        raise DataError(
+            f"hparams: {key} must be one of {', '.join(map(str, choices))}, not {value!r}"
+        )
+    if (low is not None and value < low) or (high is not None and value > high):
+        where = (
+            f">= {low}" if high is None else f"<= {high}" if low is None else f"in [{low}, {high}]"
+        )
+        raise DataError(f"hparams: {key} must be {where}, not {value!r}")
+
+
+def read_fields(cls, hp: dict, keys: dict) -> dict:
+    """{field: value} for the dataclass ``cls`` from ``hp``: each hparams key of ``keys`` (key ->
+    field name) that is present and not null, cast to the field's type and checked against its
+    :func:`bounded` range, so that a mistyped or out-of-range setting fails, naming its key,
+    before any work. Absent and null keys are left out: the field's default applies."""
+    from dataclasses import fields
+
+    declared = {f.name: f for f in fields(cls)}
+    found = {}
+    for key, name in keys.items():
+        if hp.get(key) is None:
+            continue
+        spec = declared[name]
+        kind = spec.type.__name__ if isinstance(spec.type, type) else str(spec.type)
+        value = _cast(key, hp[key], kind)
+        _check_bounds(key, value, spec.metadata)
+        found[name] = value
+    return found

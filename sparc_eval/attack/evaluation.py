@@ -13,20 +13,37 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from ..errors import DataError
-from ..metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
+from ..hparams import bounded, read_fields
+from ..metrics.bootstrap import BOOTSTRAP_METHODS, BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from ..metrics.core import MetricSettings
 from ..metrics.small import MIN_SPEAKERS
 from .trials import Trials
 
+# hparams key -> field, for the keys whose field has another name
+BOOTSTRAP_KEYS = {
+    "n_boot": "n_boot",
+    "seed": "seed",
+    "bootstrap_unit": "unit",
+    "bootstrap_method": "method",
+    "bootstrap_bins": "bins",
+}
+SEGMENT_KEYS = {
+    "min_segment_speakers": "min_speakers",
+    "segment_attributes": "attributes",
+    "accent_grouping": "accent_grouping",
+}
+
 
 @dataclass(frozen=True)
 class BootstrapSettings:
-    n_boot: int = 1000  # resamples (0: no CIs)
+    n_boot: int = bounded(1000, minimum=0)  # resamples (0: no CIs)
     seed: int = 0
     # two_way: the speakers on both sides of the trials | speaker: test speakers | trial
-    unit: str = DEFAULT_BOOTSTRAP_UNIT
-    method: str = "auto"  # auto | exact | binned (sparc_eval.metrics.bootstrap)
-    bins: Optional[int] = None  # score bins of the binned bootstrap (None: the unit's default)
+    unit: str = bounded(DEFAULT_BOOTSTRAP_UNIT, choices=BOOTSTRAP_UNITS)
+    method: str = bounded("auto", choices=BOOTSTRAP_METHODS)  # sparc_eval.metrics.bootstrap
+    bins: Optional[int] = bounded(
+        None, minimum=2
+    )  # score bins of the binned bootstrap (None: the unit's default)
 
     def __post_init__(self):
         if self.unit not in BOOTSTRAP_UNITS:
@@ -37,7 +54,9 @@ class BootstrapSettings:
 
 @dataclass(frozen=True)
 class SegmentSettings:
-    min_speakers: int = 3  # a segment needs this many trial speakers (both papers)
+    min_speakers: int = bounded(
+        3, minimum=1
+    )  # a segment needs this many trial speakers (both papers)
     attributes: Optional[tuple] = None  # attributes segmented (None: every speaker attribute)
     accent_grouping: str = "coarse"  # coarse | fine (sparc_eval.data.attributes)
 
@@ -53,49 +72,21 @@ class EvaluationSettings:
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     segments: SegmentSettings = field(default_factory=SegmentSettings)
     # fewer test speakers than this, or a degenerate interval: no verdict (sparc_eval.metrics.small)
-    min_verdict_speakers: int = MIN_SPEAKERS
+    min_verdict_speakers: int = bounded(MIN_SPEAKERS, minimum=1)
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "EvaluationSettings":
         """The evaluation keys of any recipe's hparams (absent or null keys take the defaults above)."""
 
-        def given(names: dict, cast) -> dict:
-            return {
-                field_name: cast[field_name](hp[key])
-                for key, field_name in names.items()
-                if hp.get(key) is not None
-            }
+        boot = BootstrapSettings(**read_fields(BootstrapSettings, hp, BOOTSTRAP_KEYS))
+        segments = SegmentSettings(**read_fields(SegmentSettings, hp, SEGMENT_KEYS))
+        verdict = read_fields(cls, hp, {"min_verdict_speakers": "min_verdict_speakers"})
+        return cls(bootstrap=boot, segments=segments, **verdict)
 
-        try:
-            boot = BootstrapSettings(
-                **given(
-                    {
-                        "n_boot": "n_boot",
-                        "seed": "seed",
-                        "bootstrap_unit": "unit",
-                        "bootstrap_method": "method",
-                        "bootstrap_bins": "bins",
-                    },
-                    {"n_boot": int, "seed": int, "unit": str, "method": str, "bins": int},
-                )
-            )
-            segments = SegmentSettings(
-                **given(
-                    {
-                        "min_segment_speakers": "min_speakers",
-                        "segment_attributes": "attributes",
-                        "accent_grouping": "accent_grouping",
-                    },
-                    {"min_speakers": int, "attributes": tuple, "accent_grouping": str},
-                )
-            )
-            verdict = int(hp.get("min_verdict_speakers") or MIN_SPEAKERS)
-        except (TypeError, ValueError) as err:
-            raise DataError(
-                f"n_boot, seed, bootstrap_bins, min_segment_speakers and min_verdict_speakers must be "
-                f"integers ({err})"
-            ) from None
-        return cls(bootstrap=boot, segments=segments, min_verdict_speakers=verdict)
+    @staticmethod
+    def keys() -> set:
+        """The hparams keys these settings read (what an attacker's hparams file may leave out)."""
+        return {*BOOTSTRAP_KEYS, *SEGMENT_KEYS, "min_verdict_speakers"}
 
     def record(self) -> dict:
         """What results.json keeps of these settings (``run``)."""

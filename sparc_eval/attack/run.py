@@ -15,19 +15,7 @@ from .contract import Needs, check_attacker  # noqa: F401 (Needs: the old import
 from .evaluation import EvaluationSettings, evaluate
 from .trials import Trials
 
-EVALUATION_KEYS = {
-    "seed",
-    "n_boot",
-    "bootstrap_unit",
-    "bootstrap_method",
-    "bootstrap_bins",
-    "accent_grouping",
-    "min_segment_speakers",
-    "segment_attributes",
-    "min_verdict_speakers",
-    "output_folder",
-    "results_folder",
-}
+EVALUATION_KEYS = EvaluationSettings.keys() | {"output_folder", "results_folder"}
 LIBRARY_KEYS = (
     DataSettings.keys() | EVALUATION_KEYS
 )  # an attacker's hparams file may leave these out

@@ -14,6 +14,7 @@ from ...attack.evaluation import EvaluationSettings
 from ...attack.specs import ATTACKER_COMMON, attacker_specs
 from ...data.plan import SCENARIOS, DataSettings
 from ...errors import DataError
+from ...hparams import bounded, read_fields
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
@@ -49,8 +50,8 @@ class CardSettings:
     runner: dict = field(
         default_factory=dict
     )  # anonymization: runner, batch_size, num_workers, num_gpus
-    weak_attacker_eer: float = WEAK_ATTACKER_EER
-    max_ci_width: float = MAX_CI_WIDTH
+    weak_attacker_eer: float = bounded(WEAK_ATTACKER_EER, minimum=0.0, maximum=0.5)
+    max_ci_width: float = bounded(MAX_CI_WIDTH, minimum=0.0, maximum=1.0)
     pseudonymise: bool = False
     learning_curve: bool = (
         False  # trained attackers again on nested shares of their training speakers
@@ -101,8 +102,9 @@ class CardSettings:
                 for k in ("runner", "batch_size", "num_workers", "num_gpus")
                 if hp.get(k) is not None
             },
-            weak_attacker_eer=float(hp.get("weak_attacker_eer", WEAK_ATTACKER_EER)),
-            max_ci_width=float(hp.get("max_ci_width", MAX_CI_WIDTH)),
+            **read_fields(
+                cls, hp, {"weak_attacker_eer": "weak_attacker_eer", "max_ci_width": "max_ci_width"}
+            ),
             pseudonymise=bool(hp.get("pseudonymise", False)),
             plots=bool(hp.get("plots", True)),
             learning_curve=bool(hp.get("learning_curve", False)),

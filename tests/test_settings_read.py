@@ -1,0 +1,120 @@
+"""Settings read from hparams by one typed reader (issue 64, item 2, first part): a value is cast to
+its field's type and checked against its range before any work, naming the key; each default is
+set once, on its field, and the hparams files that show a default agree with it."""
+
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Optional
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sparc_eval.attack.evaluation import (  # noqa: E402
+    BOOTSTRAP_KEYS,
+    SEGMENT_KEYS,
+    BootstrapSettings,
+    EvaluationSettings,
+    SegmentSettings,
+)
+from sparc_eval.errors import DataError  # noqa: E402
+from sparc_eval.hparams import HparamsFile, bounded, read_fields  # noqa: E402
+from sparc_eval.jobs.card.settings import CardSettings  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Toy:
+    count: int = bounded(3, minimum=1)
+    share: float = bounded(0.5, minimum=0.0, maximum=1.0)
+    mode: str = bounded("a", choices=("a", "b"))
+    bins: Optional[int] = bounded(None, minimum=2)
+    names: Optional[tuple] = None
+
+
+KEYS = {"count": "count", "share": "share", "mode": "mode", "bins": "bins", "names": "names"}
+
+
+def test_values_are_cast_and_absent_or_null_keys_take_the_default():
+    found = read_fields(Toy, {"count": 4.0, "share": 1, "bins": None, "names": ["x"]}, KEYS)
+    assert found == {"count": 4, "share": 1.0, "names": ("x",)}
+    assert Toy(**found) == Toy(count=4, share=1.0, names=("x",))
+    assert read_fields(Toy, {}, KEYS) == {}
+
+
+@pytest.mark.parametrize(
+    "hp, message",
+    [
+        ({"count": -3}, "count must be >= 1, not -3"),
+        ({"count": 2.5}, "count must be an int, not 2.5"),
+        ({"count": True}, "count must be an int"),
+        ({"count": "many"}, "count must be an int, not 'many'"),
+        ({"share": 1.5}, r"share must be in \[0.0, 1.0\], not 1.5"),
+        ({"share": "half"}, "share must be a float"),
+        ({"mode": "c"}, "mode must be one of a, b, not 'c'"),
+        ({"bins": 1}, "bins must be >= 2, not 1"),
+    ],
+)
+def test_a_bad_value_is_an_error_naming_its_key(hp, message):
+    with pytest.raises(DataError, match=message):
+        read_fields(Toy, hp, KEYS)
+
+
+def test_the_evaluation_settings_refuse_bad_values_before_any_work():
+    with pytest.raises(DataError, match="min_verdict_speakers must be >= 1, not -3"):
+        EvaluationSettings.from_hparams({"min_verdict_speakers": -3})
+    with pytest.raises(DataError, match="bootstrap_unit must be one of"):
+        EvaluationSettings.from_hparams({"bootstrap_unit": "utterance"})
+    # 0 was silently the default before (``or MIN_SPEAKERS``); now it is refused by name
+    with pytest.raises(DataError, match="min_verdict_speakers must be >= 1, not 0"):
+        EvaluationSettings.from_hparams({"min_verdict_speakers": 0})
+    got = EvaluationSettings.from_hparams({"n_boot": 200, "segment_attributes": "sex"})
+    assert got.bootstrap.n_boot == 200 and got.segments.attributes == ("sex",)
+    assert EvaluationSettings.keys() >= {*BOOTSTRAP_KEYS, *SEGMENT_KEYS}
+
+
+def test_the_card_refuses_a_bad_threshold_by_name(tmp_path):
+    from sparc_eval.hparams import load_hparams
+
+    for key, value, message in (
+        ("min_verdict_speakers", -3, "min_verdict_speakers must be >= 1"),
+        ("max_ci_width", 2, r"max_ci_width must be in \[0.0, 1.0\]"),
+        ("weak_attacker_eer", 0.7, r"weak_attacker_eer must be in \[0.0, 0.5\]"),
+    ):
+        hp = load_hparams(
+            REPO / "hparams" / "evaluate.yaml",
+            {"anonymizer": "mcadams", key: value, "output_folder": str(tmp_path)},
+        )
+        with pytest.raises(DataError, match=message):
+            CardSettings.from_hparams(hp)
+
+
+def _defaults() -> dict:
+    """hparams key -> the default its field defines."""
+    out = {}
+    for cls, keys in ((BootstrapSettings, BOOTSTRAP_KEYS), (SegmentSettings, SEGMENT_KEYS)):
+        by_name = {f.name: f.default for f in fields(cls)}
+        out.update({key: by_name[name] for key, name in keys.items()})
+    card = {f.name: f.default for f in fields(CardSettings)}
+    out["min_verdict_speakers"] = EvaluationSettings().min_verdict_speakers
+    out.update({k: card[k] for k in ("weak_attacker_eer", "max_ci_width")})
+    return out
+
+
+def test_the_hparams_files_show_the_defaults_the_fields_define():
+    """A file that writes an evaluation key without naming another value shows its default; the
+    defaults are set once, on the fields, so the files must agree with them."""
+    defaults, found = _defaults(), []
+    for path in sorted((REPO / "hparams").rglob("*.yaml")):
+        for key, text in HparamsFile(path).written.items():
+            if key not in defaults or key == "seed" or not text or text.startswith("!"):
+                continue
+            value = yaml.safe_load(text)
+            # a list (segment_attributes) is a choice the file makes, not a default it shows
+            if value is not None and not isinstance(value, list) and value != defaults[key]:
+                found.append(
+                    f"{path.relative_to(REPO)}: {key}: {value!r} (default {defaults[key]!r})"
+                )
+    assert found == []
