@@ -20,6 +20,7 @@ from sparc_eval.attack.evaluation import (  # noqa: E402
     EvaluationSettings,
     SegmentSettings,
 )
+from sparc_eval.data.plan import DataSettings  # noqa: E402
 from sparc_eval.errors import DataError  # noqa: E402
 from sparc_eval.hparams import HparamsFile, bounded, read_fields  # noqa: E402
 from sparc_eval.jobs.card.settings import CardSettings  # noqa: E402
@@ -75,6 +76,16 @@ def test_the_evaluation_settings_refuse_bad_values_before_any_work():
     assert EvaluationSettings.keys() >= {*BOOTSTRAP_KEYS, *SEGMENT_KEYS}
 
 
+def test_the_data_settings_refuse_bad_values_by_name():
+    with pytest.raises(DataError, match="n_enroll must be >= 1, not -1"):
+        DataSettings.from_hparams({"n_enroll": -1})
+    with pytest.raises(DataError, match=r"eval_speaker_fraction must be in \[0.0, 1.0\]"):
+        DataSettings.from_hparams({"eval_speaker_fraction": 1.5})
+    with pytest.raises(DataError, match="max_per_speaker must be an int"):
+        DataSettings.from_hparams({"max_per_speaker": "all"})
+    assert DataSettings.from_hparams({"n_enroll": 5.0}).n_enroll == 5
+
+
 def test_the_card_refuses_a_bad_threshold_by_name(tmp_path):
     from sparc_eval.hparams import load_hparams
 
@@ -100,6 +111,7 @@ def _defaults() -> dict:
     card = {f.name: f.default for f in fields(CardSettings)}
     out["min_verdict_speakers"] = EvaluationSettings().min_verdict_speakers
     out.update({k: card[k] for k in ("weak_attacker_eer", "max_ci_width")})
+    out.update({f.name: f.default for f in fields(DataSettings) if f.metadata})
     return out
 
 

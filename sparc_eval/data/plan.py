@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError
+from ..hparams import bounded, read_fields
 from .corpora.specs import load_spec, load_specs
 from .manifest import Manifest
 from .planned import MAX_MISSING_SHARE, DataPlan  # noqa: F401 (re-exported: their home before)
@@ -44,8 +45,8 @@ class DataSettings:
     cache_folder: str = "results/cache"
     train_folders: Optional[list] = None  # train on these instead of data_folder
     eval_folder: Optional[str] = None  # None: speakers of data_folder are held out
-    eval_speaker_fraction: float = 0.5
-    split_seed: int = 0
+    eval_speaker_fraction: float = bounded(0.5, minimum=0.0, maximum=1.0)
+    split_seed: int = bounded(0, minimum=0)
     allow_speaker_overlap: bool = False
     scenario: str = "original"
     anon_train_folders: Optional[list] = None  # anonymized training corpus (semi-informed)
@@ -58,11 +59,13 @@ class DataSettings:
     trials_dirs: list = field(default_factory=list)  # else id lists, else seeded (paper section 5)
     enroll_list: Optional[str] = None
     trial_list: Optional[str] = None
-    n_enroll: int = 20
-    max_per_speaker: int = 60
-    min_duration: Optional[float] = 2.0
-    max_duration: Optional[float] = 30.0
-    train_speaker_fraction: float = 1.0  # train on a seeded share of the training speakers
+    n_enroll: int = bounded(20, minimum=1)
+    max_per_speaker: int = bounded(60, minimum=1)
+    min_duration: Optional[float] = bounded(2.0, minimum=0.0)
+    max_duration: Optional[float] = bounded(30.0, minimum=0.0)
+    train_speaker_fraction: float = bounded(
+        1.0, minimum=0.0, maximum=1.0
+    )  # train on a seeded share of the training speakers
     # (learning curves; the shares are nested)
     # VoicePrivacy data folders as they are (sparc_eval/data/vpc.py): data_folder is the challenge's
     # data folder, each trial list scored on its own, anonymized copies found by their suffix
@@ -100,6 +103,8 @@ class DataSettings:
         }
         if given.get("trials_dirs") is None:
             given.pop("trials_dirs", None)
+        # the fields with a range: cast and checked by the one reader, naming the key
+        given.update(read_fields(cls, hp, {f.name: f.name for f in fields(cls) if f.metadata}))
         return cls(**given)
 
     def changed(self) -> dict:
