@@ -433,6 +433,16 @@ def _all_settings(run, clean, config, settings, tasks, usable) -> tuple:
     return topic_on, n_cut
 
 
+def _ready_scorers(scorer, n_utterances: int) -> list:
+    """The scorers (one or a list), each checked by its ``preflight`` before any work: a missing
+    API key or model fails here."""
+    scorers = scorer_list(scorer)
+    for s in scorers:
+        s.preflight()
+    logger.info("[text] scorer %s; %d utterances", ", ".join(s.name for s in scorers), n_utterances)
+    return scorers
+
+
 def evaluate_text(
     manifest,
     scorer,
@@ -461,14 +471,9 @@ def evaluate_text(
     ``panel_ci``: CIs for the panel beyond EER too (off: point values only)."""
     t_start = time.perf_counter()
     config = config or TrialConfig()
-    scorers = scorer_list(scorer)
     settings, tasks = _check_request(settings, tasks, bootstrap_unit, protocol)
-    for s in scorers:
-        s.preflight()  # a missing API key or model fails here, before any work
+    scorers = _ready_scorers(scorer, len(manifest))
     out_dir = Path(output_folder) if output_folder else None
-    logger.info(
-        "[text] scorer %s; %d utterances", ", ".join(s.name for s in scorers), len(manifest)
-    )
     run = _TextRun(
         scorers,
         tasks,
