@@ -207,12 +207,13 @@ def register_passthrough(subparsers, name: str, main, *, help: str, description:
 # --- typed settings from hparams ---------------------------------------------------------------
 
 
-def bounded(default, *, minimum=None, maximum=None, choices=None):
+def bounded(default, *, minimum=None, maximum=None, above=None, choices=None):
     """A settings dataclass field whose hparams value :func:`read_fields` checks: a number in
-    [``minimum``, ``maximum``] or one of ``choices``. The default is the one place it is set."""
+    [``minimum``, ``maximum``] (``above``: an exclusive lower bound) or one of ``choices``. The
+    default is the one place it is set."""
     from dataclasses import field
 
-    bounds = {"minimum": minimum, "maximum": maximum, "choices": choices}
+    bounds = {"minimum": minimum, "maximum": maximum, "above": above, "choices": choices}
     return field(default=default, metadata={k: v for k, v in bounds.items() if v is not None})
 
 
@@ -221,6 +222,8 @@ def _cast(key: str, value, kind: str):
     Optional of one), else a DataError naming the key."""
     base = kind.replace("typing.", "").replace("Optional[", "").rstrip("]").strip()
     try:
+        if base == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return value  # exact, however large (a seed above 2**53 stays itself)
         if base == "int":
             if isinstance(value, bool) or float(value) != int(float(value)):
                 raise ValueError
@@ -245,6 +248,10 @@ def _cast(key: str, value, kind: str):
 
 def _check_bounds(key: str, value, meta) -> None:
     low, high, choices = meta.get("minimum"), meta.get("maximum"), meta.get("choices")
+    above = meta.get("above")
+    if above is not None and not value > above:
+        upper = "" if high is None else f" and <= {high}"
+        raise DataError(f"hparams: {key} must be > {above}{upper}, not {value!r}")
     if choices is not None and value not in choices:
         raise DataError(
             f"hparams: {key} must be one of {', '.join(map(str, choices))}, not {value!r}"

@@ -130,3 +130,12 @@ def test_the_hparams_files_show_the_defaults_the_fields_define():
                     f"{path.relative_to(REPO)}: {key}: {value!r} (default {defaults[key]!r})"
                 )
     assert found == []
+
+
+def test_a_large_integer_stays_exact_and_an_exclusive_bound_holds():
+    assert DataSettings.from_hparams({"split_seed": 2**60 + 1}).split_seed == 2**60 + 1
+    with pytest.raises(
+        DataError, match=r"train_speaker_fraction must be > 0.0 and <= 1.0, not 0.0"
+    ):
+        DataSettings.from_hparams({"train_speaker_fraction": 0})
+    assert DataSettings.from_hparams({"train_speaker_fraction": 0.5}).train_speaker_fraction == 0.5

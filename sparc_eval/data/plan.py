@@ -64,7 +64,7 @@ class DataSettings:
     min_duration: Optional[float] = bounded(2.0, minimum=0.0)
     max_duration: Optional[float] = bounded(30.0, minimum=0.0)
     train_speaker_fraction: float = bounded(
-        1.0, minimum=0.0, maximum=1.0
+        1.0, above=0.0, maximum=1.0
     )  # train on a seeded share of the training speakers
     # (learning curves; the shares are nested)
     # VoicePrivacy data folders as they are (sparc_eval/data/vpc.py): data_folder is the challenge's

@@ -23,6 +23,7 @@ files' bytes and the package's version, like transcripts.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -98,13 +99,12 @@ class PredictedMOS:
             "the paired difference (anonymized - original); higher is better"
         )
 
-    def cache(self, cache_folder):
-        """Where predictions live: keyed by the model files' bytes and the predictor's settings."""
+    def cache(self, cache_folder, key: Optional[dict] = None):
+        """Where predictions live: keyed by :meth:`key_settings` (``key``, when already taken)."""
         from ..cache import ArrayCache, file_digests
 
-        return ArrayCache(
-            cache_folder, "naturalness", self.key_settings(file_digests(cache_folder))
-        )
+        key = key or self.key_settings(file_digests(cache_folder))
+        return ArrayCache(cache_folder, "naturalness", key)
 
     def key_settings(self, digests=None) -> dict:
         """What a prediction depends on beside the audio: the model files' bytes, the package's
@@ -119,12 +119,12 @@ class PredictedMOS:
             **self.settings(),
         }
 
-    def predictions(self, utterances, cache_folder, progress: bool = False) -> dict:
+    def predictions(self, utterances, cache_folder, progress: bool = False, key=None) -> dict:
         """{utterance id: scores (one per output)}, from the cache where the same audio was scored
         by the same model, else predicted and cached one utterance at a time."""
         from ..cache import cached_by_audio
 
-        cache = self.cache(cache_folder)
+        cache = self.cache(cache_folder, key)
 
         def fill(todo):
             if progress:
@@ -155,9 +155,12 @@ class PredictedMOS:
         chosen = {o.id: (o, a) for got in lists.values() for o, a in got}
         if not chosen:
             return {"not_applicable": "no trial utterance among the evaluated pairs"}
+        from ..cache import file_digests
+
         pairs = list(chosen.values())
-        scored_o = self.predictions([o for o, _ in pairs], pair.cache_folder, pair.progress)
-        scored_a = self.predictions([a for _, a in pairs], pair.cache_folder, pair.progress)
+        key = self.key_settings(file_digests(pair.cache_folder))  # the model's digest, once
+        scored_o = self.predictions([o for o, _ in pairs], pair.cache_folder, pair.progress, key)
+        scored_a = self.predictions([a for _, a in pairs], pair.cache_folder, pair.progress, key)
         per_utterance = {o.id: [scored_o[o.id], scored_a[a.id]] for o, a in pairs}
 
         def summary(got, column=0):
@@ -181,19 +184,19 @@ class PredictedMOS:
             "higher_is_better": True,
             "definition": self.definition,
             "measure": f"predicted MOS ({self.model}), not a listening test",
-            "predictor": self.describe(),
+            "predictor": self.describe(key),
             "unavailable_offline": UNAVAILABLE_OFFLINE,
             "per_utterance": {i: [float(o[0]), float(a[0])] for i, (o, a) in per_utterance.items()},
         }
 
-    def describe(self) -> dict:
+    def describe(self, key: Optional[dict] = None) -> dict:
         return {
             "name": self.name,
             "model": self.model,
             "trained_on": self.trained_on,
             "outputs": list(self.outputs),
             "files": [Path(f).name for f in self.model_files()],
-            **self.key_settings(),
+            **(key or self.key_settings()),
         }
 
     @staticmethod
@@ -282,7 +285,7 @@ class DistillMOS(PredictedMOS):
 
     def __init__(self, weights=None):
         super().__init__()
-        self.weights = None if weights in (None, "null") else str(weights)
+        self.weights = None if weights is None else str(weights)
         if self.weights is not None and not Path(self.weights).is_file():
             raise DataError("distillmos: no weights file here", path=self.weights)
 

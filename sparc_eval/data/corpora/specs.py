@@ -8,6 +8,7 @@ import json
 import warnings
 from pathlib import Path
 
+from ...errors import DataError
 from ...plugins import entry_points
 from ..manifest import Manifest
 from . import load_corpus
@@ -24,6 +25,11 @@ def load_spec(spec, *, cache_folder, root=None) -> Manifest:
     schemes = entry_points(CORPUS_SPEC_GROUP) if colon else {}
     if scheme in schemes:
         return schemes[scheme].load()(rest, cache_folder=Path(cache_folder))
+    if scheme == "demo":  # the built-in scheme, missing from a checkout not installed again
+        raise DataError(
+            f"corpus {spec!r}: the demo scheme is not registered (sparc_eval.corpus_specs)",
+            hint="install the package again (make install, or pip install -e .)",
+        )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*loading as text-only")
         return load_corpus(spec, root=root)

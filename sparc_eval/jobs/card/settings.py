@@ -400,8 +400,9 @@ def _enabled_utility(hp: dict, metrics: dict) -> list:
     )
     if hp.get("naturalness"):
         names += [n for n in PREDICTORS if n not in names]
-    registered = entry_points(UTILITY_METRIC_GROUP)
-    unknown = [n for n in names if n not in metrics and n not in registered]
+    missing = [n for n in names if n not in metrics]
+    registered = entry_points(UTILITY_METRIC_GROUP) if missing else {}
+    unknown = [n for n in missing if n not in registered]
     if unknown:
         raise DataError(
             f"utility_enabled names {unknown}, which are neither in utility: {list(metrics)} nor "

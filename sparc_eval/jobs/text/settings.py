@@ -19,7 +19,8 @@ from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
 from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
-from ...text_trials.config import (
+from ...text_trials.config import (  # noqa: F401 (SHARED_TEXT_KEYS: re-exported)
+    SHARED_TEXT_KEYS,
     TRIAL_KEYS,
     integer_setting,
     shared_text_from_hparams,
@@ -32,6 +33,7 @@ from .compare import BASE_SETTING
 
 __all__ = [
     "BOOTSTRAP_UNITS",
+    "SHARED_TEXT_KEYS",
     "TRIAL_KEYS",
     "hparams_digest",
     "TextRunSettings",
