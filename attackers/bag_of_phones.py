@@ -5,14 +5,14 @@ contract of sparc_eval/attack/) and one hparams file (hparams/bag_of_phones.yaml
 attacker recipe and the leakage comparison.
 """
 
-from sparc_eval.attack import Needs
+from sparc_eval.attack import AttackerBase, Needs
 from sparc_eval.attack.scoring import score_pairs
 from sparc_eval.attack.trials import Trials
 from sparc_eval.data.words import reference_text_deviation
 from sparc_eval.phones.features import PhoneFeatures
 
 
-class BagOfPhones:
+class BagOfPhones(AttackerBase):
     name = "bag_of_phones"
     needs = Needs(words=True, training=False)
 

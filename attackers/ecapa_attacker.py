@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparc_eval.attack import Needs
+from sparc_eval.attack import AttackerBase, Needs
 from sparc_eval.attack.scoring import score_pairs
 from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
@@ -55,12 +55,12 @@ class TrainingSettings:
         )
 
 
-class EcapaAttacker:
+class EcapaAttacker(AttackerBase):
     """``fit(train)`` trains (or resumes) the Brain; ``score(plan)`` embeds the split's enrollment
     and trial utterances and scores every trial pair."""
 
-    @staticmethod
-    def declared_needs(setting) -> Needs:
+    @classmethod
+    def declared_needs(cls, setting) -> Needs:
         """What it will read, from its hparams keys (``setting(key)``), before anything is built:
         the card checks its content attacker with it."""
         keys = {k: v for k in ("phone_source", "recognizer") if (v := setting(k)) is not None}
@@ -72,6 +72,7 @@ class EcapaAttacker:
         self.features = FeatureSettings.from_hparams(hparams)
         self.training = TrainingSettings.from_hparams(hparams)
         self.name = hparams.get("attacker_name") or self.features.feature_type
+        self.show_progress = self.training.progress  # bars of feature extraction and embedding
         self.needs = Needs(
             audio=self.features.needs_audio, words=self.features.reads_words, training=True
         )
@@ -79,14 +80,13 @@ class EcapaAttacker:
         self._scored = (
             None  # (plan, its embeddings) of the last score(): embeddings(plan) reuses them
         )
-        self.timings_s = {}  # features, training, embeddings, scoring: results.json run.timings_s
         if hparams.get("num_threads"):
             import torch
 
             torch.set_num_threads(int(hparams["num_threads"]))
 
-    @staticmethod
-    def derived_hparams(hp: dict, plan) -> dict:
+    @classmethod
+    def derived_hparams(cls, hp: dict, plan) -> dict:
         """The model's sizes from the data and from ``model_size`` (:mod:`.model_size`)."""
         return {
             "input_size": FeatureSettings.from_hparams(hp).input_size,
@@ -104,7 +104,7 @@ class EcapaAttacker:
         if self._extractor is None:
             return None
         with self._timed("features"):
-            return self._extractor.corpus(utterances, progress=self.training.progress)
+            return self._extractor.corpus(utterances, progress=self.show_progress)
 
     def prepare(self, plan) -> None:
         """Compute and cache the features of every utterance the attack reads (the recipe runs
@@ -210,7 +210,7 @@ class EcapaAttacker:
         )
         with self._timed("embeddings"):
             return self.brain.embed(
-                dataset, batch_size=self.training.eval_batch_size, progress=self.training.progress
+                dataset, batch_size=self.training.eval_batch_size, progress=self.show_progress
             )
 
     def embeddings(self, plan) -> dict:

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from sparc_eval.attack import Needs
+from sparc_eval.attack import AttackerBase, Needs
 from sparc_eval.attack.embedding_scoring import check_scoring, fit_backend, score_embeddings
 from sparc_eval.attack.trials import Trials
 from sparc_eval.errors import DataError
@@ -36,7 +36,7 @@ SEMI_INFORMED = "semi-informed"
 BACKEND_ADAPTATION_LABEL = "semi-informed (back-end)"
 
 
-class EmbeddingAttacker:
+class EmbeddingAttacker(AttackerBase):
     name = "embedding"  # also the cache namespace
     sample_rate = 16000  # the rate _embed_waves expects
     encoder_label = ""  # how results.json names the encoder (describe()); the name when empty
@@ -48,15 +48,16 @@ class EmbeddingAttacker:
         scoring: str = "cosine",
         batch_size: int = 32,
         lda_dim: int | None = None,
+        progress: bool = True,
     ):
         self.cache_folder, self.device = cache_folder, device
+        self.show_progress = bool(progress)  # a bar over the embedding pass
         self.scoring = check_scoring(scoring)
         self.batch_size = max(1, int(batch_size))
         self.lda_dim = None if lda_dim is None else int(lda_dim)
         self.needs = Needs(audio=True, training=self.scoring == "plda")
         self.backend = None  # the fitted PLDA back-end (scoring plda)
         self.n_embedded = 0  # utterances embedded by this run (the rest came from the cache)
-        self.timings_s, self.notes = {}, {}
         self._cache, self._resampling_said = None, False
         self._held = {}  # cache key -> vector, this run's: prepare, score and singling out read once
 
@@ -65,11 +66,6 @@ class EmbeddingAttacker:
     def _load(self) -> None:
         """Build the model once (called before every embedding pass: return early when built)."""
         raise NotImplementedError
-
-    def model_files(self) -> list:
-        """The files (or folders) the encoder's weights are read from: their content joins the
-        keys of the cells it scores. None by default."""
-        return []
 
     def encoder_settings(self) -> dict:
         """Plain values identifying the model (name, version, weights digest): the cache key."""
@@ -172,7 +168,8 @@ class EmbeddingAttacker:
             else:
                 todo[utt.id] = (utt, key)
         pending = list(todo.values())
-        for at in range(0, len(pending), self.batch_size):
+        batches = range(0, len(pending), self.batch_size)
+        for at in self.progress(batches, desc=f"{self.name} embeddings") if pending else batches:
             self._embed_batch(pending[at : at + self.batch_size], out)
         self.timings_s["embeddings"] = (
             self.timings_s.get("embeddings", 0.0) + time.perf_counter() - start

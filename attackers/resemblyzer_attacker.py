@@ -47,8 +47,9 @@ class ResemblyzerAttacker(EmbeddingAttacker):
         scoring: str = "cosine",
         lda_dim: int | None = None,
         batch_size: int = 32,
+        progress: bool = True,
     ):
-        super().__init__(cache_folder, device, scoring, batch_size, lda_dim)
+        super().__init__(cache_folder, device, scoring, batch_size, lda_dim, progress)
         self.batch_partials = int(batch_partials)  # partial windows per forward pass (memory)
         self._encoder = None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparc_eval.attack import Needs
+from sparc_eval.attack import AttackerBase, Needs
 from sparc_eval.attack.trials import Trials
 from sparc_eval.data.words import reference_text_deviation, spoken_text
 from sparc_eval.text_trials.scoring import score_trials
@@ -54,7 +54,7 @@ def utterance_trialset(words: dict, enroll: dict, pairs: list) -> TrialSet:
     )
 
 
-class UtteranceText:
+class UtteranceText(AttackerBase):
     name = "text_utterances"
     needs = Needs(words=True, training=False)  # the plan's split: the audio attackers' trials
 

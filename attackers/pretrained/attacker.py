@@ -44,8 +44,9 @@ class PretrainedAttacker(EmbeddingAttacker):
         batch_size: int = 16,
         lda_dim: int | None = None,
         padded_batches: bool = False,
+        progress: bool = True,
     ):
-        super().__init__(cache_folder, device, scoring, batch_size, lda_dim)
+        super().__init__(cache_folder, device, scoring, batch_size, lda_dim, progress)
         self.padded_batches = bool(padded_batches)
         self.folder, self.format = resolve_source(source)  # a bad source fails here, at build time
         self.encoder_label = f"{FORMAT_LABELS[self.format]} model at {self.folder}"

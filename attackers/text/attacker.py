@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparc_eval.attack import Needs
+from sparc_eval.attack import AttackerBase, Needs
 from sparc_eval.attack.trials import Trials  # noqa: F401  (what score() returns)
 from sparc_eval.errors import DataError
 from sparc_eval.text_trials.config import TRIAL_KEYS, trial_config_from_hparams
@@ -23,7 +23,7 @@ from sparc_eval.text_trials.scoring import (
 from sparc_eval.text_trials.trials import TrialBuilder, has_topic_metadata
 
 
-class TextAttacker:
+class TextAttacker(AttackerBase):
     needs = Needs(words=True, training=False, split=False)
 
     def __init__(

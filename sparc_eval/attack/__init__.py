@@ -1,7 +1,8 @@
 """The attack: the attacker contract, trials and their scores, evaluation, and the cell engine
 the anonymizer card and the leakage comparison share.
 
-- :mod:`.contract`: what an attacker is (:class:`Needs`, :class:`Attacker`) and how one is found;
+- :mod:`.contract`: what an attacker is (:class:`Needs`, :class:`Attacker`, the base class
+  :class:`AttackerBase` with the optional members' defaults) and how one is found;
 - :mod:`.run`: an attacker run end to end on a data plan (fit, score, evaluate, write);
 - :mod:`.trials`, :mod:`.scoring`: scored trials; :mod:`.evaluation`: their metrics;
 - :mod:`.cells`, :mod:`.evaluation_set`: one attacker on one corpus under one condition.
@@ -9,7 +10,14 @@ the anonymizer card and the leakage comparison share.
 ``sparc_eval.attack.X`` for every name the one-module ``sparc_eval/attack.py`` had keeps working.
 """
 
-from .contract import ATTACKER_GROUP, Attacker, Needs, attacker_class, check_attacker
+from .contract import (
+    ATTACKER_GROUP,
+    Attacker,
+    AttackerBase,
+    Needs,
+    attacker_class,
+    check_attacker,
+)
 from .run import (
     EVALUATION_KEYS,
     LIBRARY_KEYS,
@@ -28,6 +36,7 @@ __all__ = [
     "EVALUATION_KEYS",
     "LIBRARY_KEYS",
     "Attacker",
+    "AttackerBase",
     "AttackResult",
     "Needs",
     "attack",

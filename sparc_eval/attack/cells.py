@@ -39,6 +39,7 @@ from .cell_results import (
     plots_key,
 )
 from .code import scores_code
+from .contract import optional
 from .evaluation import EvaluationSettings
 from .evaluation_set import EvaluationSet, restrict_split
 from .run import load_attack, run_attack
@@ -169,8 +170,7 @@ def newest_checkpoint(save_folder) -> Optional[str]:
 
 def model_files_digest(attacker, ctx: CellContext) -> Optional[str]:
     """The bytes of every file the attacker's weights come from (its ``model_files()``)."""
-    files = getattr(attacker, "model_files", None)
-    paths = list(files()) if callable(files) else []
+    paths = list(optional(attacker, "model_files")())
     if not paths:
         return None
     try:

@@ -11,7 +11,12 @@ from typing import Optional
 
 from ..data.plan import DataPlan, DataSettings, Plans, plan_data
 from ..errors import DataError
-from .contract import Needs, check_attacker  # noqa: F401 (Needs: the old import path)
+from .contract import (  # noqa: F401 (Needs: the old import path)
+    Needs,
+    check_attacker,
+    optional,
+    provides,
+)
 from .evaluation import EvaluationSettings, evaluate
 from .trials import Trials
 
@@ -48,9 +53,9 @@ def build_attacker(hp: dict, run_opts: Optional[dict] = None):
 
 
 def prepare_attack(attacker, plan: DataPlan) -> None:
-    """The attacker's cacheable preparation (features), if it has any and applies to the data."""
-    if callable(getattr(attacker, "prepare", None)) and not_applicable(attacker, plan) is None:
-        attacker.prepare(plan)
+    """The attacker's cacheable preparation (features), when it applies to the data."""
+    if not_applicable(attacker, plan) is None:
+        optional(attacker, "prepare")(plan)
 
 
 def load_attack(
@@ -82,7 +87,7 @@ def load_attack(
     data = data if data is not None else DataSettings.from_hparams(hp)
     plan = plans.get(data) if plans is not None else plan_data(data)
     factory = _factory(hp.get("attacker"))
-    derived = factory.derived_hparams(hp, plan) if hasattr(factory, "derived_hparams") else {}
+    derived = optional(factory, "derived_hparams")(hp, plan) if factory is not None else {}
     if derived:
         hp = load(derived)
     return hp, plan, build_attacker(hp, run_opts)
@@ -93,8 +98,7 @@ def load_attack(
 
 def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
     """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
-    refusal = getattr(attacker, "refusal", None)
-    why = refusal(plan) if callable(refusal) else None
+    why = optional(attacker, "refusal")(plan)
     if why:
         return why
     if not attacker.needs.audio:
@@ -144,9 +148,7 @@ def attack(
     start = time.perf_counter()
     evaluation["singling_out"] = singling_out(attacker, plan)
     timings["singling_out"] = time.perf_counter() - start
-    timings.update(
-        getattr(attacker, "timings_s", None) or {}
-    )  # an attacker's finer stages, if it times them
+    timings.update(optional(attacker, "timings_s") or {})  # an attacker's finer stages, if any
     return AttackResult(trials, evaluation, timings)
 
 
@@ -158,7 +160,7 @@ def evaluate_attack(
     reads the embeddings). A reused cell's scores are evaluated again this way on every run."""
     table = plan.eval_original.speaker_attributes() if speakers is None else speakers
     # an attacker whose scores are calibrated LLRs (a PLDA back-end) says so: the actual Cllr is then its own
-    llr = bool(getattr(attacker, "scores_are_llrs", False))
+    llr = bool(optional(attacker, "scores_are_llrs"))
     evaluation = evaluate(trials, table, settings, llr=llr)
     if plan.split is not None:
         for what, why in plan.split.dropped.items():
@@ -185,17 +187,20 @@ def singling_out(attacker, plan: DataPlan) -> dict:
     and trial utterances; ``not_applicable`` with the reason when it gives none."""
     from ..metrics.singling_out import singling_out_block
 
-    embeddings = getattr(attacker, "embeddings", None)
-    if not callable(embeddings):
-        return {
-            "not_applicable": f"the {attacker.name} attacker gives no embeddings (embeddings(plan))"
-        }
+    no_embeddings = {
+        "not_applicable": f"the {attacker.name} attacker gives no embeddings (embeddings(plan))"
+    }
+    if not provides(attacker, "embeddings"):
+        return no_embeddings
     if plan.split is None:
         return {
             "not_applicable": "the attacker makes trials of its own protocol (no enrollment split)"
         }
+    embeddings = attacker.embeddings(plan)
+    if embeddings is None:
+        return no_embeddings
     utt2spk = plan.eval_original.utt2spk()
-    return singling_out_block(embeddings(plan), utt2spk, enroll=plan.split.enroll)
+    return singling_out_block(embeddings, utt2spk, enroll=plan.split.enroll)
 
 
 def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = None) -> dict:
@@ -220,13 +225,13 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
 
 
 def attacker_record(attacker, plan: DataPlan) -> dict:
-    """results.json's ``run`` keys from the contract's optional members, when the attacker has
+    """results.json's ``run`` keys from the contract's optional members, when the attacker gives
     them: ``scenario_label`` (how it serves the scenario) and ``attacker_notes`` (its notes)."""
     record = {}
-    label = getattr(attacker, "scenario_label", None)
-    if callable(label):
-        record["scenario_label"] = label(plan)
-    notes = getattr(attacker, "notes", None)
+    label = optional(attacker, "scenario_label")(plan)
+    if label is not None:
+        record["scenario_label"] = label
+    notes = optional(attacker, "notes")
     if notes:
         record["attacker_notes"] = dict(notes)
     return record
