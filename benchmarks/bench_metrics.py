@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,7 @@ sys.path.insert(0, str(REPO))
 
 from sparc_eval.metrics import core  # noqa: E402
 from sparc_eval.metrics.bootstrap import _Plan, bootstrap_metrics  # noqa: E402
+from sparc_eval.metrics.settings import BootstrapSettings  # noqa: E402
 
 
 def data(n: int, seed: int = 0):
@@ -334,10 +336,18 @@ def bootstrap_speed(boot_n: int, n_boot: int) -> None:
     """Default (binned) and exact bootstrap against a plain re-sorting loop, and on integer scores."""
     scores, labels = data(boot_n, seed=1)
     t0 = time.perf_counter()
-    res = bootstrap_metrics(scores, labels, n_boot=n_boot, seed=0)
+    res = bootstrap_metrics(
+        scores,
+        labels,
+        boot=BootstrapSettings(unit="trial", n_boot=n_boot, seed=0),
+    )
     t_boot = time.perf_counter() - t0
     t0 = time.perf_counter()
-    exact = bootstrap_metrics(scores, labels, n_boot=n_boot, seed=0, method="exact")
+    exact = bootstrap_metrics(
+        scores,
+        labels,
+        boot=BootstrapSettings(unit="trial", n_boot=n_boot, seed=0, method="exact"),
+    )
     t_exact = time.perf_counter() - t0
     # baseline: the plain loop, materialising and re-sorting every resample (same draws), timed on 50
     draws = _Plan(labels, "trial", True, None, 0).trial_draws(range(50))
@@ -348,7 +358,11 @@ def bootstrap_speed(boot_n: int, n_boot: int) -> None:
     t_naive = (time.perf_counter() - t0) / len(draws) * n_boot
     coarse = np.clip(np.round(scores * 1.2 + 3), 1, 5)  # LLM-judge-like integer scores 1..5
     t0 = time.perf_counter()
-    bootstrap_metrics(coarse, labels, n_boot=n_boot, seed=0)
+    bootstrap_metrics(
+        coarse,
+        labels,
+        boot=BootstrapSettings(unit="trial", n_boot=n_boot, seed=0),
+    )
     t_coarse = time.perf_counter() - t0
     print(
         f"bootstrap: {n_boot} resamples of {boot_n} trials (EER, AUC, TPR@FPR, minDCF; "
@@ -375,14 +389,17 @@ def speaker_bootstrap_at_scale(n: int, n_speakers: int, n_boot: int) -> None:
     other = (groups + rng.integers(1, n_speakers, n)) % n_speakers  # never the test speaker
     enrolled = np.where(labels, groups, other)
     for unit in ("two_way", "speaker"):
-        kw = dict(seed=0, unit=unit, groups=groups, enroll_groups=enrolled)
+        kw = dict(groups=groups, enroll_groups=enrolled)
+        boot = BootstrapSettings(seed=0, unit=unit, n_boot=n_boot)
         t0 = time.perf_counter()
-        res = bootstrap_metrics(scores, labels, n_boot=n_boot, **kw)
+        res = bootstrap_metrics(scores, labels, boot=boot, **kw)
         t_default = time.perf_counter() - t0
         t0 = time.perf_counter()
-        exact = bootstrap_metrics(scores, labels, n_boot=50, method="exact", **kw)
+        exact = bootstrap_metrics(
+            scores, labels, boot=replace(boot, n_boot=50, method="exact"), **kw
+        )
         t_exact = (time.perf_counter() - t0) / 50 * n_boot
-        head = bootstrap_metrics(scores, labels, n_boot=50, **kw)
+        head = bootstrap_metrics(scores, labels, boot=replace(boot, n_boot=50), **kw)
         gap = float(np.nanmax(np.abs(head.samples["eer"] - exact.samples["eer"])))
         lo, hi = res.ci()["eer"]
         print(

@@ -550,17 +550,8 @@ def staged_preset(manifest, s, meter: Meter) -> int:
 
     t_start = time.perf_counter()
     scorers, config = list(s.scorers), s.trial_config
-    run = _TextRun(
-        scorers,
-        list(s.tasks),
-        n_boot=s.n_boot,
-        seed=s.seed,
-        unit=s.bootstrap_unit,
-        out_dir=s.output_folder,
-        save_trials=s.save_trials,
-        trials_with_text=s.trials_with_text,
-        scoring=s.scoring,
-    )
+    options = replace(s.evaluation_options(), dataset=manifest.name)
+    run = _TextRun(scorers, list(s.tasks), options, s.output_folder, s.scoring)
     with meter.stage("setup"):
         clean, shared = remove_shared_text(manifest, config.shared_text)
         usable = usable_tasks(list(s.tasks), clean.speaker_attributes())
@@ -569,32 +560,18 @@ def staged_preset(manifest, s, meter: Meter) -> int:
     with meter.stage("report"):
         deviations = run_deviations(
             config,
-            s.protocol,
+            options.protocol,
             topic_on=topic_on,
             topic_metadata=has_topic_metadata(clean),
             shared=shared,
             n_cut=n_cut,
-            unit=s.bootstrap_unit,
+            unit=options.bootstrap_unit,
             scorers=scorers,
         )
-        doc = _document(
-            run,
-            scorers,
-            manifest,
-            config,
-            list(s.pl_settings),
-            list(s.tasks),
-            shared,
-            deviations,
-            dataset=manifest.name,
-            seed=s.seed,
-            n_boot=s.n_boot,
-            protocol=s.protocol,
-            run_info=s.run_info({}),
-            t_start=t_start,
-        )
+        request = (config, list(s.pl_settings), list(s.tasks))
+        doc = _document(run, manifest, request, shared, deviations, s.run_info({}), t_start)
         write_outputs(
-            s.output_folder, doc, run.curves, plots=s.plots, removed_ids=shared.removed_ids
+            s.output_folder, doc, run.curves, plots=options.plots, removed_ids=shared.removed_ids
         )
     return n_trials
 

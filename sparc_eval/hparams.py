@@ -16,6 +16,7 @@ import re
 import sys
 from functools import cached_property
 from pathlib import Path
+from typing import Optional
 
 from .errors import DataError
 
@@ -207,14 +208,36 @@ def register_passthrough(subparsers, name: str, main, *, help: str, description:
 # --- typed settings from hparams ---------------------------------------------------------------
 
 
-def bounded(default, *, minimum=None, maximum=None, above=None, choices=None):
+def bounded(default, *, key=None, minimum=None, maximum=None, above=None, choices=None):
     """A settings dataclass field whose hparams value :func:`read_fields` checks: a number in
-    [``minimum``, ``maximum``] (``above``: an exclusive lower bound) or one of ``choices``. The
-    default is the one place it is set."""
+    [``minimum``, ``maximum``] (``above``: an exclusive lower bound) or one of ``choices``.
+    ``key``: its hparams key where that is not the field's name (``bootstrap_unit`` for
+    ``BootstrapSettings.unit``). The default is the one place it is set."""
     from dataclasses import field
 
-    bounds = {"minimum": minimum, "maximum": maximum, "above": above, "choices": choices}
-    return field(default=default, metadata={k: v for k, v in bounds.items() if v is not None})
+    meta = {"key": key, "minimum": minimum, "maximum": maximum, "above": above, "choices": choices}
+    return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+def library_only(default):
+    """A settings dataclass field no hparams key sets (a library caller's choice, such as the
+    bootstrap's confidence level): :func:`hparams_keys` leaves it out."""
+    from dataclasses import field
+
+    return field(default=default, metadata={"hparams": False})
+
+
+def hparams_keys(cls) -> dict:
+    """{hparams key: field name} of a settings dataclass: every field but the nested settings
+    (dataclass-typed, whose own keys are read by their class) and :func:`library_only` ones."""
+    from dataclasses import MISSING, fields, is_dataclass
+
+    out = {}
+    for f in fields(cls):
+        nested = f.default is MISSING and f.default_factory is not MISSING
+        if f.metadata.get("hparams", True) and not (nested and is_dataclass(f.default_factory)):
+            out[f.metadata.get("key", f.name)] = f.name
+    return out
 
 
 def _cast(key: str, value, kind: str):
@@ -263,16 +286,16 @@ def _check_bounds(key: str, value, meta) -> None:
         raise DataError(f"hparams: {key} must be {where}, not {value!r}")
 
 
-def read_fields(cls, hp: dict, keys: dict) -> dict:
+def read_fields(cls, hp: dict, keys: Optional[dict] = None) -> dict:
     """{field: value} for the dataclass ``cls`` from ``hp``: each hparams key of ``keys`` (key ->
-    field name) that is present and not null, cast to the field's type and checked against its
+    field name; default: :func:`hparams_keys` of ``cls``) that is present and not null, cast to the field's type and checked against its
     :func:`bounded` range, so that a mistyped or out-of-range setting fails, naming its key,
     before any work. Absent and null keys are left out: the field's default applies."""
     from dataclasses import fields
 
     declared = {f.name: f for f in fields(cls)}
     found = {}
-    for key, name in keys.items():
+    for key, name in (hparams_keys(cls) if keys is None else keys).items():
         if hp.get(key) is None:
             continue
         spec = declared[name]

@@ -72,7 +72,7 @@ class Interrupting(McAdams):
 
 def test_identity_run_writes_16k_wavs_and_the_manifest(corpus, tmp_path):
     out_dir = tmp_path / "identity"
-    out = anonymize_corpus(corpus, Identity(), out_dir, progress=False)
+    out = anonymize_corpus(corpus, Identity(), out_dir, options=RunnerOptions(progress=False))
     assert [u.id for u in out] == [u.id for u in corpus] == IDS
     ledger = read_ledger(out_dir)
     for src, dst in zip(corpus, out):
@@ -113,35 +113,45 @@ def test_identity_run_writes_16k_wavs_and_the_manifest(corpus, tmp_path):
 
     # a re-run does nothing and touches nothing
     stamps = {u.id: Path(u.audio.path).stat().st_mtime_ns for u in out}
-    again = anonymize_corpus(corpus, Identity(), out_dir, progress=False)
+    again = anonymize_corpus(corpus, Identity(), out_dir, options=RunnerOptions(progress=False))
     assert again.report["processed"] == 0 and again.report["cached"] == 6
     assert {u.id: Path(u.audio.path).stat().st_mtime_ns for u in again} == stamps
 
 
 def test_settings_change_redoes_and_deleted_outputs_are_redone(corpus, tmp_path):
     out_dir = tmp_path / "mc"
-    first = anonymize_corpus(corpus, McAdams(alpha=0.8), out_dir, progress=False)
+    first = anonymize_corpus(
+        corpus, McAdams(alpha=0.8), out_dir, options=RunnerOptions(progress=False)
+    )
     assert first.report["processed"] == 6
     before = _bytes(first)
     for u in list(first)[:2]:
         Path(u.audio.path).unlink()
-    redo = anonymize_corpus(corpus, McAdams(alpha=0.8), out_dir, progress=False)
+    redo = anonymize_corpus(
+        corpus, McAdams(alpha=0.8), out_dir, options=RunnerOptions(progress=False)
+    )
     assert (redo.report["processed"], redo.report["cached"]) == (2, 4)
     assert _bytes(redo) == before
-    other = anonymize_corpus(corpus, McAdams(alpha=0.7), out_dir, progress=False)
+    other = anonymize_corpus(
+        corpus, McAdams(alpha=0.7), out_dir, options=RunnerOptions(progress=False)
+    )
     assert other.report["processed"] == 6
 
 
 def test_interrupted_run_resumes_only_the_missing(corpus, tmp_path):
     out_dir = tmp_path / "resume"
     with pytest.raises(KeyboardInterrupt):
-        anonymize_corpus(corpus, Interrupting(after=4), out_dir, progress=False)
+        anonymize_corpus(
+            corpus, Interrupting(after=4), out_dir, options=RunnerOptions(progress=False)
+        )
     assert len(read_ledger(out_dir)) == 4
-    resumed = anonymize_corpus(corpus, McAdams(), out_dir, progress=False)
+    resumed = anonymize_corpus(corpus, McAdams(), out_dir, options=RunnerOptions(progress=False))
     assert (resumed.report["processed"], resumed.report["cached"]) == (2, 4)
     assert len(resumed) == 6 and resumed.report["rtf_all"] > 0
     # same output as an uninterrupted run
-    fresh = anonymize_corpus(corpus, McAdams(), tmp_path / "fresh", progress=False)
+    fresh = anonymize_corpus(
+        corpus, McAdams(), tmp_path / "fresh", options=RunnerOptions(progress=False)
+    )
     assert _bytes(resumed) == _bytes(fresh)
 
 
@@ -161,7 +171,9 @@ def test_bad_files_are_listed_and_the_rest_finishes(source, tmp_path):
         Utterance(id="empty-1", speaker="x", text="B", audio=AudioRef(str(bad_dir / "empty.wav")))
     )
     out_dir = tmp_path / "out"
-    out = anonymize_corpus(Manifest(utts), McAdams(), out_dir, progress=False)
+    out = anonymize_corpus(
+        Manifest(utts), McAdams(), out_dir, options=RunnerOptions(progress=False)
+    )
     assert [u.id for u in out] == IDS
     failures = [json.loads(line) for line in (out_dir / "failures.jsonl").read_text().splitlines()]
     assert {f["id"] for f in failures} == {"corrupt-1", "empty-1"}
@@ -185,7 +197,12 @@ class Broken(Anonymizer):
 
 
 def test_bad_anonymizer_outputs_are_failures_with_names(corpus, tmp_path):
-    out = anonymize_corpus(corpus, Broken(), tmp_path / "b", progress=False, batch_size=3)
+    out = anonymize_corpus(
+        corpus,
+        Broken(),
+        tmp_path / "b",
+        options=RunnerOptions(progress=False, batch_size=3),
+    )
     assert [u.id for u in out] == ["3005-163389-0007", "533-1066-0000"]
     for u in out:
         key = u.extra.pop("anonymization_key")
@@ -222,9 +239,9 @@ def test_full_disk_stops_and_keeps_what_is_finished(corpus, tmp_path, monkeypatc
     monkeypatch.setattr(runner_mod, "atomic_open", filling_open)
     out_dir = tmp_path / "full"
     with pytest.raises(DiskFull, match="2 of 6 utterances are finished"):
-        anonymize_corpus(corpus, McAdams(), out_dir, progress=False)
+        anonymize_corpus(corpus, McAdams(), out_dir, options=RunnerOptions(progress=False))
     monkeypatch.setattr(runner_mod, "atomic_open", real_open)
-    resumed = anonymize_corpus(corpus, McAdams(), out_dir, progress=False)
+    resumed = anonymize_corpus(corpus, McAdams(), out_dir, options=RunnerOptions(progress=False))
     assert (resumed.report["processed"], resumed.report["cached"]) == (4, 2)
 
 
@@ -240,7 +257,9 @@ def test_segments_are_cut_and_keyed(source, tmp_path):
         )
         for k in range(3)
     ]
-    out = anonymize_corpus(Manifest(seg), Identity(), tmp_path / "seg", progress=False)
+    out = anonymize_corpus(
+        Manifest(seg), Identity(), tmp_path / "seg", options=RunnerOptions(progress=False)
+    )
     assert [u.duration for u in out] == [0.5, 0.5, 0.5]
     wav, _ = read_utterance(utt)
     for k, u in enumerate(out):
@@ -250,11 +269,17 @@ def test_segments_are_cut_and_keyed(source, tmp_path):
 
 
 def test_shards_together_equal_the_full_run(corpus, tmp_path):
-    full = anonymize_corpus(corpus, McAdams(), tmp_path / "full", progress=False)
+    full = anonymize_corpus(
+        corpus, McAdams(), tmp_path / "full", options=RunnerOptions(progress=False)
+    )
     out_dir = tmp_path / "sharded"
-    s0 = anonymize_corpus(corpus, McAdams(), out_dir, shard="0/2", progress=False)
+    s0 = anonymize_corpus(
+        corpus, McAdams(), out_dir, shard="0/2", options=RunnerOptions(progress=False)
+    )
     assert [u.id for u in s0] == IDS[0::2] and not (out_dir / "manifest.jsonl").exists()
-    s1 = anonymize_corpus(corpus, McAdams(), out_dir, shard=(1, 2), progress=False)
+    s1 = anonymize_corpus(
+        corpus, McAdams(), out_dir, shard=(1, 2), options=RunnerOptions(progress=False)
+    )
     assert [u.id for u in s1] == IDS[1::2]
     merged = load_corpus(out_dir)  # merged automatically once both shards were there
     assert [u.to_dict() | {"audio": None} for u in merged] == [
@@ -268,7 +293,13 @@ def test_shards_together_equal_the_full_run(corpus, tmp_path):
     with pytest.raises(DataError, match="0-based"):
         parse_shard("2/2")
     with pytest.raises(DataError, match="shards \\[1, 2\\] of 3"):
-        anonymize_corpus(corpus, McAdams(), tmp_path / "three", shard="0/3", progress=False)
+        anonymize_corpus(
+            corpus,
+            McAdams(),
+            tmp_path / "three",
+            shard="0/3",
+            options=RunnerOptions(progress=False),
+        )
         merge_shards(tmp_path / "three", 3)
 
 
@@ -276,7 +307,10 @@ def test_shards_together_equal_the_full_run(corpus, tmp_path):
 def test_ray_runner_gives_the_local_outputs(corpus, tmp_path):
     ray = pytest.importorskip("ray")
     local = anonymize_corpus(
-        corpus, McAdams(random_per_speaker=(0.6, 0.9)), tmp_path / "local", progress=False
+        corpus,
+        McAdams(random_per_speaker=(0.6, 0.9)),
+        tmp_path / "local",
+        options=RunnerOptions(progress=False),
     )
     started = not ray.is_initialized()
     if started:
@@ -286,9 +320,7 @@ def test_ray_runner_gives_the_local_outputs(corpus, tmp_path):
             corpus,
             McAdams(random_per_speaker=(0.6, 0.9)),
             tmp_path / "ray",
-            runner="ray",
-            batch_size=2,
-            progress=False,
+            options=RunnerOptions(runner="ray", batch_size=2, progress=False),
         )
     finally:
         if started:
@@ -426,7 +458,7 @@ def test_one_front_door_takes_the_old_spellings_with_a_message(corpus, tmp_path,
         if was not in ("param", "no-progress"):  # exercised by test_cli
             assert f"--{was} is now --{now if isinstance(now, str) else now[0]}" in said
     assert (settings.input, settings.out, settings.wer) == (str(src), str(tmp_path / "old"), False)
-    assert (settings.batch_size, settings.skip_missing, settings.num_workers) == (2, True, 1)
+    assert (settings.run.batch_size, settings.skip_missing, settings.run.num_workers) == (2, True, 1)
     assert settings.wer_asr_options == {"model": "tiny.en"}
     new, _, _ = anonymize_cli.read_settings(
         [
@@ -484,6 +516,8 @@ def test_sparc_eval_cli_wiring(corpus, tmp_path, capsys):
 
 from scipy.signal import resample_poly  # noqa: E402
 
+from sparc_eval.anonymization.options import RunnerOptions
+
 
 class PitchShift(Anonymizer):
     """Raise (or lower) the voice by resampling: pitch and formants move together."""
@@ -516,7 +550,10 @@ class PitchShift(Anonymizer):
 
 def test_readme_example_anonymizer(corpus, tmp_path):
     out = anonymize_corpus(
-        corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False
+        corpus,
+        PitchShift(random_per_speaker=(2, 5)),
+        tmp_path / "ps",
+        options=RunnerOptions(progress=False),
     )
     assert len(out) == 6
     for src, dst in zip(corpus, out):
@@ -533,7 +570,10 @@ def test_readme_example_anonymizer(corpus, tmp_path):
         "seed": 0,
     }
     again = anonymize_corpus(
-        corpus, PitchShift(random_per_speaker=(2, 5)), tmp_path / "ps", progress=False
+        corpus,
+        PitchShift(random_per_speaker=(2, 5)),
+        tmp_path / "ps",
+        options=RunnerOptions(progress=False),
     )
     assert again.report["processed"] == 0
 
@@ -556,7 +596,9 @@ def test_a_corrupt_flac_in_a_librispeech_tree_is_a_listed_failure(tmp_path):
         load_corpus(corpus)
     with pytest.warns(UserWarning, match="1 audio file"):
         kept = load_corpus(corpus, keep_unreadable=True)
-    out = anonymize_corpus(kept, Identity(), tmp_path / "out", progress=False)
+    out = anonymize_corpus(
+        kept, Identity(), tmp_path / "out", options=RunnerOptions(progress=False)
+    )
     failures = [
         json.loads(line) for line in (tmp_path / "out/failures.jsonl").read_text().splitlines()
     ]

@@ -11,6 +11,7 @@ import soundfile as sf
 from anonymizers.identity import Identity
 from anonymizers.mcadams import McAdams, _levinson, mcadams_transform
 from anonymizers.stt_tts import SttTts
+from sparc_eval.anonymization.options import RunnerOptions
 from sparc_eval.anonymization.runner import anonymize_corpus
 from sparc_eval.data.corpora import load_kaldi_dir
 from sparc_eval.data.manifest import Manifest, Utterance
@@ -287,7 +288,7 @@ def test_stt_tts_on_real_samples(stt_tts, whisper, by_id):
 
 def test_stt_tts_corpus_run_keeps_transcripts_and_reports_wer(stt_tts, whisper, samples, tmp_path):
     corpus = samples.subset(lambda u: u.id in STT_IDS[:2])
-    out = anonymize_corpus(corpus, stt_tts, tmp_path / "stt", progress=False)
+    out = anonymize_corpus(corpus, stt_tts, tmp_path / "stt", options=RunnerOptions(progress=False))
     assert [u.id for u in out] == [u.id for u in corpus]
     for src, dst in zip(corpus, out):
         assert dst.text == src.text and dst.speaker == src.speaker and dst.sex == src.sex
@@ -400,7 +401,9 @@ def test_a_voice_rewritten_under_its_name_is_another_anonymizer(whisper, samples
 
     def run():
         anonymizer = SttTts(asr=whisper, tts="piper", tts_options={"model": str(voice)})
-        anonymize_corpus(corpus, anonymizer, tmp_path / "out", progress=False)
+        anonymize_corpus(
+            corpus, anonymizer, tmp_path / "out", options=RunnerOptions(progress=False)
+        )
         record = json.loads((tmp_path / "out" / "anonymization.json").read_text())
         return record["processed"], record["cached"], settings_of(anonymizer)
 

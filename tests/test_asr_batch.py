@@ -6,6 +6,7 @@ import pytest
 import soundfile as sf
 
 from anonymizers.stt_tts import SttTts
+from sparc_eval.anonymization.options import RunnerOptions
 from sparc_eval.anonymization.runner import anonymize_corpus
 from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
 from sparc_eval.speech.asr import FasterWhisperASR, TranscriptCache, transcribe_utterances
@@ -82,7 +83,9 @@ def test_stt_tts_fills_the_wer_cache_and_reads_it_back(tmp_path):
     plain = SttTts(asr=asr, tts=ToneTTS())
     anonymizer = SttTts(asr=asr, tts=ToneTTS(), transcript_cache=str(tmp_path / "cache"))
     assert anonymizer.settings() == plain.settings()  # not a setting of the output
-    out = anonymize_corpus(corpus, anonymizer, tmp_path / "stt", progress=False)
+    out = anonymize_corpus(
+        corpus, anonymizer, tmp_path / "stt", options=RunnerOptions(progress=False)
+    )
     assert asr.heard == 3 and [u.extra["asr_text"] for u in out] == [
         "word1000",
         "word1100",
@@ -94,13 +97,23 @@ def test_stt_tts_fills_the_wer_cache_and_reads_it_back(tmp_path):
     assert wer.asr.heard == 0 and hyp == {u.id: u.extra["asr_text"] for u in out}
     # another voice, the same words: a re-run does not run the ASR again (batched runner too)
     other = SttTts(asr=asr, tts=ToneTTS(0.4), transcript_cache=str(tmp_path / "cache"))
-    again = anonymize_corpus(corpus, other, tmp_path / "stt2", progress=False, batch_size=2)
+    again = anonymize_corpus(
+        corpus,
+        other,
+        tmp_path / "stt2",
+        options=RunnerOptions(progress=False, batch_size=2),
+    )
     assert asr.heard == 3 and [u.extra["asr_text"] for u in again] == [
         u.extra["asr_text"] for u in out
     ]
     # batched transcription of cache misses: one transcribe_many call per batch
     fresh = SttTts(asr=CountingASR(), tts=ToneTTS(0.5), transcript_cache=str(tmp_path / "c2"))
-    anonymize_corpus(corpus, fresh, tmp_path / "stt3", progress=False, batch_size=3)
+    anonymize_corpus(
+        corpus,
+        fresh,
+        tmp_path / "stt3",
+        options=RunnerOptions(progress=False, batch_size=3),
+    )
     assert fresh.asr.calls == [3]
 
 

@@ -162,8 +162,8 @@ def test_identity_leaves_what_the_original_speech_gives(card):
 def _verdicts_at(out, doc, min_speakers: int) -> list:
     from types import SimpleNamespace
 
-    from sparc_eval.attack.evaluation import BootstrapSettings, EvaluationSettings
     from sparc_eval.jobs.card.verdicts import CellTrials, voice_beyond_content
+    from sparc_eval.metrics.settings import BootstrapSettings, EvaluationSettings
 
     s = SimpleNamespace(
         content_attacker="bag",

@@ -19,6 +19,7 @@ from sparc_eval.jobs.card.reference import (
     words_better,
 )
 from sparc_eval.metrics import evaluate_trials, write_scores
+from sparc_eval.metrics.settings import trial_settings
 
 REPO = Path(__file__).resolve().parents[1]
 AUDIO = {"audio": True, "words": False, "split": True, "training": False}
@@ -48,7 +49,12 @@ def _cell(root: Path, folder: str, rows, needs: dict) -> dict:
     write_scores(out / "scores.txt", enroll, test, np.array(score), np.array(label))
     (out / "utt2spk").write_text("".join(f"{t} {s}\n" for t, s in dict(zip(test, spk)).items()))
     ev = evaluate_trials(
-        enroll, test, np.array(score), np.array(label), utt2spk=dict(zip(test, spk)), n_boot=200
+        enroll,
+        test,
+        np.array(score),
+        np.array(label),
+        utt2spk=dict(zip(test, spk)),
+        settings=trial_settings(n_boot=200),
     )
     return {
         "status": "ok",
@@ -228,7 +234,7 @@ def test_the_cross_fitted_headline_is_small_below_min_verdict_speakers():
     few = cross_fitted(_halves_trials(16)[0], seed=0)
     assert few["n_speakers"] == [8, 8]
     assert few["small"] == "too few speakers for a verdict (8 test speakers, fewer than 20)"
-    assert cross_fitted(_halves_trials(16)[0], seed=0, min_speakers=8)["small"] is None
+    assert cross_fitted(_halves_trials(16)[0], seed=0, min_verdict_speakers=8)["small"] is None
     enough = cross_fitted(_halves_trials(40)[0], seed=0)
     assert enough["n_speakers"] == [20, 20] and enough["small"] is None
     head = {"eer": 0.06, "ci95": [0.04, 0.09], "small": None, "n_cells": 6}

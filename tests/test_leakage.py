@@ -12,7 +12,6 @@ import pytest
 from capture import call_captured
 
 from sparc_eval.attack.compare import compare_cells, verdict
-from sparc_eval.attack.evaluation import BootstrapSettings
 from sparc_eval.attack.evaluation_set import balanced_count, choose_speakers, restrict_split
 from sparc_eval.attack.trials import Trials
 from sparc_eval.data.manifest import Manifest, Utterance
@@ -20,6 +19,7 @@ from sparc_eval.data.splits import Split
 from sparc_eval.errors import DataError
 from sparc_eval.jobs.leakage.vocabulary import tokens, vocabulary_stats
 from sparc_eval.metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
+from sparc_eval.metrics.settings import BootstrapSettings, evaluation_settings
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = "{channels: [32, 32, 32, 32, 96], emb_dim: 32, number_of_epochs: 2, batch_size: 16}"
@@ -167,14 +167,20 @@ def test_comparisons_resample_both_sides_when_the_enrolled_speakers_are_known(tm
     rng = np.random.default_rng(0)
     a = _trials(12, 6, 1.0, rng)
     b = replace(a, score=a.score + 0.5 * a.label)
-    fixed = compare_cells(a, b, n_boot=100, seed=0)
+    fixed = compare_cells(
+        a,
+        b,
+        evaluation_settings(n_boot=100, seed=0),
+    )
     assert fixed["unit"] == "speaker" and fixed["enrollment_side"].startswith("held fixed")
     mapping = {f"e{i}": f"s{i}" for i in range(12)}
     a.write(tmp_path / "scores.txt")
     known = Trials.read(tmp_path / "scores.txt", a.utt2spk(), enroll2spk=mapping)
     assert known.enrolled_known() and not a.enrolled_known()
     both = compare_cells(
-        known, replace(known, score=known.score + 0.5 * known.label), n_boot=100, seed=0
+        known,
+        replace(known, score=known.score + 0.5 * known.label),
+        evaluation_settings(n_boot=100, seed=0),
     )
     assert both["unit"] == "two_way" and "enrollment_side" not in both
     assert both["eer_diff"] == fixed["eer_diff"]  # the same trials and scores: only the CI moves
@@ -199,27 +205,57 @@ def test_comparisons_pair_when_trials_are_shared():
     a = _trials(12, 6, 1.0, rng)
     b = replace(a, score=a.score + 0.8 * a.label + 0.1 * rng.normal(size=a.label.size))
     shuffled = b.select(np.arange(len(b))[::-1])  # order does not matter
-    paired = compare_cells(a, shuffled, n_boot=200, seed=0, min_speakers=10)
+    paired = compare_cells(
+        a,
+        shuffled,
+        evaluation_settings(n_boot=200, seed=0, min_verdict_speakers=10),
+    )
     assert paired["paired"] and paired["eer_diff"] < 0
     assert (
         paired["eer_diff_ci95"][1] < 0 and verdict(paired, "A", "B") == "B leaks more (lower EER)"
     )
     # 12 test speakers are too few for a verdict under the default rule (20): the CI stays, the verdict goes
-    default = compare_cells(a, shuffled, n_boot=200, seed=0)
+    default = compare_cells(
+        a,
+        shuffled,
+        evaluation_settings(n_boot=200, seed=0),
+    )
     assert default["eer_diff_ci95"] == paired["eer_diff_ci95"] and default["n_speakers_a"] == 12
     assert verdict(default, "A", "B").startswith("no verdict: too few speakers")
     other = _trials(
         12, 6, 1.8, rng, prefix="x"
     )  # other trials of the same speakers: paired on speakers
-    assert compare_cells(a, other, n_boot=200, seed=0)["paired"] == "speakers"
+    assert (
+        compare_cells(
+            a,
+            other,
+            evaluation_settings(n_boot=200, seed=0),
+        )["paired"]
+        == "speakers"
+    )
     other = replace(
         other, test_speaker=np.char.add("other-", other.test_speaker.astype(str))
     )  # another corpus's
-    unpaired = compare_cells(a, other, n_boot=200, seed=0)
+    unpaired = compare_cells(
+        a,
+        other,
+        evaluation_settings(n_boot=200, seed=0),
+    )
     assert unpaired["paired"] is False
     # sharing trials cancels the common noise: the paired interval is the narrower one
-    p = paired_bootstrap(a.score, b.score, a.label, n_boot=300, seed=1).ci95["eer"]
-    u = unpaired_bootstrap(a.score, a.label, b.score, b.label, n_boot=300, seed=1).ci95["eer"]
+    p = paired_bootstrap(
+        a.score,
+        b.score,
+        a.label,
+        boot=BootstrapSettings(unit="trial", n_boot=300, seed=1),
+    ).ci95["eer"]
+    u = unpaired_bootstrap(
+        a.score,
+        a.label,
+        b.score,
+        b.label,
+        boot=BootstrapSettings(unit="trial", n_boot=300, seed=1),
+    ).ci95["eer"]
     assert p[1] - p[0] < u[1] - u[0]
     # speakers that are easy or hard for both systems: pairing on speakers narrows the interval too
     spk = a.test_speaker.astype(str)
@@ -227,25 +263,37 @@ def test_comparisons_pair_when_trials_are_shared():
     lift = np.array([ease[s] for s in spk]) * a.label
     x_scores, y_scores = a.score + lift, rng.normal(size=spk.size) + (1.4 * a.label) + lift
     sp = speaker_paired_bootstrap(
-        x_scores, a.label, spk, y_scores, a.label, spk, n_boot=300, seed=1
+        x_scores,
+        a.label,
+        spk,
+        y_scores,
+        a.label,
+        spk,
+        boot=BootstrapSettings(n_boot=300, seed=1),
     ).ci95["eer"]
     un = unpaired_bootstrap(
         x_scores,
         a.label,
         y_scores,
         a.label,
-        n_boot=300,
-        seed=1,
-        unit="speaker",
+        boot=BootstrapSettings(n_boot=300, seed=1, unit="speaker"),
         groups_a=spk,
         groups_b=spk,
     ).ci95["eer"]
     assert sp[1] - sp[0] < un[1] - un[0]
     # a few unscored trials (an LLM judge's failures) keep the comparison paired, on the trials both scored
     holes = replace(b, score=np.where(np.arange(len(b)) % 50 == 0, np.nan, b.score))
-    partial = compare_cells(a, holes, n_boot=100, seed=0)
+    partial = compare_cells(
+        a,
+        holes,
+        evaluation_settings(n_boot=100, seed=0),
+    )
     assert partial["paired"] and partial["n_trials_a"] == partial["n_trials_b"] < len(a)
-    same = compare_cells(a, a, n_boot=100, seed=0, min_speakers=10)
+    same = compare_cells(
+        a,
+        a,
+        evaluation_settings(n_boot=100, seed=0, min_verdict_speakers=10),
+    )
     assert same["eer_diff"] == 0 and "no significant" in verdict(same, "A", "B")
 
 

@@ -2,6 +2,7 @@
 and the columnar score-file reader that feeds it at 10^6 trials."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from sparc_eval.metrics import bootstrap as B
 from sparc_eval.metrics import core, evaluate_trials, read_scores, write_report
 from sparc_eval.metrics.core import MetricSettings
 from sparc_eval.metrics.scores import _decode_lines, _fast_scores, parse_scores
+from sparc_eval.metrics.settings import BootstrapSettings, trial_settings
 
 
 def make(n, seed=0, ties=False):
@@ -215,9 +217,17 @@ def test_exact_bins_reproduce_the_exact_replicates():
 def test_speaker_unit_binned_uses_the_exact_draws():
     s, y = make(6000, seed=7)
     g = np.random.default_rng(7).integers(0, 40, s.size)
-    ex = B.bootstrap_metrics(s, y, n_boot=64, seed=3, unit="speaker", groups=g, method="exact")
+    ex = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(n_boot=64, seed=3, unit="speaker", method="exact"),
+        groups=g,
+    )
     bi = B.bootstrap_metrics(
-        s, y, n_boot=64, seed=3, unit="speaker", groups=g, method="binned", bins=128
+        s,
+        y,
+        boot=BootstrapSettings(n_boot=64, seed=3, unit="speaker", method="binned", bins=128),
+        groups=g,
     )
     assert bi.method == "binned" and ex.method == "exact" and bi.n_valid == ex.n_valid
     values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
@@ -237,9 +247,10 @@ def test_two_way_binned_uses_the_exact_draws():
     rng = np.random.default_rng(8)
     test = rng.integers(0, 40, s.size)
     enroll = np.where(y, test, rng.integers(0, 40, s.size))
-    kw = dict(n_boot=64, seed=4, unit="two_way", groups=test, enroll_groups=enroll)
-    ex = B.bootstrap_metrics(s, y, method="exact", **kw)
-    bi = B.bootstrap_metrics(s, y, method="binned", bins=128, **kw)
+    boot = BootstrapSettings(n_boot=64, seed=4, unit="two_way", method="exact")
+    kw = dict(groups=test, enroll_groups=enroll)
+    ex = B.bootstrap_metrics(s, y, boot=boot, **kw)
+    bi = B.bootstrap_metrics(s, y, boot=replace(boot, method="binned", bins=128), **kw)
     assert bi.method == "binned" and bi.info()["sides"] == "one draw" and bi.n_valid == ex.n_valid
     values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
     for k, v in flat(ex.samples).items():
@@ -254,8 +265,15 @@ def test_thousands_of_speakers_take_the_sparse_speaker_table():
     one cell per trial, and the draws stay the exact path's (the bound holds resample by resample)."""
     s, y = make(B.AUTO_EXACT_MAX_TRIALS + 1, seed=9)
     g = np.arange(s.size) % 5000
-    ex = B.bootstrap_metrics(s, y, n_boot=64, seed=1, unit="speaker", groups=g, method="exact")
-    bi = B.bootstrap_metrics(s, y, n_boot=64, seed=1, unit="speaker", groups=g)
+    ex = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(n_boot=64, seed=1, unit="speaker", method="exact"),
+        groups=g,
+    )
+    bi = B.bootstrap_metrics(
+        s, y, boot=BootstrapSettings(n_boot=64, seed=1, unit="speaker"), groups=g
+    )
     assert bi.method == "binned" and bi.n_valid == ex.n_valid
     values, below, above = flat(bi.samples), flat(bi.bounds[0]), flat(bi.bounds[1])
     for k, v in flat(ex.samples).items():
@@ -268,8 +286,16 @@ def test_thousands_of_speakers_take_the_sparse_speaker_table():
 def test_binned_ci_matches_exact_ci_in_distribution():
     """Independent draws: the CIs agree within the bound plus Monte Carlo noise."""
     s, y = make(25000, seed=8)
-    ex = B.bootstrap_metrics(s, y, n_boot=400, seed=0, method="exact")
-    bi = B.bootstrap_metrics(s, y, n_boot=400, seed=0)
+    ex = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=400, seed=0, method="exact"),
+    )
+    bi = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=400, seed=0),
+    )
     assert bi.method == "binned" and not bi.exact_bins
     bound = bi.ci_error_bound()
     for name in ("eer", "auc"):
@@ -285,39 +311,73 @@ def test_binned_ci_matches_exact_ci_in_distribution():
 
 def test_auto_method_and_options():
     small = make(3000)
-    assert B.bootstrap_metrics(*small, n_boot=5).method == "exact"
+    assert (
+        B.bootstrap_metrics(*small, boot=BootstrapSettings(unit="trial", n_boot=5)).method
+        == "exact"
+    )
     big = make(B.AUTO_EXACT_MAX_TRIALS + 1)
-    res = B.bootstrap_metrics(*big, n_boot=5)
+    res = B.bootstrap_metrics(*big, boot=BootstrapSettings(unit="trial", n_boot=5))
     assert res.method == "binned" and res.bins <= B.DEFAULT_BINS["trial"]
     w = np.ones(big[0].size)
-    assert B.bootstrap_metrics(*big, n_boot=5, weights=w).method == "exact"
+    assert (
+        B.bootstrap_metrics(*big, boot=BootstrapSettings(unit="trial", n_boot=5), weights=w).method
+        == "exact"
+    )
     with pytest.raises(DataError, match="weights"):
-        B.bootstrap_metrics(*big, n_boot=5, weights=w, method="binned")
+        B.bootstrap_metrics(
+            *big,
+            boot=BootstrapSettings(unit="trial", n_boot=5, method="binned"),
+            weights=w,
+        )
     with pytest.raises(ValueError, match="method"):
-        B.bootstrap_metrics(*small, n_boot=5, method="fast")
+        B.bootstrap_metrics(
+            *small,
+            boot=BootstrapSettings(unit="trial", n_boot=5, method="fast"),
+        )
     tiny = B.bootstrap_metrics(
-        *small, n_boot=5, method="binned", bins=4096
+        *small,
+        boot=BootstrapSettings(unit="trial", n_boot=5, method="binned", bins=4096),
     )  # 3,000 distinct scores
     assert tiny.exact_bins and tiny.ci_error_bound()["eer"] == 0.0
 
 
 def test_binned_seeded_and_chunk_independent():
     s, y = make(30000, seed=9)
-    a = B.bootstrap_metrics(s, y, n_boot=100, seed=4, chunk_elements=1000)
-    b = B.bootstrap_metrics(s, y, n_boot=100, seed=4)
-    c = B.bootstrap_metrics(s, y, n_boot=100, seed=5)
-    d = B.bootstrap_metrics(s, y, n_boot=64, seed=4)  # a prefix of blocks: the same resamples
+    a = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=100, seed=4, chunk_elements=1000),
+    )
+    b = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=100, seed=4),
+    )
+    c = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=100, seed=5),
+    )
+    d = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=64, seed=4),
+    )  # a prefix of blocks: the same resamples
     np.testing.assert_array_equal(a.samples["eer"], b.samples["eer"])
     np.testing.assert_array_equal(d.samples["auc"], b.samples["auc"][:64])
     assert not np.array_equal(b.samples["eer"], c.samples["eer"])
-    u = B.bootstrap_metrics(s, y, n_boot=20, seed=4, stratify=False)
+    u = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=20, seed=4, stratify=False),
+    )
     assert u.method == "binned" and u.n_valid == 20
 
 
 def test_results_json_records_the_bootstrap(tmp_path):
     s, y = make(25000, seed=10)
     ids = np.array([f"u{i}" for i in range(s.size)])
-    ev = evaluate_trials(np.full(s.size, "spk"), ids, s, y, n_boot=50)
+    ev = evaluate_trials(np.full(s.size, "spk"), ids, s, y, settings=trial_settings(n_boot=50))
     write_report(tmp_path, ev, {"seed": 0}, plots=False)
     run = json.loads((tmp_path / "results.json").read_text())["run"]
     info = run["bootstrap"]
@@ -326,7 +386,11 @@ def test_results_json_records_the_bootstrap(tmp_path):
     assert set(info["ci_error_bound"]["tpr_at_fpr"]) == {"0.01", "0.001"}
     assert "score bins" in (tmp_path / "report.md").read_text()
     ev = evaluate_trials(
-        np.full(300, "spk"), ids[:300], s[:300], y[:300], n_boot=20, bootstrap_method="auto"
+        np.full(300, "spk"),
+        ids[:300],
+        s[:300],
+        y[:300],
+        settings=trial_settings(n_boot=20, bootstrap_method="auto"),
     )
     write_report(tmp_path / "small", ev, {"seed": 0}, plots=False)
     assert (

@@ -7,6 +7,7 @@ from sparc_eval.errors import DataError
 from sparc_eval.metrics import bootstrap as B
 from sparc_eval.metrics import core
 from sparc_eval.metrics.core import MetricSettings
+from sparc_eval.metrics.settings import BootstrapSettings
 
 
 def make(n=300, seed=0, ties=False):
@@ -42,7 +43,11 @@ def loop_metrics(s, y, w=None, settings=MetricSettings()):
 @pytest.mark.parametrize("stratify", [True, False])
 def test_trial_bootstrap_equals_loop_over_resamples(ties, stratify):
     s, y = make(ties=ties)
-    res = B.bootstrap_metrics(s, y, n_boot=25, seed=7, stratify=stratify)
+    res = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=25, seed=7, stratify=stratify),
+    )
     plan = B._Plan(y, "trial", stratify, None, 7)
     draws = plan.trial_draws(range(25))
     for i, d in enumerate(draws):  # the plain way: materialise each resample and recompute
@@ -57,7 +62,9 @@ def test_trial_bootstrap_equals_loop_over_resamples(ties, stratify):
 def test_speaker_bootstrap_equals_weighted_loop():
     s, y = make(400, seed=1)
     groups = np.random.default_rng(1).integers(0, 12, s.size).astype(str)
-    res = B.bootstrap_metrics(s, y, n_boot=20, seed=3, unit="speaker", groups=groups)
+    res = B.bootstrap_metrics(
+        s, y, boot=BootstrapSettings(n_boot=20, seed=3, unit="speaker"), groups=groups
+    )
     plan = B._Plan(y, "speaker", True, groups, 3)
     mult = plan.speaker_multiplicities(range(20))
     for i in range(20):
@@ -73,9 +80,21 @@ def test_speaker_bootstrap_equals_weighted_loop():
 
 def test_seeded_and_chunk_independent():
     s, y = make(500, seed=2)
-    a = B.bootstrap_metrics(s, y, n_boot=40, seed=11, chunk_elements=500)  # one resample per chunk
-    b = B.bootstrap_metrics(s, y, n_boot=40, seed=11, chunk_elements=10**7)  # all at once
-    c = B.bootstrap_metrics(s, y, n_boot=40, seed=12)
+    a = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=40, seed=11, chunk_elements=500),
+    )  # one resample per chunk
+    b = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=40, seed=11, chunk_elements=10**7),
+    )  # all at once
+    c = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=40, seed=12),
+    )
     np.testing.assert_array_equal(a.samples["eer"], b.samples["eer"])
     np.testing.assert_array_equal(a.samples["tpr_at_fpr"][0.01], b.samples["tpr_at_fpr"][0.01])
     assert not np.array_equal(a.samples["eer"], c.samples["eer"])
@@ -84,7 +103,11 @@ def test_seeded_and_chunk_independent():
 
 def test_ci_brackets_point_estimate_and_schema():
     s, y = make(2000, seed=4)
-    res = B.bootstrap_metrics(s, y, n_boot=300, seed=0)
+    res = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=300, seed=0),
+    )
     ci = res.ci()
     pm = core.compute_metrics(s, y)
     assert ci["eer"][0] <= pm.eer <= ci["eer"][1]
@@ -97,7 +120,9 @@ def test_ci_brackets_point_estimate_and_schema():
 def test_rocch_bootstrap_runs_batched():
     s, y = make(300, seed=5, ties=True)
     settings = MetricSettings(eer_method="rocch")
-    res = B.bootstrap_metrics(s, y, n_boot=10, seed=0, settings=settings)
+    res = B.bootstrap_metrics(
+        s, y, boot=BootstrapSettings(unit="trial", n_boot=10, seed=0), settings=settings
+    )
     draws = B._Plan(y, "trial", True, None, 0).trial_draws(range(10))
     for i, d in enumerate(draws):
         assert res.samples["eer"][i] == pytest.approx(
@@ -110,7 +135,9 @@ def test_one_class_resamples_are_dropped():
     s = np.array([3.0, 2.5, 1.0, 0.5, 0.2, 0.1, 1.5, 0.7])
     y = np.array([1, 1, 0, 0, 0, 0, 0, 0], bool)
     g = np.array(["a", "a", "a", "b", "b", "c", "c", "c"])
-    res = B.bootstrap_metrics(s, y, n_boot=200, seed=0, unit="speaker", groups=g)
+    res = B.bootstrap_metrics(
+        s, y, boot=BootstrapSettings(n_boot=200, seed=0, unit="speaker"), groups=g
+    )
     assert 0 < res.n_valid < 200
     assert np.isnan(res.samples["eer"]).sum() == 200 - res.n_valid
     assert all(v is not None for v in res.ci()["eer"])
@@ -119,9 +146,17 @@ def test_one_class_resamples_are_dropped():
 def test_speaker_unit_needs_groups():
     s, y = make(50)
     with pytest.raises(DataError, match="speaker"):
-        B.bootstrap_metrics(s, y, n_boot=5, unit="speaker")
+        B.bootstrap_metrics(
+            s,
+            y,
+            boot=BootstrapSettings(n_boot=5, unit="speaker"),
+        )
     with pytest.raises(ValueError):
-        B.bootstrap_metrics(s, y, n_boot=5, unit="episode")
+        B.bootstrap_metrics(
+            s,
+            y,
+            boot=BootstrapSettings(n_boot=5, unit="episode"),
+        )
 
 
 def test_percentile_ci():
@@ -132,29 +167,47 @@ def test_percentile_ci():
 
 def test_paired_bootstrap():
     s, y = make(1500, seed=6)
-    same = B.paired_bootstrap(s, s.copy(), y, n_boot=100, seed=0)
+    same = B.paired_bootstrap(
+        s,
+        s.copy(),
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=100, seed=0),
+    )
     assert same.diff["eer"] == 0 and same.ci95["eer"] == [0.0, 0.0]
     assert same.ci95["tpr_at_fpr"][0.01] == [0.0, 0.0]
     rng = np.random.default_rng(0)
     worse = s + rng.normal(0, 1.5, s.size)  # noisier system: higher EER, lower AUC
-    r = B.paired_bootstrap(s, worse, y, n_boot=200, seed=0)
+    r = B.paired_bootstrap(
+        s,
+        worse,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=200, seed=0),
+    )
     assert r.diff["eer"] > 0 and r.ci95["eer"][0] > 0 and r.p_value["eer"] < 0.05
     assert r.diff["auc"] < 0 and r.ci95["auc"][1] < 0
     assert r.a["eer"] == pytest.approx(core.eer(s, y).eer)
     assert r.b["eer"] == pytest.approx(core.eer(worse, y).eer)
     assert set(r.as_dict()) >= {"a", "b", "diff", "ci95", "p_value"}
     # the paired CI of the difference is narrower than the two unpaired CIs side by side
-    ua = B.bootstrap_metrics(s, y, n_boot=200, seed=0).ci()["eer"]
-    ub = B.bootstrap_metrics(worse, y, n_boot=200, seed=1).ci()["eer"]
+    ua = B.bootstrap_metrics(
+        s,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=200, seed=0),
+    ).ci()["eer"]
+    ub = B.bootstrap_metrics(
+        worse,
+        y,
+        boot=BootstrapSettings(unit="trial", n_boot=200, seed=1),
+    ).ci()["eer"]
     assert (r.ci95["eer"][1] - r.ci95["eer"][0]) < (ua[1] - ua[0]) + (ub[1] - ub[0])
     with pytest.raises(DataError):
-        B.paired_bootstrap(s, s[:-1], y, n_boot=5)
+        B.paired_bootstrap(s, s[:-1], y, boot=BootstrapSettings(unit="trial", n_boot=5))
 
 
 def test_small_inputs_keep_the_exact_draws():
     """The numbers pinned above are the exact method's: "auto" keeps it up to 20,000 trials."""
     s, y = make(2000, seed=9)
-    res = B.bootstrap_metrics(s, y, n_boot=5)
+    res = B.bootstrap_metrics(s, y, boot=BootstrapSettings(unit="trial", n_boot=5))
     assert res.method == "exact" and res.bounds is None and res.ci_error_bound() is None
     assert res.info() == {
         "method": "exact",
@@ -204,7 +257,11 @@ def test_two_way_weights_by_hand():
 def test_two_way_resample_is_the_weighted_trials_of_its_draw():
     enroll, test, score, label = three_speakers()
     res = B.bootstrap_metrics(
-        score, label, n_boot=20, seed=5, unit="two_way", groups=test, enroll_groups=enroll
+        score,
+        label,
+        boot=BootstrapSettings(n_boot=20, seed=5, unit="two_way"),
+        groups=test,
+        enroll_groups=enroll,
     )
     assert res.unit == "two_way" and res.info()["sides"] == "one draw"
     plan = B._Plan(label, "two_way", True, test, 5, enroll)
@@ -248,9 +305,7 @@ def test_a_paired_comparison_draws_once_for_both_systems():
         score,
         2 * score + 1,
         label,
-        n_boot=100,
-        seed=0,
-        unit="two_way",
+        boot=BootstrapSettings(n_boot=100, seed=0, unit="two_way"),
         groups=test,
         enroll_groups=enroll,
     )
@@ -262,15 +317,18 @@ def test_a_paired_comparison_draws_once_for_both_systems():
         2 * score + 1,
         label,
         test,
-        n_boot=100,
-        seed=0,
+        boot=BootstrapSettings(n_boot=100, seed=0),
         enroll_groups_a=enroll,
         enroll_groups_b=enroll,
     )  # different trial lists of the same speakers: the same draws too
     assert both.unit == "two_way" and both.ci95["eer"] == [0.0, 0.0]
     alone = [
         B.bootstrap_metrics(
-            s, label, n_boot=100, seed=k, unit="two_way", groups=test, enroll_groups=enroll
+            s,
+            label,
+            boot=BootstrapSettings(n_boot=100, seed=k, unit="two_way"),
+            groups=test,
+            enroll_groups=enroll,
         ).samples["eer"]
         for k, s in enumerate((score, 2 * score + 1))
     ]
@@ -290,7 +348,11 @@ def test_two_way_is_wider_than_holding_the_enrolled_side_fixed():
     width = {}
     for unit in ("two_way", "speaker"):
         ci = B.bootstrap_metrics(
-            score, label, n_boot=300, seed=0, unit=unit, groups=test, enroll_groups=enroll
+            score,
+            label,
+            boot=BootstrapSettings(n_boot=300, seed=0, unit=unit),
+            groups=test,
+            enroll_groups=enroll,
         ).ci()["eer"]
         width[unit] = ci[1] - ci[0]
     assert width["two_way"] > 1.3 * width["speaker"]
@@ -300,4 +362,4 @@ def test_two_way_needs_the_enrolled_speakers():
     s, y = make(50)
     g = np.arange(50) % 5
     with pytest.raises(DataError, match="enrolled speaker"):
-        B.bootstrap_metrics(s, y, n_boot=5, unit="two_way", groups=g)
+        B.bootstrap_metrics(s, y, boot=BootstrapSettings(n_boot=5, unit="two_way"), groups=g)

@@ -9,6 +9,7 @@ from sparc_eval.errors import DataError
 from sparc_eval.metrics import core, evaluate_trials
 from sparc_eval.metrics.breakdown import per_speaker_eer, segment_eers
 from sparc_eval.metrics.panel import PANEL_KEYS
+from sparc_eval.metrics.settings import trial_settings
 
 
 def toy(seed=0, n_spk=7, utts=6):
@@ -95,7 +96,15 @@ def test_non_informative_accents_and_the_fine_grouping_in_segments():
         "s1": {"accent": "Irish accent"},
         "s2": {"accent": " irish English "},
     }
-    res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=attrs, n_boot=0)
+    res = evaluate_trials(
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        speakers=attrs,
+        settings=trial_settings(n_boot=0),
+    )
     assert set(res["segments"]["accent_group"]) == {"Irish"}
     assert not any(k.startswith("segments.accent_group.") for k in res["not_applicable"])
     fine = evaluate_trials(
@@ -104,7 +113,7 @@ def test_non_informative_accents_and_the_fine_grouping_in_segments():
         score,
         label,
         utt2spk=utt2spk,
-        n_boot=0,
+        settings=trial_settings(n_boot=0),
         speakers=segment_table(attrs, accent_grouping="fine"),
     )
     assert fine["segments"]["accent_group"] == {"irish": res["segments"]["accent_group"]["Irish"]}
@@ -112,7 +121,15 @@ def test_non_informative_accents_and_the_fine_grouping_in_segments():
 
 def test_evaluate_trials_full_document():
     enroll, test, score, label, utt2spk = toy()
-    res = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=50)
+    res = evaluate_trials(
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        speakers=ATTRS,
+        settings=trial_settings(n_boot=50),
+    )
     assert set(res) == {"overall", "per_speaker", "segments", "not_applicable"}
     ov = res["overall"]
     assert set(ov) == {
@@ -152,21 +169,30 @@ def test_evaluate_trials_full_document():
 def test_evaluate_trials_words_and_no_utt2spk():
     enroll, test, score, label, _ = toy()
     words = np.where(label, "target", "nontarget")
-    res = evaluate_trials(enroll, test, score, words, n_boot=0)
+    res = evaluate_trials(enroll, test, score, words, settings=trial_settings(n_boot=0))
     assert res["per_speaker"] is None and "per_speaker" in res["not_applicable"]
     assert res["overall"]["ci95"] is None and "overall.ci95" in res["not_applicable"]
     assert res["segments"] == {} and "segments" in res["not_applicable"]
-    res = evaluate_trials(enroll, test, score, words, speakers=ATTRS, n_boot=0)
+    res = evaluate_trials(
+        enroll, test, score, words, speakers=ATTRS, settings=trial_settings(n_boot=0)
+    )
     assert "utt2spk" in res["not_applicable"]["segments"]
     with pytest.raises(DataError, match="'maybe'"):
-        evaluate_trials(enroll[:2], test[:2], score[:2], ["target", "maybe"], n_boot=0)
+        evaluate_trials(
+            enroll[:2], test[:2], score[:2], ["target", "maybe"], settings=trial_settings(n_boot=0)
+        )
 
 
 def test_one_class_gives_nulls_not_numbers():
     enroll, test, score, label, utt2spk = toy()
     keep = ~label
     res = evaluate_trials(
-        enroll[keep], test[keep], score[keep], label[keep], utt2spk=utt2spk, n_boot=20
+        enroll[keep],
+        test[keep],
+        score[keep],
+        label[keep],
+        utt2spk=utt2spk,
+        settings=trial_settings(n_boot=20),
     )
     ov = res["overall"]
     assert ov["eer"] is None and ov["auc"] is None and ov["min_dcf"] is None and ov["ci95"] is None
@@ -180,10 +206,20 @@ def test_missing_speakers_are_errors():
     enroll, test, score, label, utt2spk = toy()
     partial = {k: v for k, v in utt2spk.items() if not k.startswith("s3-")}
     with pytest.raises(DataError, match="s3-u0"):
-        evaluate_trials(enroll, test, score, label, utt2spk=partial, n_boot=0)
+        evaluate_trials(
+            enroll, test, score, label, utt2spk=partial, settings=trial_settings(n_boot=0)
+        )
     attrs = {k: v for k, v in ATTRS.items() if k != "s4"}
     with pytest.raises(DataError, match="s4"):
-        evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=attrs, n_boot=0)
+        evaluate_trials(
+            enroll,
+            test,
+            score,
+            label,
+            utt2spk=utt2spk,
+            speakers=attrs,
+            settings=trial_settings(n_boot=0),
+        )
 
 
 def test_enrollment_utterance_ids_map_through_utt2spk():
@@ -192,20 +228,41 @@ def test_enrollment_utterance_ids_map_through_utt2spk():
     enr_utt = {f"s{i}": f"s{i}-enr" for i in range(7)}
     full = {**utt2spk, **{u: s for s, u in enr_utt.items()}}
     by_utt = np.array([enr_utt[e] for e in enroll])
-    a = evaluate_trials(enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=0)
-    b = evaluate_trials(by_utt, test, score, label, utt2spk=full, speakers=ATTRS, n_boot=0)
+    a = evaluate_trials(
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        speakers=ATTRS,
+        settings=trial_settings(n_boot=0),
+    )
+    b = evaluate_trials(
+        by_utt, test, score, label, utt2spk=full, speakers=ATTRS, settings=trial_settings(n_boot=0)
+    )
     assert a["segments"] == b["segments"]
 
 
 def test_speaker_bootstrap_through_evaluate():
     enroll, test, score, label, utt2spk = toy()
     res = evaluate_trials(
-        enroll, test, score, label, utt2spk=utt2spk, n_boot=50, bootstrap_unit="speaker"
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        settings=trial_settings(n_boot=50, bootstrap_unit="speaker"),
     )
     lo, hi = res["overall"]["ci95"]["eer"]
     assert lo <= hi
     with pytest.raises(DataError, match="utt2spk"):
-        evaluate_trials(enroll, test, score, label, n_boot=10, bootstrap_unit="speaker")
+        evaluate_trials(
+            enroll,
+            test,
+            score,
+            label,
+            settings=trial_settings(n_boot=10, bootstrap_unit="speaker"),
+        )
 
 
 def test_write_report_from_library(tmp_path):
@@ -213,7 +270,13 @@ def test_write_report_from_library(tmp_path):
 
     enroll, test, score, label, utt2spk = toy()
     res = evaluate_trials(
-        enroll, test, score, label, utt2spk=utt2spk, speakers=ATTRS, n_boot=30, seed=5
+        enroll,
+        test,
+        score,
+        label,
+        utt2spk=utt2spk,
+        speakers=ATTRS,
+        settings=trial_settings(n_boot=30, seed=5),
     )
     written = write_report(
         tmp_path / "a", res, {"dataset": "toy", "seed": 5, "extra_key": 1}, plots=False

@@ -13,6 +13,7 @@ from sparc_eval.cli import main
 from sparc_eval.errors import DataError
 from sparc_eval.metrics import read_scores, read_speakers, read_utt2spk, write_scores
 from sparc_eval.metrics.panel import PANEL_KEYS
+from sparc_eval.metrics.settings import BootstrapSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -404,7 +405,7 @@ def test_align_trials_for_paired_bootstrap(tmp_path):
     b = read_scores(write(tmp_path, "b.txt", shuffled))
     sa, sb, y = align_trials(a, b)
     assert sb.tolist() == [0.4, 0.3, -0.1, 1.5] and y.tolist() == a.labels.tolist()
-    assert paired_bootstrap(sa, sb, y, n_boot=20).n_boot == 20
+    assert paired_bootstrap(sa, sb, y, boot=BootstrapSettings(unit="trial", n_boot=20)).n_boot == 20
     c = read_scores(
         write(tmp_path, "c.txt", shuffled.replace("spk1 u1 0.4 target", "spk1 u1 0.4 nontarget"))
     )

@@ -9,6 +9,7 @@ from sparc_eval.errors import DataError
 from sparc_eval.metrics import core
 from sparc_eval.metrics.core import MetricSettings
 from sparc_eval.metrics.panel import PANEL_KEYS
+from sparc_eval.metrics.settings import BootstrapSettings, EvaluationSettings, trial_settings
 
 
 def speechbrain_metric_stats():
@@ -296,9 +297,10 @@ def test_evaluate_trials_keys_and_notes_in_order():
         [f"x{i}" for i in range(5)],
         [0.0, 1.0, 1.0, 2.0, 3.0],
         [0, 1, 0, 0, 1],
-        n_boot=100,
-        stratify=False,
-        eer_method="rocch",
+        settings=EvaluationSettings(
+            metrics=MetricSettings(eer_method="rocch"),
+            bootstrap=BootstrapSettings(n_boot=100, unit="trial", stratify=False),
+        ),
     )
     assert list(res) == ["overall", "per_speaker", "segments", "not_applicable"]
     assert list(res["overall"]) == [
@@ -349,7 +351,11 @@ def test_evaluate_trials_keys_and_notes_in_order():
     assert list(res.curves) == ["fpr", "tpr", "det_far", "det_frr", "eer"]
 
     one = evaluate_trials(
-        ["a"] * 3, ["x", "y", "z"], [0.1, 0.2, 0.3], [0, 0, 0], n_boot=10, bootstrap_unit="speaker"
+        ["a"] * 3,
+        ["x", "y", "z"],
+        [0.1, 0.2, 0.3],
+        [0, 0, 0],
+        settings=trial_settings(n_boot=10, bootstrap_unit="speaker"),
     )  # one class: no bootstrap, so no utt2spk needed
     assert (
         one["not_applicable"]["overall"]

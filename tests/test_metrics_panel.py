@@ -14,6 +14,7 @@ from sparc_eval.metrics import calibration, linkability
 from sparc_eval.metrics.core import counts
 from sparc_eval.metrics.panel import MIN_NONTARGETS_PER_FPR, mean_speaker_eer
 from sparc_eval.metrics.results import evaluate_trials
+from sparc_eval.metrics.settings import trial_settings
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((REPO / "tests/golden/vpc2024_panel.json").read_text())["values"]
@@ -109,7 +110,13 @@ def test_low_fpr_rule_and_attained_fpr():
     for n_non, expect_null in ((n_few, True), (1000, False)):
         scores = np.r_[rng.normal(2, 1, 50), rng.normal(0, 1, n_non)]
         labels = np.r_[np.ones(50, bool), np.zeros(n_non, bool)]
-        res = evaluate_trials(["e"] * labels.size, range(labels.size), scores, labels, n_boot=20)
+        res = evaluate_trials(
+            ["e"] * labels.size,
+            range(labels.size),
+            scores,
+            labels,
+            settings=trial_settings(n_boot=20),
+        )
         ov = res["overall"]
         assert (ov["tpr_at_fpr"]["0.01"] is None) == expect_null
         assert (ov["ci95"]["tpr_at_fpr"]["0.01"] == [None, None]) == expect_null
@@ -133,8 +140,7 @@ def test_panel_in_every_overall_block_with_cis():
     scores = rng.normal(labels * 1.5, 1.0)
     res = evaluate_trials(
         spk, [f"u{i}" for i in range(spk.size)], scores, labels,
-        utt2spk={f"u{i}": str(s) for i, s in enumerate(spk)}, bootstrap_unit="speaker", n_boot=100,
-    )  # fmt: skip
+        utt2spk={f"u{i}": str(s) for i, s in enumerate(spk)}, settings=trial_settings(bootstrap_unit="speaker", n_boot=100), )  # fmt: skip
     ov = res["overall"]
     for key in ("min_cllr", "dece", "linkability"):
         lo, hi = ov["ci95"][key]
@@ -149,7 +155,12 @@ def test_panel_in_every_overall_block_with_cis():
 def test_llr_flag_on_similarity_scores_warns():
     with pytest.warns(UserWarning, match="declared log-likelihood ratios"):
         res = evaluate_trials(
-            ["e"] * 40, range(40), np.linspace(0, 1, 40), np.arange(40) >= 30, llr=True, n_boot=0
+            ["e"] * 40,
+            range(40),
+            np.linspace(0, 1, 40),
+            np.arange(40) >= 30,
+            llr=True,
+            settings=trial_settings(n_boot=0),
         )
     assert "overall.act_cllr.llr" in res["not_applicable"]
 
@@ -215,7 +226,12 @@ def test_worst_speakers_are_picked_on_one_half_and_measured_on_the_other():
     scores = rng.normal(labels * shift[test_spk], 1.0)
     ids = [f"u{i}" for i in utt]
     res = evaluate_trials(
-        model, ids, scores, labels, utt2spk={f"u{i}": str(i // n_utt) for i in utt}, n_boot=0
+        model,
+        ids,
+        scores,
+        labels,
+        utt2spk={f"u{i}": str(i // n_utt) for i in utt},
+        settings=trial_settings(n_boot=0),
     )
     worst = res["overall"]["worst_speakers"]
     assert 10 <= worst["n_eligible"] <= n_spk and worst["k"] == 5 and len(worst["speakers"]) == 2
@@ -225,7 +241,7 @@ def test_worst_speakers_are_picked_on_one_half_and_measured_on_the_other():
         assert np.mean([shift[int(spk)] for spk in picked]) > shift.mean() + 0.5
     few = evaluate_trials(
         model[: 2 * n_spk], ids[: 2 * n_spk], scores[: 2 * n_spk], labels[: 2 * n_spk],
-        utt2spk={f"u{i}": str(i // n_utt) for i in utt}, n_boot=0,
+        utt2spk={f"u{i}": str(i // n_utt) for i in utt}, settings=trial_settings(n_boot=0),
     )  # fmt: skip
     assert few["overall"]["worst_speakers"] is None
     assert "overall.worst_speakers" in few["not_applicable"]
@@ -234,7 +250,13 @@ def test_worst_speakers_are_picked_on_one_half_and_measured_on_the_other():
 def test_all_scores_equal_give_uninformative_values_and_no_linkability():
     """The VoicePrivacy code fails on one distinct score; here: EER 0.5, min Cllr 1, D_ECE 0 and
     no D<->sys (no bins), with the reason."""
-    res = evaluate_trials(["e"] * 200, range(200), np.zeros(200), np.arange(200) < 20, n_boot=0)
+    res = evaluate_trials(
+        ["e"] * 200,
+        range(200),
+        np.zeros(200),
+        np.arange(200) < 20,
+        settings=trial_settings(n_boot=0),
+    )
     ov = res["overall"]
     assert ov["eer"] == 0.5 and ov["min_cllr"] == pytest.approx(1.0) and ov["dece"] == 0.0
     assert (
@@ -254,7 +276,7 @@ def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path
         range(115),
         np.r_[c.unique[-15:], np.arange(100)],
         np.arange(115) < 15,
-        n_boot=50,
+        settings=trial_settings(n_boot=50),
     )
     assert res["overall"]["linkability"] is None and res["overall"]["ci95"]["linkability"] == [
         None,

@@ -16,6 +16,7 @@ import pytest
 import soundfile as sf
 
 from anonymizers.stt_tts import SttTts
+from sparc_eval.anonymization.options import RunnerOptions
 from sparc_eval.anonymization.runner import anonymize_corpus
 from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
 from sparc_eval.errors import DataError
@@ -270,7 +271,7 @@ def test_stt_tts_corpus_run_with_the_paper_backends(paper_stt_tts, tmp_path):
         )
     corpus = Manifest(utterances, name="noise")
     out_dir = tmp_path / "anonymized"
-    out = anonymize_corpus(corpus, paper_stt_tts, out_dir, progress=False)
+    out = anonymize_corpus(corpus, paper_stt_tts, out_dir, options=RunnerOptions(progress=False))
 
     assert [u.id for u in out] == ["utt0", "utt1"]
     rows = [json.loads(line) for line in (out_dir / "manifest.jsonl").read_text().splitlines()]

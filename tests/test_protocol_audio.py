@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from sparc_eval.anonymization.options import RunnerOptions
 from sparc_eval.data.manifest import AudioRef, Manifest, Utterance
 from sparc_eval.data.words import mark_anonymized, reference_text_deviation, spoken_text
 from sparc_eval.errors import DataError
+from sparc_eval.metrics.settings import trial_settings
 from sparc_eval.phones.features import PhoneFeatures
 from sparc_eval.phones.phoneset import PHONE_INDEX
 
@@ -125,7 +127,7 @@ def test_anonymizer_declaration_reaches_the_output_manifest(tmp_path):
         name="in",
         read_passages=True,
     )
-    out = anonymize_corpus(corpus, Quiet(), tmp_path / "out", progress=False)
+    out = anonymize_corpus(corpus, Quiet(), tmp_path / "out", options=RunnerOptions(progress=False))
     record = json.loads((tmp_path / "out/manifest.jsonl").read_text().splitlines()[0])
     assert record["extra"]["keeps_words"] is True and spoken_text(out[0]) == "hello"
     # the input loader's mark (EdAcc's read passages) survives anonymization and reloading
@@ -285,7 +287,13 @@ def test_recipe_segments_list_accents_in_no_segment():
                 enroll.append(e), test.append(f"{s}_{k}"), labels.append(e == s)
                 scores.append(rng.normal(1.0 if e == s else 0.0))
     coarse = evaluate_trials(
-        enroll, test, scores, labels, utt2spk=utt2spk, speakers=speakers, n_boot=0
+        enroll,
+        test,
+        scores,
+        labels,
+        utt2spk=utt2spk,
+        speakers=speakers,
+        settings=trial_settings(n_boot=0),
     )
     fine = evaluate_trials(
         enroll,
@@ -294,8 +302,7 @@ def test_recipe_segments_list_accents_in_no_segment():
         labels,
         utt2spk=utt2spk,
         speakers=speakers,
-        n_boot=0,
-        accent_grouping="fine",
+        settings=trial_settings(n_boot=0, accent_grouping="fine"),
     )
     assert set(coarse["segments"]["accent_group"]) == {"Irish"}
     assert set(fine["segments"]["accent_group"]) == {"irish"}

@@ -18,6 +18,7 @@ sys.path.insert(0, str(REPO))
 
 from anonymizers.base import Anonymizer  # noqa: E402
 from anonymizers.mcadams import McAdams  # noqa: E402
+from sparc_eval.anonymization.options import RunnerOptions
 from sparc_eval.anonymization.runner import anonymize_corpus, build_anonymizer, settings_of  # noqa: E402
 from sparc_eval.data.manifest import AudioRef, Manifest, Utterance  # noqa: E402
 from sparc_eval.digest import digest  # noqa: E402
@@ -122,10 +123,14 @@ def test_an_object_whose_state_cannot_be_known_is_never_reused(tmp_path):
         [Utterance("u1", "s1", "one two", "e", audio=AudioRef(str(wav)), duration=1.0)]
     )
     with pytest.warns(UserWarning, match="settings\\(\\)"):
-        first = anonymize_corpus(corpus, Plain(1.0), tmp_path / "out", progress=False)
+        first = anonymize_corpus(
+            corpus, Plain(1.0), tmp_path / "out", options=RunnerOptions(progress=False)
+        )
     assert first.report["processed"] == 1
     with pytest.warns(UserWarning, match="recomputes"):
-        again = anonymize_corpus(corpus, Plain(0.5), tmp_path / "out", progress=False)
+        again = anonymize_corpus(
+            corpus, Plain(0.5), tmp_path / "out", options=RunnerOptions(progress=False)
+        )
     assert (
         again.report["processed"] == 1 and again.report["cached"] == 0
     )  # another gain: not the old file
@@ -158,7 +163,9 @@ def test_going_back_restores_the_kept_audio_and_never_a_damaged_or_anothers_file
     out = tmp_path / "out"
 
     def run(gain):
-        report = anonymize_corpus(corpus, Gain(gain), out, progress=False).report
+        report = anonymize_corpus(
+            corpus, Gain(gain), out, options=RunnerOptions(progress=False)
+        ).report
         audio = {i: sf.read(out / e["audio"])[0] for i, e in read_ledger(out).items()}
         return report, audio
 

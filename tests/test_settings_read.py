@@ -13,17 +13,23 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparc_eval.attack.evaluation import (  # noqa: E402
-    BOOTSTRAP_KEYS,
-    SEGMENT_KEYS,
+from sparc_eval.data.plan import DataSettings  # noqa: E402
+from sparc_eval.errors import DataError  # noqa: E402
+from sparc_eval.hparams import (  # noqa: E402
+    HparamsFile,
+    bounded,
+    hparams_keys,
+    library_only,
+    read_fields,
+)
+from sparc_eval.jobs.card.settings import CardSettings  # noqa: E402
+from sparc_eval.metrics.settings import (  # noqa: E402
     BootstrapSettings,
     EvaluationSettings,
     SegmentSettings,
+    evaluation_settings,
+    trial_settings,
 )
-from sparc_eval.data.plan import DataSettings  # noqa: E402
-from sparc_eval.errors import DataError  # noqa: E402
-from sparc_eval.hparams import HparamsFile, bounded, read_fields  # noqa: E402
-from sparc_eval.jobs.card.settings import CardSettings  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,44 @@ def test_the_evaluation_settings_refuse_bad_values_before_any_work():
         EvaluationSettings.from_hparams({"min_verdict_speakers": 0})
     got = EvaluationSettings.from_hparams({"n_boot": 200, "segment_attributes": "sex"})
     assert got.bootstrap.n_boot == 200 and got.segments.attributes == ("sex",)
-    assert EvaluationSettings.keys() >= {*BOOTSTRAP_KEYS, *SEGMENT_KEYS}
+    assert EvaluationSettings.keys() == {
+        *hparams_keys(BootstrapSettings),
+        *hparams_keys(SegmentSettings),
+        "min_verdict_speakers",
+    }
+
+
+def test_the_keys_come_from_the_fields():
+    """A field's hparams key is its name unless it names another; library-only and nested
+    settings are no keys; the reader takes every key without a hand-kept list."""
+
+    @dataclass(frozen=True)
+    class Part:
+        unit: str = bounded("a", key="part_unit", choices=("a", "b"))
+        level: float = library_only(0.95)
+        count: int = bounded(2, minimum=1)
+
+    assert hparams_keys(Part) == {"part_unit": "unit", "count": "count"}
+    assert read_fields(Part, {"part_unit": "b", "level": 0.5, "count": 3}) == {
+        "unit": "b",
+        "count": 3,
+    }
+    assert hparams_keys(BootstrapSettings) == {
+        "n_boot": "n_boot",
+        "seed": "seed",
+        "bootstrap_unit": "unit",
+        "bootstrap_method": "method",
+        "bootstrap_bins": "bins",
+    }
+    assert "bootstrap" not in hparams_keys(EvaluationSettings)
+    with pytest.raises(DataError, match="bootstrap_unit must be one of"):
+        evaluation_settings(bootstrap_unit="utterance")
+    with pytest.raises(TypeError, match="n_bot"):
+        trial_settings(n_bot=3)
+    assert (
+        trial_settings().bootstrap.unit == "trial"
+        and EvaluationSettings().bootstrap.unit == "two_way"
+    )
 
 
 def test_the_data_settings_refuse_bad_values_by_name():
@@ -105,8 +148,8 @@ def test_the_card_refuses_a_bad_threshold_by_name(tmp_path):
 def _defaults() -> dict:
     """hparams key -> the default its field defines."""
     out = {}
-    for cls, keys in ((BootstrapSettings, BOOTSTRAP_KEYS), (SegmentSettings, SEGMENT_KEYS)):
-        by_name = {f.name: f.default for f in fields(cls)}
+    for cls in (BootstrapSettings, SegmentSettings):
+        by_name, keys = {f.name: f.default for f in fields(cls)}, hparams_keys(cls)
         out.update({key: by_name[name] for key, name in keys.items()})
     card = {f.name: f.default for f in fields(CardSettings)}
     out["min_verdict_speakers"] = EvaluationSettings().min_verdict_speakers

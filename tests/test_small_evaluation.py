@@ -10,6 +10,7 @@ import pytest
 
 from sparc_eval.cli import main
 from sparc_eval.metrics import evaluate_trials
+from sparc_eval.metrics.settings import evaluation_settings, trial_settings
 from sparc_eval.metrics.small import eer_bound
 
 
@@ -65,7 +66,12 @@ def test_the_bound_is_clopper_pearson_over_speakers():
 def test_ten_separable_speakers_are_a_small_evaluation():
     enroll, test, scores, labels, utt2spk = score_set(10, separable=True)
     ev = evaluate_trials(
-        enroll, test, scores, labels, utt2spk=utt2spk, n_boot=200, bootstrap_unit="speaker"
+        enroll,
+        test,
+        scores,
+        labels,
+        utt2spk=utt2spk,
+        settings=trial_settings(n_boot=200, bootstrap_unit="speaker"),
     )
     ov = ev["overall"]
     assert ov["eer"] == 0.0 and ov["ci95"]["eer"] == [
@@ -81,7 +87,12 @@ def test_ten_separable_speakers_are_a_small_evaluation():
 def test_sixty_speakers_with_errors_are_unaffected():
     enroll, test, scores, labels, utt2spk = score_set(60, separable=False)
     ev = evaluate_trials(
-        enroll, test, scores, labels, utt2spk=utt2spk, n_boot=200, bootstrap_unit="speaker"
+        enroll,
+        test,
+        scores,
+        labels,
+        utt2spk=utt2spk,
+        settings=trial_settings(n_boot=200, bootstrap_unit="speaker"),
     )
     ov = ev["overall"]
     assert 0.1 < ov["eer"] < 0.5 and ov["ci95"]["eer"][0] < ov["eer"] < ov["ci95"]["eer"][1]
@@ -93,9 +104,7 @@ def test_sixty_speakers_with_errors_are_unaffected():
         scores,
         labels,
         utt2spk=utt2spk,
-        n_boot=50,
-        bootstrap_unit="speaker",
-        min_verdict_speakers=100,
+        settings=trial_settings(n_boot=50, bootstrap_unit="speaker", min_verdict_speakers=100),
     )
     assert again["overall"]["small_evaluation"]["n_speakers"] == 60
 
@@ -164,14 +173,18 @@ def test_no_comparison_verdict_rests_on_too_few_speakers():
     from sparc_eval.attack.compare import compare_cells, verdict
 
     few = compare_cells(
-        _trials(score_set(10, True)), _trials(score_set(10, False, seed=1)), n_boot=100, seed=0
+        _trials(score_set(10, True)),
+        _trials(score_set(10, False, seed=1)),
+        evaluation_settings(n_boot=100, seed=0),
     )
     assert few["n_speakers_a"] == few["n_speakers_b"] == 10
     assert verdict(few, "a", "b").startswith(
         "no verdict: too few speakers for a verdict (10 test speakers"
     )
     many = compare_cells(
-        _trials(score_set(60, False)), _trials(score_set(60, False, seed=1)), n_boot=100, seed=0
+        _trials(score_set(60, False)),
+        _trials(score_set(60, False, seed=1)),
+        evaluation_settings(n_boot=100, seed=0),
     )
     assert many["small"] is None and not verdict(many, "a", "b").startswith("no verdict")
 
@@ -184,9 +197,9 @@ def _cell(trials, folder: str, min_speakers: int = 20) -> dict:
         scores,
         labels,
         utt2spk=utt2spk,
-        n_boot=100,
-        bootstrap_unit="speaker",
-        min_verdict_speakers=min_speakers,
+        settings=trial_settings(
+            n_boot=100, bootstrap_unit="speaker", min_verdict_speakers=min_speakers
+        ),
     )
     return {"status": "ok", "overall": ev["overall"], "folder": folder, "n_trial_speakers": 10}
 
@@ -261,7 +274,14 @@ def split_set(utts: list, seed: int = 0, weights=None):
 def _small_of(trials, weights=None) -> dict:
     enroll, test, scores, labels, utt2spk = trials
     ev = evaluate_trials(
-        enroll, test, scores, labels, utt2spk=utt2spk, weights=weights, n_boot=0, per_speaker=False
+        enroll,
+        test,
+        scores,
+        labels,
+        utt2spk=utt2spk,
+        weights=weights,
+        settings=trial_settings(n_boot=0),
+        per_speaker=False,
     )
     return ev["overall"]
 
@@ -308,7 +328,9 @@ def test_trial_weights_count_toward_n_eff_and_bare_scores_keep_trials():
     small = _small_of(trials, weights)["small_evaluation"]
     assert small["n_eff"] == pytest.approx(10)
     enroll, test, scores, labels, _ = trials
-    ov = evaluate_trials(enroll, test, scores, labels, n_boot=0, per_speaker=False)["overall"]
+    ov = evaluate_trials(
+        enroll, test, scores, labels, settings=trial_settings(n_boot=0), per_speaker=False
+    )["overall"]
     assert ov["small_evaluation"] is None  # no speakers, no degenerate bootstrap: not small
     from sparc_eval.metrics.small import small_evaluation
 
@@ -347,7 +369,7 @@ def test_a_leakage_comparison_with_a_degenerate_cell_draws_no_verdict(monkeypatc
     )
     cmp = _Comparer(settings, cells, {})
     cmp.trials = lambda *side: side
-    monkeypatch.setattr(leakage_run, "compare_cells", lambda a, b, **kw: {"small": None})
+    monkeypatch.setattr(leakage_run, "compare_cells", lambda a, b, settings: {"small": None})
     assert cmp.compare(("edacc", "phones", "all"), ("ls", "phones", "all"))["withheld"] == reason
     found = {"eer_diff": -0.1, "eer_diff_ci95": [-0.2, -0.05], "small": None, "withheld": reason}
     assert ci_verdict(found, below="b leaks more", above="a", within="w") == reason

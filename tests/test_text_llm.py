@@ -11,6 +11,7 @@ import pytest
 from attackers.text.llm import LLMScorer, build_prompt, parse_score
 from sparc_eval.errors import DataError
 from sparc_eval.jobs.text import TrialSet
+from sparc_eval.jobs.text.settings import TextEvaluationOptions
 
 
 class FakeOpenAI:
@@ -285,9 +286,8 @@ def test_missing_scores_are_counted_in_results(server, tmp_path):
         tasks=["speaker"],
         settings=[(3, 1)],
         config=TrialConfig(P=3, L=1, tolerance=0, max_probes=1),
-        n_boot=0,
+        options=TextEvaluationOptions(n_boot=0, plots=False),
         output_folder=tmp_path / "out",
-        plots=False,
     )
     block = doc["tasks"]["speaker"]["P3_L1"]
     assert block["missing_scores"] > 0

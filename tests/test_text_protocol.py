@@ -21,6 +21,8 @@ from sparc_eval.jobs.text.evaluate import (
     remove_shared_text,
     trial_config_from_hparams,
 )
+from sparc_eval.jobs.text.settings import TextEvaluationOptions
+from sparc_eval.metrics.settings import BootstrapSettings, trial_settings
 from sparc_eval.text_trials.trials import EN, EP, HN, HP
 
 REPO = Path(__file__).resolve().parents[1]
@@ -406,9 +408,8 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
         [TfidfScorer(), StylometricScorer(min_df=1)],
         tasks=["speaker", "sex"],
         settings=SETTINGS,
-        n_boot=30,
+        options=TextEvaluationOptions(n_boot=30, plots=False),
         output_folder=out,
-        plots=False,
     )
     assert doc["run"]["scorers"] == ["tfidf", "stylometric"] and set(doc["scorers"]) == {
         "tfidf",
@@ -441,8 +442,7 @@ def test_ablations_and_paired_scorer_comparisons(tmp_path):
         [float(x[2]) for x in a],
         [float(x[2]) for x in b],
         [x[3] == "target" for x in a],
-        n_boot=30,
-        unit="two_way",
+        boot=BootstrapSettings(n_boot=30, unit="two_way"),
         groups=[t["probe"]["speaker"] for t in trials],
         enroll_groups=[t["enroll"]["speaker"] for t in trials],
     )
@@ -462,9 +462,8 @@ def test_cis_resample_the_speakers_on_both_sides_by_default(tmp_path):
         conversations(),
         TfidfScorer(),
         settings=[(50, 5)],
-        n_boot=40,
+        options=TextEvaluationOptions(n_boot=40, plots=False),
         output_folder=out,
-        plots=False,
     )
     assert doc["run"]["bootstrap_unit"] == "two_way" and not any(
         k.startswith("bootstrap_unit") for k in doc["run"]["deviations"]
@@ -481,9 +480,7 @@ def test_cis_resample_the_speakers_on_both_sides_by_default(tmp_path):
         [s[3] for s in scores],
         utt2spk={t["probe"]["id"]: t["probe"]["speaker"] for t in trials},
         enroll2spk={t["enroll"]["id"]: t["enroll"]["speaker"] for t in trials},
-        n_boot=40,
-        seed=0,
-        bootstrap_unit="two_way",
+        settings=trial_settings(n_boot=40, seed=0, bootstrap_unit="two_way"),
     )
     block = doc["tasks"]["speaker"]["P50_L5"]["conditions"]["combined"]
     assert again.details["bootstrap"]["unit"] == "two_way"
@@ -494,8 +491,7 @@ def test_cis_resample_the_speakers_on_both_sides_by_default(tmp_path):
         conversations(),
         TfidfScorer(),
         settings=[(50, 5)],
-        n_boot=40,
-        bootstrap_unit="trial",
+        options=TextEvaluationOptions(n_boot=40, bootstrap_unit="trial"),
     )
     assert (
         doc["run"]["bootstrap_unit"] == "trial"
@@ -513,9 +509,8 @@ def test_unscored_trials_are_listed_and_left_out_of_the_score_file(tmp_path):
         conversations(),
         Gappy(),
         settings=[(50, 5)],
-        n_boot=0,
+        options=TextEvaluationOptions(n_boot=0, plots=False),
         output_folder=out,
-        plots=False,
     )
     block = doc["tasks"]["speaker"]["P50_L5"]
     trials = [
@@ -537,10 +532,9 @@ def test_results_carry_environment_and_deviations(tmp_path):
         read_corpus(8, read_passages=True),
         TfidfScorer(),
         settings=[(5, 2)],
-        n_boot=0,
+        options=TextEvaluationOptions(n_boot=0, plots=False),
         config=TrialConfig(tolerance=1),
         output_folder=out,
-        plots=False,
     )
     run = doc["run"]
     assert {"python", "packages", "cpu_count"} <= set(run["environment"])

@@ -20,7 +20,7 @@ from attackers.text.tfidf import TfidfScorer
 from sparc_eval.errors import DataError
 from sparc_eval.jobs.text import TrialSet
 from sparc_eval.jobs.text.evaluate import score_trials
-from sparc_eval.jobs.text.settings import scoring_from_hparams
+from sparc_eval.jobs.text.settings import TextEvaluationOptions, scoring_from_hparams
 from sparc_eval.text_trials.ray_scoring import ScoringRunner, trial_batch, trial_batches
 
 # the scorers defined here travel to the Ray workers by value (the workers cannot import tests/)
@@ -245,9 +245,7 @@ def test_evaluate_text_over_ray_gives_the_local_results(local_ray, tmp_path):
         tasks=["speaker"],
         settings=[(12, 2)],
         config=TrialConfig(P=12, L=2, tolerance=2),
-        n_boot=0,
-        plots=False,
-        save_trials=False,
+        options=TextEvaluationOptions(n_boot=0, plots=False, save_trials=False),
     )
     local = evaluate_text(Manifest(utts), TfidfScorer(), **kw)
     remote = evaluate_text(

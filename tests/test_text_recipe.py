@@ -304,7 +304,9 @@ def test_text_run_settings_read_the_hparams_once(tmp_path):
     )
     assert s.pl_settings == ((200, 20), (200, 5), (50, 20), (50, 5))
     assert (
-        s.tasks == ("speaker", "sex", "age", "accent") and s.n_boot == 1000 and s.words == "spoken"
+        s.tasks == ("speaker", "sex", "age", "accent")
+        and s.options.n_boot == 1000
+        and s.words == "spoken"
     )
     assert s.trial_config.max_probes == 10 and s.trial_config.shared_text.enabled == "auto"
     assert (
@@ -323,11 +325,13 @@ def test_text_run_settings_read_the_hparams_once(tmp_path):
     assert (
         bare.tasks == ("speaker",)
         and bare.words == "spoken"
-        and bare.n_boot == 1000
+        and bare.options.n_boot == 1000
         and bare.seed == 0
     )
     assert (
-        bare.pl_settings == ((200, 20),) and bare.protocol == "naturalvoices" and bare.plots is True
+        bare.pl_settings == ((200, 20),)
+        and bare.options.protocol == "naturalvoices"
+        and bare.options.plots is True
     )
 
 
@@ -380,7 +384,7 @@ def test_cli_reads_the_settings_once_and_the_library_takes_them(tmp_path, capsys
         capsys, f"--data_folder={data}", f"--output_folder={tmp_path / 'o'}", "--n_boot=0"
     )
     assert code == 0 and len(calls) == 1 and len(taken) == 1
-    assert isinstance(taken[0], text_settings.TextRunSettings) and taken[0].n_boot == 0
+    assert isinstance(taken[0], text_settings.TextRunSettings) and taken[0].options.n_boot == 0
     assert stdout.strip().splitlines()[-1] == str(tmp_path / "o" / "results.json")
 
 
@@ -388,6 +392,7 @@ def test_evaluate_from_settings_without_an_hparams_dict(tmp_path):
     from attackers.text.tfidf import TfidfScorer
     from sparc_eval.jobs.text import CONDITIONS, TRIAL_CONDITIONS, TextRunSettings, TrialConfig
     from sparc_eval.jobs.text.evaluate import evaluate_from_settings
+    from sparc_eval.jobs.text.settings import TextEvaluationOptions
 
     assert CONDITIONS is TRIAL_CONDITIONS
     data = sparc_export(tmp_path / "export.jsonl")
@@ -397,8 +402,7 @@ def test_evaluate_from_settings_without_an_hparams_dict(tmp_path):
         scorers=(TfidfScorer(),),
         trial_config=TrialConfig(tolerance=2),
         pl_settings=((10, 3),),
-        n_boot=0,
-        plots=False,
+        options=TextEvaluationOptions(n_boot=0, plots=False),
     )
     doc = json.loads(evaluate_from_settings(s).read_text())
     assert list(doc["tasks"]["speaker"]["P10_L3"]["conditions"]) == list(TRIAL_CONDITIONS)

@@ -28,11 +28,14 @@ from ..errors import DataError
 from ..hparams import (
     HparamsFile,
     apply_renamed,
+    hparams_keys,
     parse_arguments,
     parse_value,
+    read_fields,
     register_passthrough,
     reporting_data_errors,
 )
+from .options import RunnerOptions
 
 
 @dataclass(frozen=True)
@@ -45,30 +48,29 @@ class AnonymizationSettings:
     out: Optional[str] = None  # the output folder
     shard: str = "0/1"  # i/n: every n-th utterance from i (0-based)
     merge: bool = False  # only merge finished shards into out/manifest.jsonl
-    runner: str = "local"  # local | ray
-    batch_size: int = 1
-    num_workers: Optional[int] = None  # Ray actors (None: cluster CPUs / num_cpus)
-    num_cpus: float = 1.0  # CPUs per Ray actor
-    num_gpus: float = 0.0  # GPUs per Ray actor (fractions allowed)
-    ray_address: Optional[str] = None  # None: a local Ray instance
+    run: RunnerOptions = RunnerOptions()  # runner, batch_size, num_workers, num_cpus, num_gpus,
+    # ray_address, progress: the hparams keys of the same names
     limit: Optional[int] = None  # only the first N utterances (a quick try)
     skip_missing: bool = False  # drop utterances whose audio file is missing
     wer: bool = False  # after the run, WER of the output vs the reference text -> out/wer.json
     wer_asr: object = "faster-whisper"  # ASR backend name or object for the WER
     wer_asr_options: dict = field(default_factory=dict)
-    progress: bool = True
 
     @classmethod
     def keys(cls) -> frozenset:
-        return frozenset(f.name for f in fields(cls))
+        own = {f.name for f in fields(cls) if f.name != "run"}
+        return frozenset(own | set(hparams_keys(RunnerOptions)))
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "AnonymizationSettings":
-        given = {k: hp[k] for k in cls.keys() if k in hp and hp[k] is not None}
-        for key in ("input", "out", "shard", "ray_address"):
+        own = {f.name for f in fields(cls) if f.name != "run"}
+        given = {k: hp[k] for k in own if k in hp and hp[k] is not None}
+        for key in ("input", "out", "shard"):
             if key in given:
                 given[key] = str(given[key])
-        return cls(**given)
+        if hp.get("ray_address") is not None:  # an address YAML reads as a number stays a string
+            hp = {**hp, "ray_address": str(hp["ray_address"])}
+        return cls(run=RunnerOptions(**read_fields(RunnerOptions, hp)), **given)
 
 
 def _pairs(pairs, into: dict) -> dict:
@@ -151,13 +153,7 @@ def anonymize(settings: AnonymizationSettings):
         out,
         anonymizer_options=settings.anonymizer_options,
         shard=settings.shard,
-        progress=settings.progress,
-        runner=settings.runner,
-        batch_size=settings.batch_size,
-        num_workers=settings.num_workers,
-        num_cpus=settings.num_cpus,
-        num_gpus=settings.num_gpus,
-        ray_address=settings.ray_address,
+        options=settings.run,
         limit=settings.limit,
     )
 
@@ -185,7 +181,7 @@ def write_wer(settings: AnonymizationSettings) -> None:
 
     out = Path(settings.out)
     asr = make_asr(settings.wer_asr, **settings.wer_asr_options)
-    result = anonymized_corpus_wer(load_manifest(out), asr, progress=settings.progress)
+    result = anonymized_corpus_wer(load_manifest(out), asr, progress=settings.run.progress)
     write_json(out / "wer.json", result)
     print(f"wer: {summary(result['anonymized'])}")
     if "anonymizer_asr" in result:

@@ -60,6 +60,7 @@ from ..digest import UNKNOWN_STATE, FileDigests, content_digest, digest
 from ..errors import DataError
 from ..speech.audio import read_utterance, resample
 from ..speech.backends import AnonymizerOutputError, DiskFull
+from .options import RunnerOptions
 
 SAMPLE_RATE = 16000
 SUBTYPE = "PCM_16"
@@ -535,14 +536,8 @@ def anonymize_corpus(
     anonymizer,
     out_dir,
     *,
+    options: RunnerOptions = RunnerOptions(),
     shard=(0, 1),
-    progress: bool = True,
-    runner: str = "local",
-    batch_size: int = 1,
-    num_workers=None,
-    num_gpus: float = 0.0,
-    num_cpus: float = 1.0,
-    ray_address=None,
     merge: bool = True,
     limit=None,
     anonymizer_options=None,
@@ -551,10 +546,12 @@ def anonymize_corpus(
     manifest (absolute audio paths) with ``.report`` holding the counts and timings that
     ``anonymization.json`` records. ``manifest`` is a Manifest or any path ``load_corpus``
     reads; ``anonymizer`` is an object or a registered name / dotted path (built with
-    ``anonymizer_options``)."""
+    ``anonymizer_options``); ``options`` (:class:`~.options.RunnerOptions`): how it runs
+    (locally or on Ray, batch size, resources, progress bar)."""
     wall_start = time.perf_counter()
     manifest, anonymizer = _resolve_inputs(manifest, anonymizer, anonymizer_options)
-    batch_size, shard = _check_run_options(runner, batch_size, shard)
+    runner = options.runner
+    batch_size, shard = _check_run_options(runner, options.batch_size, shard)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     utterances, items = _shard_items(manifest, limit, shard)
@@ -564,20 +561,17 @@ def anonymize_corpus(
     suffix = _suffix(shard)
 
     done, failures, todo, cached = _split_done(items, settings_hash, out_dir, suffix)
-    ray_options = dict(
-        num_workers=num_workers, num_gpus=num_gpus, num_cpus=num_cpus, ray_address=ray_address
-    )
     sink, setup_s = _run_todo(
         anonymizer,
         todo,
         out_dir,
         suffix,
         _ResultSink(done, failures),
-        progress=progress,
+        progress=options.progress,
         name=name,
         runner=runner,
         batch_size=batch_size,
-        ray_options=ray_options,
+        ray_options=options.ray_options(),
     )
     if sink.disk_full:
         _raise_disk_full(items, done, out_dir)

@@ -18,12 +18,15 @@ and corpora differ above all in their speakers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..attack.trials import Trials
 from ..metrics import paired_bootstrap, speaker_paired_bootstrap, unpaired_bootstrap
-from ..metrics.bootstrap import DEFAULT_BOOTSTRAP_UNIT, SPEAKER_UNITS
-from ..metrics.small import MIN_SPEAKERS, few_speakers_reason
+from ..metrics.bootstrap import SPEAKER_UNITS
+from ..metrics.settings import EvaluationSettings
+from ..metrics.small import few_speakers_reason
 
 FIXED_SIDE = (
     "held fixed: a cell's enrollment ids are not its enrolled speakers (a cell written before "
@@ -32,22 +35,19 @@ FIXED_SIDE = (
 
 
 def compare_cells(
-    a: Trials,
-    b: Trials,
-    *,
-    n_boot: int,
-    seed: int,
-    unit: str = DEFAULT_BOOTSTRAP_UNIT,
-    min_speakers: int = MIN_SPEAKERS,
+    a: Trials, b: Trials, settings: EvaluationSettings = EvaluationSettings()
 ) -> dict:
     """``a`` and ``b``: the scored trials of two cells (:func:`.cell_results.cell_trials`). Returns the
-    EERs, the difference b - a with its 95% CI and p-value, and how it was computed; ``small``
-    says why no verdict is drawn when a cell has fewer than ``min_speakers`` test speakers. A
-    two-way comparison needs both cells' enrolled speakers; without them (cells written before
-    they were kept) it resamples test speakers and says so under ``enrollment_side``."""
+    EERs, the difference b - a with its 95% CI and p-value, and how it was computed, drawn as
+    ``settings.bootstrap`` says; ``small`` says why no verdict is drawn when a cell has fewer than
+    ``settings.min_verdict_speakers`` test speakers. A two-way comparison needs both cells'
+    enrolled speakers; without them (cells written before they were kept) it resamples test
+    speakers and says so under ``enrollment_side``."""
+    unit, n_boot = settings.bootstrap.unit, settings.bootstrap.n_boot
     fallback = unit == "two_way" and not (a.enrolled_known() and b.enrolled_known())
     unit = "speaker" if fallback else unit
-    paired, a, b, result = _bootstrap(*_aligned(a, b), unit, n_boot=n_boot, seed=seed)
+    boot = replace(settings.bootstrap, unit=unit)
+    paired, a, b, result = _bootstrap(*_aligned(a, b), boot)
     d = result.as_dict()
     n_a, n_b = a.n_test_speakers(), b.n_test_speakers()
     return {
@@ -67,7 +67,7 @@ def compare_cells(
         "n_trials_b": len(b),
         "n_speakers_a": n_a,
         "n_speakers_b": n_b,
-        "small": few_speakers_reason(n_a, n_b, min_speakers),
+        "small": few_speakers_reason(n_a, n_b, settings.min_verdict_speakers),
     }
 
 
@@ -80,8 +80,9 @@ def _aligned(a: Trials, b: Trials) -> tuple:
     return a, b, bool(np.array_equal(a.label, b.label))
 
 
-def _bootstrap(a: Trials, b: Trials, same_trials: bool, unit: str, **draws) -> tuple:
+def _bootstrap(a: Trials, b: Trials, same_trials: bool, boot) -> tuple:
     """(pairing, a, b, result): paired on the same trials, on the same test speakers, or not."""
+    unit = boot.unit
 
     def sides(t: Trials, suffix: str = "") -> dict:
         return {
@@ -92,15 +93,15 @@ def _bootstrap(a: Trials, b: Trials, same_trials: bool, unit: str, **draws) -> t
     if same_trials:  # keep the trials both scored (an LLM judge may leave a few unscored)
         both = np.isfinite(a.score) & np.isfinite(b.score)
         a, b = a.select(both), b.select(both)
-        result = paired_bootstrap(a.score, b.score, a.label, unit=unit, **sides(a), **draws)
+        result = paired_bootstrap(a.score, b.score, a.label, **sides(a), boot=boot)
         return "trials", a, b, result
     a, b = a.scored(), b.scored()
     if unit in SPEAKER_UNITS and set(a.test_speaker.tolist()) == set(b.test_speaker.tolist()):
         enrolled = {k: v for k, v in {**sides(a, "_a"), **sides(b, "_b")}.items() if "enroll" in k}
         one, two = (a.score, a.label, a.test_speaker), (b.score, b.label, b.test_speaker)
-        return "speakers", a, b, speaker_paired_bootstrap(*one, *two, **enrolled, **draws)
+        return "speakers", a, b, speaker_paired_bootstrap(*one, *two, **enrolled, boot=boot)
     result = unpaired_bootstrap(
-        a.score, a.label, b.score, b.label, unit=unit, **sides(a, "_a"), **sides(b, "_b"), **draws
+        a.score, a.label, b.score, b.label, **sides(a, "_a"), **sides(b, "_b"), boot=boot
     )
     return False, a, b, result
 

@@ -8,6 +8,7 @@ enrollment speaker's model and the trial utterance only.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -34,7 +35,7 @@ def evaluate_subset(
     chosen = trials.select(np.asarray(mask, dtype=bool)).scored()
     if len(chosen) == 0:
         return None
-    boot = settings.bootstrap
+    boot = replace(settings.bootstrap, unit=unit or settings.bootstrap.unit)
     return evaluate_trials(
         chosen.enroll_speakers,
         chosen.test,
@@ -42,12 +43,8 @@ def evaluate_subset(
         chosen.label,
         utt2spk=chosen.utt2spk(),
         enroll2spk=chosen.enroll2spk(),
-        settings=settings.metrics,
-        n_boot=boot.n_boot,
-        seed=boot.seed,
-        bootstrap_unit=unit or boot.unit,
+        settings=replace(settings, bootstrap=boot),
         per_speaker=per_speaker,
-        min_verdict_speakers=settings.min_verdict_speakers,
         llr=llr,
         panel_ci=panel_ci,
     )

@@ -95,7 +95,7 @@ A seed gives the same numbers whatever the chunking. Intervals are percentile in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Optional
 
@@ -117,17 +117,22 @@ from .core import (
     sort_trials,
     tpr_at_fpr_of_rates,
 )
+from .settings import (  # noqa: F401 (BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT: read from here before)
+    BOOTSTRAP_METHODS,
+    BOOTSTRAP_UNITS,
+    DEFAULT_BOOTSTRAP_UNIT,
+    DEFAULT_CHUNK_ELEMENTS,
+    TRIAL_BOOTSTRAP,
+    BootstrapSettings,
+)
 
-# the units (module docstring): the one definition; settings and CLIs read it from here
-BOOTSTRAP_UNITS = ("two_way", "speaker", "trial")
-DEFAULT_BOOTSTRAP_UNIT = "two_way"  # where enrolled speakers are known (jobs, hparams, the CLI)
+# the units, methods and their defaults are defined with the settings (sparc_eval.metrics.settings)
 SPEAKER_UNITS = ("two_way", "speaker")
 UNIT_WORDS = {  # what a resample draws, as the reports say it ("resamples of ...")
     "two_way": "the speakers on both sides of the trials, enrolled and tested",
     "speaker": "test speakers",
     "trial": "trials",
 }
-BOOTSTRAP_METHODS = ("auto", "exact", "binned")
 DEFAULT_BINS = {
     "trial": 2048,
     "speaker": 4096,
@@ -143,7 +148,6 @@ FOCUS_SHARE = {
 }  # of the bins, for the focus windows (the rest serve the AUC)
 AUC_FAILURE = 1e-6  # the trial unit's AUC bound holds for a resample with probability >= 1 - this
 EER_FLOAT_SLACK = 1e-6  # SpeechBrain's float32 tie-breaking may pick a near-minimal threshold
-DEFAULT_CHUNK_ELEMENTS = 1 << 18  # drawn values (or trial weights) held at once per chunk
 
 
 @dataclass
@@ -684,23 +688,17 @@ def bootstrap_metrics(
     scores,
     labels,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    unit: str = "trial",
     groups=None,
-    stratify: bool = True,
+    enroll_groups=None,
     weights=None,
-    level: float = 0.95,
+    boot: BootstrapSettings = TRIAL_BOOTSTRAP,
     settings: MetricSettings = MetricSettings(),
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
-    method: str = "auto",
-    bins: Optional[int] = None,
     sorted_trials=None,
     extra=None,
-    enroll_groups=None,
 ) -> BootstrapResult:
-    """Bootstrap replicates of every metric (see the module docstring for the units, the
-    ``method`` and the ``bins``).
+    """Bootstrap replicates of every metric, drawn as ``boot`` says (``n_boot`` resamples of its
+    ``unit``, seeded by ``seed``, by its ``method`` over at most ``bins`` score bins: see the
+    module docstring; default: the trial unit).
 
     ``weights`` (optional, original trial order) multiply the resampled multiplicities (exact
     method only). ``chunk_elements`` bounds the exact method's memory; the binned one works in
@@ -711,17 +709,18 @@ def bootstrap_metrics(
     ``{name: (b,) array}``, kept in :attr:`BootstrapResult.extra`. ``groups``: each trial's test
     speaker (speaker units); ``enroll_groups``: its enrolled speaker (two-way unit).
     """
+    n_boot, seed, unit, level = boot.n_boot, boot.seed, boot.unit, boot.level
     s, y, w = check_trials(scores, labels, weights)
     if n_boot < 1:
         raise ValueError("n_boot must be at least 1")
     st = sort_trials(s, y) if sorted_trials is None else sorted_trials
-    plan = _Plan(y, unit, stratify, groups, seed, enroll_groups)
-    bins = DEFAULT_BINS[plan.unit] if bins is None else int(bins)
-    if _use_binned(method, plan, w, bins):
+    plan = _Plan(y, unit, boot.stratify, groups, seed, enroll_groups)
+    bins = DEFAULT_BINS[plan.unit] if boot.bins is None else int(boot.bins)
+    if _use_binned(boot.method, plan, w, bins):
         return _binned_bootstrap(st, plan, n_boot, level, settings, bins, extra)
     m = st.n_groups
     samples, more = _empty_samples(settings, n_boot), {}
-    for lo, hi in _chunks(n_boot, plan.draws_per_resample, chunk_elements):
+    for lo, hi in _chunks(n_boot, plan.draws_per_resample, boot.chunk_elements):
         ((t, n),) = _chunk_counts(plan, [st.code], w, [m], range(lo, hi))
         _store(samples, lo, hi, metrics_from_counts(t, n, settings))
         _store_extra(more, n_boot, lo, hi, extra, t, n, np.arange(m))
@@ -898,25 +897,21 @@ def paired_bootstrap(
     scores_b,
     labels,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    unit: str = "trial",
     groups=None,
-    stratify: bool = True,
-    weights=None,
-    level: float = 0.95,
-    settings: MetricSettings = MetricSettings(),
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
     enroll_groups=None,
+    weights=None,
+    boot: BootstrapSettings = TRIAL_BOOTSTRAP,
+    settings: MetricSettings = MetricSettings(),
 ) -> PairedResult:
     """Compare system b with system a on the same trials (same order, same labels).
 
     Every resample applies the same multiplicities to both systems (one set of draws, of the
-    trials or of the speakers on one or both sides: ``unit``); the difference b - a of
+    trials or of the speakers on one or both sides: ``boot.unit``); the difference b - a of
     each metric is taken per resample. Reported: the point values, the point difference, its
     percentile CI and a two-sided bootstrap p-value, 2 * min(P(diff* <= 0), P(diff* >= 0))
     capped at 1 (a rough test of "no difference").
     """
+    n_boot, seed, unit, level = boot.n_boot, boot.seed, boot.unit, boot.level
     sa, y, w = check_trials(scores_a, labels, weights)
     sb, yb, _ = check_trials(scores_b, labels, weights)
     if sa.shape != sb.shape:
@@ -924,12 +919,12 @@ def paired_bootstrap(
             f"the two systems have {sa.size} and {sb.size} trials; they must share trials"
         )
     st_a, st_b = sort_trials(sa, y), sort_trials(sb, y)
-    plan = _Plan(y, unit, stratify, groups, seed, enroll_groups)
+    plan = _Plan(y, unit, boot.stratify, groups, seed, enroll_groups)
 
     pa, pb = _point(st_a, w, settings), _point(st_b, w, settings)
     sam_a = _empty_samples(settings, n_boot)
     sam_b = _empty_samples(settings, n_boot)
-    for lo, hi in _chunks(n_boot, 2 * plan.draws_per_resample, chunk_elements):
+    for lo, hi in _chunks(n_boot, 2 * plan.draws_per_resample, boot.chunk_elements):
         (ta, na), (tb, nb) = _chunk_counts(
             plan, [st_a.code, st_b.code], w, [st_a.n_groups, st_b.n_groups], range(lo, hi)
         )
@@ -955,13 +950,10 @@ def speaker_paired_bootstrap(
     labels_b,
     groups_b,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    settings: MetricSettings = MetricSettings(),
-    chunk_elements: int = DEFAULT_CHUNK_ELEMENTS,
     enroll_groups_a=None,
     enroll_groups_b=None,
+    boot: BootstrapSettings = TRIAL_BOOTSTRAP,
+    settings: MetricSettings = MetricSettings(),
 ) -> PairedResult:
     """Compare two systems scored on different trials of the same test speakers (a text and an
     ECAPA attacker on one corpus; one attacker with and without some utterances). Every resample
@@ -969,7 +961,9 @@ def speaker_paired_bootstrap(
     trials by their speaker's multiplicity, so what makes a speaker easy or hard cancels in the
     difference, as trial-level pairing does in :func:`paired_bootstrap`. With both systems'
     enrolled speakers (``enroll_groups_a``, ``enroll_groups_b``) the draw is two-way (see the
-    module docstring); without, the enrolled side is held fixed (``unit`` ``"speaker"``)."""
+    module docstring); without, the enrolled side is held fixed (``unit`` ``"speaker"``); of
+    ``boot``, its ``n_boot``, ``seed``, ``level`` and ``chunk_elements`` apply."""
+    n_boot, seed, level = boot.n_boot, boot.seed, boot.level
     sa, ya, _ = check_trials(scores_a, labels_a)
     sb, yb, _ = check_trials(scores_b, labels_b)
     ga, gb = np.asarray(groups_a).astype(str), np.asarray(groups_b).astype(str)
@@ -989,7 +983,7 @@ def speaker_paired_bootstrap(
     parts = (slice(0, sa.size), slice(sa.size, None))
     points = [_point(st, None, settings) for st in sorted_]
     samples = [_empty_samples(settings, n_boot), _empty_samples(settings, n_boot)]
-    for lo, hi in _chunks(n_boot, sa.size + sb.size, chunk_elements):
+    for lo, hi in _chunks(n_boot, sa.size + sb.size, boot.chunk_elements):
         weights = plan.trial_weights(plan.speaker_multiplicities(range(lo, hi)))
         rows = np.arange(hi - lo)[:, None]
         for st, part, sam in zip(sorted_, parts, samples):
@@ -1012,21 +1006,20 @@ def unpaired_bootstrap(
     scores_b,
     labels_b,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    unit: str = "trial",
     groups_a=None,
     groups_b=None,
-    stratify: bool = True,
-    level: float = 0.95,
-    settings: MetricSettings = MetricSettings(),
     enroll_groups_a=None,
     enroll_groups_b=None,
+    boot: BootstrapSettings = TRIAL_BOOTSTRAP,
+    settings: MetricSettings = MetricSettings(),
 ) -> PairedResult:
     """Compare system b with system a when they were evaluated on different trials (two corpora,
     or attackers whose trial lists differ): each system is resampled on its own, with independent
     draws, and the difference b - a is taken per resample. Same report as :func:`paired_bootstrap`;
-    the interval is wider, as it must be, since nothing cancels between the two."""
+    the interval is wider, as it must be, since nothing cancels between the two. Each system is
+    drawn as ``boot`` says, the second with ``seed + 1``, by the default method and bins (nothing
+    pairs the two draws for the binned tables to share)."""
+    n_boot, seed, unit, level = boot.n_boot, boot.seed, boot.unit, boot.level
     boots, points = [], []
     systems = (
         (scores_a, labels_a, groups_a, enroll_groups_a),
@@ -1037,13 +1030,9 @@ def unpaired_bootstrap(
             bootstrap_metrics(
                 s,
                 y,
-                n_boot=n_boot,
-                seed=int(seed) + k,
-                unit=unit,
                 groups=g,
                 enroll_groups=e,
-                stratify=stratify,
-                level=level,
+                boot=replace(boot, seed=int(seed) + k, method="auto", bins=None),
                 settings=settings,
             )
         )

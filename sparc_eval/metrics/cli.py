@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
-from .small import MIN_SPEAKERS
+from .breakdown import MIN_SEGMENT_SPEAKERS
+from .small import MIN_VERDICT_SPEAKERS
 
 
 def register(subparsers) -> None:
@@ -122,15 +123,16 @@ def _report_arguments(p) -> None:
     p.add_argument(
         "--min-segment-speakers",
         type=int,
-        default=3,
-        help="report a segment only with at least this many trial speakers (default 3)",
+        default=MIN_SEGMENT_SPEAKERS,
+        help="report a segment only with at least this many trial speakers "
+        f"(default {MIN_SEGMENT_SPEAKERS})",
     )
     p.add_argument(
         "--min-verdict-speakers",
         type=int,
-        default=MIN_SPEAKERS,
+        default=MIN_VERDICT_SPEAKERS,
         help="fewer test speakers than this (or a degenerate EER interval): the report says the "
-        f"evaluation is small and prints a resampling-free bound (default {MIN_SPEAKERS})",
+        f"evaluation is small and prints a resampling-free bound (default {MIN_VERDICT_SPEAKERS})",
     )
     p.add_argument(
         "--accent-grouping",
@@ -165,11 +167,12 @@ def _read_inputs(args):
 
 
 def _checked_settings(args, utt2spk):
-    """The metric settings of the options (DataError on a bad one); the bootstrap unit defaults to
-    two-way with --utt2spk (speakers when the enrolled ones are unknown: :func:`_said_unit`),
-    else trials, said on stderr."""
+    """The evaluation settings of the options (DataError on a bad one); the bootstrap unit
+    defaults to two-way with --utt2spk (speakers when the enrolled ones are unknown:
+    :func:`_said_unit`), else trials, said on stderr."""
     from ..errors import DataError
     from .core import MetricSettings
+    from .settings import EvaluationSettings, evaluation_settings
 
     try:
         settings = MetricSettings(
@@ -193,7 +196,10 @@ def _checked_settings(args, utt2spk):
                 "are treated as independent, so the CIs are too narrow)",
                 file=sys.stderr,
             )
-    return settings
+    given = vars(args)  # the options are named after the hparams keys they set
+    return evaluation_settings(
+        settings, **{k: given[k] for k in EvaluationSettings.keys() if k in given}
+    )
 
 
 def _said_unit(args, results) -> str:
@@ -226,15 +232,7 @@ def run(args) -> int:
         utt2spk=utt2spk,
         enroll2spk=enroll2spk,
         speakers=speakers,
-        n_boot=args.n_boot,
-        seed=args.seed,
-        bootstrap_unit=args.bootstrap_unit,
         settings=settings,
-        min_segment_speakers=args.min_segment_speakers,
-        accent_grouping=args.accent_grouping,
-        bootstrap_method=args.bootstrap_method,
-        bootstrap_bins=args.bootstrap_bins,
-        min_verdict_speakers=args.min_verdict_speakers,
         llr=args.llr,
     )
     timings = {

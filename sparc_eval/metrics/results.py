@@ -18,6 +18,7 @@ accent label in no segment: missing or naming no accent), and ``plots.<name>``.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple, Optional
 
@@ -27,7 +28,7 @@ from ..atomic import write_json, write_text
 from ..errors import DataError
 from ..provenance import report_lines, versions
 from .bootstrap import SPEAKER_UNITS, UNIT_WORDS, bootstrap_metrics, sorted_codes
-from .breakdown import MIN_SEGMENT_SPEAKERS, per_speaker_eer, segment_eers
+from .breakdown import per_speaker_eer, segment_eers
 from .core import (
     Counts,
     MetricSettings,
@@ -51,7 +52,8 @@ from .panel import (
     worst_speakers,
 )
 from .scores import LABEL_WORDS, map_ids
-from .small import MIN_SPEAKERS, effective_speakers, small_evaluation, small_note
+from .settings import BootstrapSettings, EvaluationSettings, SegmentSettings, trial_settings
+from .small import effective_speakers, small_evaluation, small_note
 
 RUN_KEYS = ("dataset", "features", "anonymizer", "scenario", "hparams", "seed", "timings_s")
 
@@ -97,26 +99,11 @@ def evaluate_trials(
     utt2spk: Optional[dict] = None,
     speakers: Optional[dict] = None,
     weights=None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    bootstrap_unit: str = "trial",
-    stratify: bool = True,
-    level: float = 0.95,
-    settings: Optional[MetricSettings] = None,
-    eer_method: str = "speechbrain",
-    fpr_targets=(0.01, 0.001),
-    p_target: float = 0.01,
-    c_miss: float = 1.0,
-    c_fa: float = 1.0,
-    min_segment_speakers: int = MIN_SEGMENT_SPEAKERS,
-    accent_grouping: str = "coarse",
-    bootstrap_method: str = "auto",
-    bootstrap_bins: Optional[int] = None,
-    per_speaker: bool = True,
-    min_verdict_speakers: int = MIN_SPEAKERS,
-    llr: Optional[bool] = None,
-    panel_ci: bool = True,
     enroll2spk: Optional[dict] = None,
+    settings: Optional[EvaluationSettings] = None,
+    llr: Optional[bool] = None,
+    per_speaker: bool = True,
+    panel_ci: bool = True,
 ) -> Evaluation:
     """Every metric of a trial list, as the results.json parts.
 
@@ -128,19 +115,19 @@ def evaluate_trials(
     - ``speakers``: speaker -> raw attributes (sex, age, accent, ...), turned into segment
       values by :func:`sparc_eval.data.attributes.segment_table`; every trial speaker (test and
       enrollment) must be listed (DataError naming the missing ids); accents are grouped by
-      ``accent_grouping`` (``coarse`` or ``fine``), and labels that form no segment (missing,
-      or saying nothing about the accent) are listed in ``not_applicable``.
-    - ``n_boot`` resamples (0 disables CIs) of ``bootstrap_unit`` (``two_way``, ``speaker``,
-      ``trial``: :mod:`sparc_eval.metrics.bootstrap`), seeded by ``seed``, by
-      ``bootstrap_method`` over at most ``bootstrap_bins`` score bins. The speaker units need
-      ``utt2spk``; two-way needs each enrollment id's speaker (a speaker of ``utt2spk``, an
-      utterance it maps, or ``enroll2spk``) and otherwise holds the enrolled side fixed, saying
-      so in ``details["bootstrap"]["enrollment_side"]``; what ran is in ``details["bootstrap"]``.
-    - ``settings`` (or the keywords after it): EER method, TPR@FPR targets, minDCF parameters.
-    - ``min_verdict_speakers``: below this many test speakers, or with a degenerate EER interval,
-      ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound over
-      the effective number of test speakers (:mod:`sparc_eval.metrics.small`); otherwise it is
-      None.
+      ``settings.segments.accent_grouping``, and labels that form no segment (missing, or saying
+      nothing about the accent) are listed in ``not_applicable``.
+    - ``settings``: an :class:`~sparc_eval.metrics.settings.EvaluationSettings` (default:
+      :func:`~sparc_eval.metrics.settings.trial_settings`, the trial unit): the metrics (EER
+      method, TPR@FPR targets, minDCF), the bootstrap (``n_boot`` resamples, 0 disabling CIs, of
+      its unit: ``two_way``, ``speaker``, ``trial``, :mod:`sparc_eval.metrics.bootstrap`), the
+      segments and ``min_verdict_speakers``. The speaker units need ``utt2spk``; two-way needs
+      each enrollment id's speaker (a speaker of ``utt2spk``, an utterance it maps, or
+      ``enroll2spk``) and otherwise holds the enrolled side fixed, saying so in
+      ``details["bootstrap"]["enrollment_side"]``; what ran is in ``details["bootstrap"]``.
+      Below ``min_verdict_speakers`` test speakers, or with a degenerate EER interval,
+      ``overall["small_evaluation"]`` says so, with the counts and a resampling-free bound
+      (:mod:`sparc_eval.metrics.small`); otherwise it is None.
     - ``per_speaker``: False skips the per-speaker EERs (None) where a caller reads only the
       overall metrics (the text evaluation: one EER loop per speaker and condition otherwise).
     - ``llr``: the scores are log-likelihood ratios (then ``act_cllr``; otherwise the same number
@@ -150,44 +137,28 @@ def evaluate_trials(
     Returns an :class:`Evaluation` (a dict) with ``overall``, ``per_speaker``, ``segments`` and
     ``not_applicable``.
     """
-    settings = settings or MetricSettings(
-        eer_method=eer_method,
-        fpr_targets=tuple(fpr_targets),
-        p_target=p_target,
-        c_miss=c_miss,
-        c_fa=c_fa,
-    )
+    settings = settings or trial_settings()
+    metrics, boot, seg = settings.metrics, settings.bootstrap, settings.segments
     timings = {}
     t0 = time.perf_counter()
     tr = _checked_trials(enroll_ids, test_ids, scores, labels, weights, utt2spk, enroll2spk)
     na = {}
     out = Evaluation(overall=None, per_speaker=None, segments={}, not_applicable=na)
-    boot = {
-        "n_boot": n_boot,
-        "seed": seed,
-        "unit": bootstrap_unit,
-        "stratify": stratify,
-        "level": level,
-        "method": bootstrap_method,
-        "bins": bootstrap_bins,
-    }
-    details = {"settings": settings, "n_boot": n_boot, "bootstrap_unit": bootstrap_unit}
-    details.update(seed=seed, level=level, accent_grouping=accent_grouping)
+    details = {"settings": metrics, "n_boot": boot.n_boot, "bootstrap_unit": boot.unit}
+    details.update(seed=boot.seed, level=boot.level, accent_grouping=seg.accent_grouping)
     one_class = _one_class(tr.c)
     out["overall"], out.curves = _overall(
-        tr, (enroll_ids, test_ids), settings, boot, na, details, (timings, t0), llr, panel_ci
+        tr, (enroll_ids, test_ids), metrics, boot, na, details, (timings, t0), llr, panel_ci
     )
-    out["overall"]["small_evaluation"] = _small(out["overall"], tr, min_verdict_speakers)
+    out["overall"]["small_evaluation"] = _small(out["overall"], tr, settings.min_verdict_speakers)
     # the panel beyond EER, after the keys it extends (all null for one class)
     out["overall"].update(out["overall"].pop("_panel"))
 
     t2 = time.perf_counter()
-    out["per_speaker"] = _per_speaker(tr, settings.eer_method, na) if per_speaker else None
-    _speaker_panel(out, tr, test_ids, boot, settings.eer_method, na, one_class)
+    out["per_speaker"] = _per_speaker(tr, metrics.eer_method, na) if per_speaker else None
+    _speaker_panel(out, tr, test_ids, boot, metrics.eer_method, na, one_class)
     t3 = time.perf_counter()
-    out["segments"] = _segments(
-        tr, speakers, accent_grouping, min_segment_speakers, settings.eer_method, na, details
-    )
+    out["segments"] = _segments(tr, speakers, seg, metrics.eer_method, na, details)
     timings.update(per_speaker=t3 - t2, segments=time.perf_counter() - t3)
     out.details, out.timings_s = details, timings
     return out
@@ -245,7 +216,9 @@ def _checked_trials(
     return _Trials(s, y, w, st, c, test_spk, enroll_spk, known)
 
 
-def _overall(tr, ids, settings, boot: dict, na: dict, details: dict, clock: tuple, llr, panel_ci):
+def _overall(
+    tr, ids, settings, boot: BootstrapSettings, na: dict, details: dict, clock: tuple, llr, panel_ci
+):
     """``(overall, curves)``: the overall block of one- or two-class trials, with the panel beyond
     EER under ``"_panel"`` for the caller to place after the keys it extends; ``clock`` is
     (timings, start) of the metrics stage."""
@@ -261,16 +234,18 @@ def _overall(tr, ids, settings, boot: dict, na: dict, details: dict, clock: tupl
     return overall, curves
 
 
-def _speaker_panel(out, tr, test_ids, boot: dict, method: str, na: dict, one_class: bool) -> None:
+def _speaker_panel(
+    out, tr, test_ids, boot: BootstrapSettings, method: str, na: dict, one_class: bool
+) -> None:
     """``overall["mean_speaker_eer"]`` (per-speaker EERs clipped at 0.5, with its CI) and
     ``overall["worst_speakers"]`` (picked and measured on different halves)."""
     overall, per = out["overall"], out["per_speaker"]
-    mean, ci = mean_speaker_eer(per, boot["n_boot"], boot["seed"], boot["level"])
+    mean, ci = mean_speaker_eer(per, boot.n_boot, boot.seed, boot.level)
     overall["mean_speaker_eer"] = mean
     if overall.get("ci95") is not None:
         overall["ci95"]["mean_speaker_eer"] = ci
     overall["worst_speakers"] = (
-        worst_speakers(tr.st, tr.test_spk, test_ids, tr.w, boot["seed"], na, method)
+        worst_speakers(tr.st, tr.test_spk, test_ids, tr.w, boot.seed, na, method)
         if per is not None and not one_class
         else None
     )
@@ -300,7 +275,7 @@ def _one_class_overall(c: Counts, settings: MetricSettings, na: dict) -> dict:
 def _two_class_overall(
     tr: _Trials,
     settings: MetricSettings,
-    boot: dict,
+    boot: BootstrapSettings,
     na: dict,
     details: dict,
     timings: dict,
@@ -338,11 +313,16 @@ def _two_class_overall(
 
 
 def _bootstrap_ci(
-    tr: _Trials, settings: MetricSettings, boot: dict, na: dict, details: dict, panel_ci=True
+    tr: _Trials,
+    settings: MetricSettings,
+    boot: BootstrapSettings,
+    na: dict,
+    details: dict,
+    panel_ci=True,
 ) -> Optional[dict]:
-    """``overall["ci95"]`` from ``boot`` (:func:`bootstrap_metrics` keywords), None when
-    ``n_boot`` is 0; what ran goes into ``details``, dropped resamples into ``na``."""
-    n_boot, unit = boot["n_boot"], boot["unit"]
+    """``overall["ci95"]`` drawn as ``boot`` says, None when ``n_boot`` is 0; what ran goes into
+    ``details``, dropped resamples into ``na``."""
+    n_boot, unit = boot.n_boot, boot.unit
     if not (n_boot and n_boot > 0):
         na["overall.ci95"] = "bootstrap disabled (n_boot = 0)"
         return None
@@ -360,7 +340,7 @@ def _bootstrap_ci(
         settings=settings,
         sorted_trials=tr.st,
         extra=extra,
-        **{**boot, "unit": unit},
+        boot=replace(boot, unit=unit),
     )
     ci = res.ci()
     ci["tpr_at_fpr"] = {fpr_key(k): v for k, v in ci["tpr_at_fpr"].items()}
@@ -421,8 +401,7 @@ def _per_speaker(tr: _Trials, method: str, na: dict) -> Optional[dict]:
 def _segments(
     tr: _Trials,
     speakers: Optional[dict],
-    accent_grouping: str,
-    min_speakers: int,
+    seg: SegmentSettings,
     method: str,
     na: dict,
     details: dict,
@@ -435,7 +414,7 @@ def _segments(
     if tr.test_spk is None:
         na["segments"] = "speaker attributes need utt2spk to map test utterances to speakers"
         return {}
-    table = _segment_table(speakers, tr.test_spk, tr.enroll_spk, accent_grouping, na)
+    table = _segment_table(speakers, tr.test_spk, tr.enroll_spk, seg.accent_grouping, na)
     segs, skipped, reasons = segment_eers(
         tr.st,
         tr.enroll_spk,
@@ -443,11 +422,11 @@ def _segments(
         table,
         weights=tr.w,
         method=method,
-        min_speakers=min_speakers,
+        min_speakers=seg.min_speakers,
     )
     for (attr, value), k in skipped.items():
         na[f"segments.{attr}.{value}"] = (
-            f"{k} trial speaker{'s' if k != 1 else ''} (fewer than {min_speakers}): skipped"
+            f"{k} trial speaker{'s' if k != 1 else ''} (fewer than {seg.min_speakers}): skipped"
         )
     for (attr, value, key), why in reasons.items():
         na[f"segments.{attr}.{value}.{key}"] = why

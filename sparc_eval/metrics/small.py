@@ -4,7 +4,7 @@ With few test speakers, or trials that every resample separates alike, the perce
 collapses (10 speakers with no error give 0.0% [0.0%, 0.0%]): it is narrow because the resamples
 cannot vary, not because the EER is known. An evaluation is **small** when
 
-- it has fewer than ``min_speakers`` test speakers (default 20, :data:`MIN_SPEAKERS`), or
+- it has fewer than ``min_verdict_speakers`` test speakers (default 20, :data:`MIN_VERDICT_SPEAKERS`), or
 - its bootstrap is degenerate: the EER interval has no width (every resample gave one value), or
   the EER is 0 (no resample of the same trials can show an error).
 
@@ -37,8 +37,9 @@ from typing import Optional
 
 import numpy as np
 
-#: fewer test speakers than this make an evaluation small (``min_speakers``'s default).
-MIN_SPEAKERS = 20
+#: fewer test speakers than this make an evaluation small (``min_verdict_speakers``'s default;
+#: results.json says it as ``small_evaluation.min_speakers``).
+MIN_VERDICT_SPEAKERS = 20
 LEVEL = 0.95
 
 
@@ -83,7 +84,7 @@ def effective_speakers(test_speakers, labels, weights=None) -> Optional[float]:
 def small_evaluation(
     overall: dict,
     n_speakers: Optional[int],
-    min_speakers: int = MIN_SPEAKERS,
+    min_verdict_speakers: int = MIN_VERDICT_SPEAKERS,
     n_eff: Optional[float] = None,
 ) -> Optional[dict]:
     """``overall["small_evaluation"]``: None when the evaluation is large enough and its EER interval
@@ -97,8 +98,8 @@ def small_evaluation(
         return None
     ci = (overall.get("ci95") or {}).get("eer")
     reasons = []
-    if n_speakers is not None and n_speakers < min_speakers:
-        reasons.append(f"only {n_speakers} test speakers (fewer than {min_speakers})")
+    if n_speakers is not None and n_speakers < min_verdict_speakers:
+        reasons.append(f"only {n_speakers} test speakers (fewer than {min_verdict_speakers})")
     if eer in (0, 1):
         reasons.append(
             f"EER {eer:.0%}: every trial ordered alike, no resample can show otherwise (degenerate bootstrap)"
@@ -128,7 +129,7 @@ def small_evaluation(
         "n_nontarget": n_nontarget,
         "eer_bound95": eer_bound(eer, max(units, 1)),
         "bound_counts": counts,
-        "min_speakers": min_speakers,
+        "min_speakers": min_verdict_speakers,
     }
 
 
@@ -180,11 +181,11 @@ def no_verdict(small: dict) -> str:
 
 
 def few_speakers_reason(
-    n_a: Optional[int], n_b: Optional[int], min_speakers: int = MIN_SPEAKERS
+    n_a: Optional[int], n_b: Optional[int], min_verdict_speakers: int = MIN_VERDICT_SPEAKERS
 ) -> Optional[str]:
     """For a comparison of two cells: why no verdict is drawn from it (None when both have enough
     test speakers; unknown counts never block)."""
-    few = [n for n in (n_a, n_b) if n is not None and n < min_speakers]
+    few = [n for n in (n_a, n_b) if n is not None and n < min_verdict_speakers]
     if not few:
         return None
-    return f"too few speakers for a verdict ({min(few)} test speakers, fewer than {min_speakers})"
+    return f"too few speakers for a verdict ({min(few)} test speakers, fewer than {min_verdict_speakers})"

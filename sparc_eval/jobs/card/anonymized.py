@@ -71,7 +71,7 @@ def read_failures(folder: Path) -> dict:
 def _run(card: CardSettings, anonymizer, name: str, manifest: Manifest, folder: Path) -> tuple:
     """(anonymization.json's counts, {failed id: reason}, the anonymized manifest)."""
     logger.info("[card] anonymizing %d utterances with %s into %s", len(manifest), name, folder)
-    result = anonymize_corpus(manifest, anonymizer, folder, progress=card.progress, **card.runner)
+    result = anonymize_corpus(manifest, anonymizer, folder, options=card.runner)
     report = result.report
     keep = ("utterances", "finished", "processed", "cached", "failed", "rtf", "timings_s")
     return {k: report[k] for k in keep if k in report}, read_failures(folder), result

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...metrics.small import MIN_SPEAKERS, few_speakers_reason
+from ...metrics.small import MIN_VERDICT_SPEAKERS, few_speakers_reason
 
 LEVEL = 0.05  # two-sided: a claim in one direction is at 2.5%
 #: ``cross_fitted``'s ``enrollment_side``: each half's trials enrol and test its own speakers only.
@@ -127,7 +127,9 @@ def _eer(scores, labels) -> float | None:
     return float(eer(scores, labels).eer)
 
 
-def cross_fitted(trials: dict, seed: int = 0, min_speakers: int = MIN_SPEAKERS) -> dict | None:
+def cross_fitted(
+    trials: dict, seed: int = 0, min_verdict_speakers: int = MIN_VERDICT_SPEAKERS
+) -> dict | None:
     """``trials``: {cell label: scored Trials} of one anonymizer on the same test speakers. Pick the
     lowest-EER cell on one half of the speakers (seeded), read its EER on the other half, both ways;
     the mean is the cross-fitted headline (None with fewer than 4 shared speakers).
@@ -136,7 +138,7 @@ def cross_fitted(trials: dict, seed: int = 0, min_speakers: int = MIN_SPEAKERS) 
     selection half never sees the reading half's enrollment; where some cell's enrolled speakers
     are unknown (cells written before ``enroll2spk``) every cell is split on its test speakers
     alone, and ``enrollment_side`` says so. ``small`` says why no verdict rests on the value when
-    a half has fewer than ``min_speakers`` test speakers (else None)."""
+    a half has fewer than ``min_verdict_speakers`` test speakers (else None)."""
     shared = None
     for t in trials.values():
         spk = set(t.test_speaker.tolist())
@@ -169,7 +171,7 @@ def cross_fitted(trials: dict, seed: int = 0, min_speakers: int = MIN_SPEAKERS) 
         "n_speakers": n_speakers,
         "seed": seed,
         "enrollment_side": SAME_HALF if enrolled else ENROLLED_UNKNOWN,
-        "small": few_speakers_reason(*n_speakers, min_speakers),
+        "small": few_speakers_reason(*n_speakers, min_verdict_speakers),
     }
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ...anonymization.options import RunnerOptions
 from ...attack.cells import CellContext
 from ...attack.evaluation import EvaluationSettings
 from ...attack.specs import ATTACKER_COMMON, attacker_specs
@@ -47,9 +48,7 @@ class CardSettings:
     utility: dict  # name -> utility metric object (sparc_eval.utility.metrics)
     evaluation: EvaluationSettings
     common: dict = field(default_factory=dict)  # keys set on every attacker recipe that has them
-    runner: dict = field(
-        default_factory=dict
-    )  # anonymization: runner, batch_size, num_workers, num_gpus
+    runner: RunnerOptions = RunnerOptions()  # how the anonymizers run (runner, batch_size, ...)
     weak_attacker_eer: float = bounded(WEAK_ATTACKER_EER, minimum=0.0, maximum=0.5)
     max_ci_width: float = bounded(MAX_CI_WIDTH, minimum=0.0, maximum=1.0)
     pseudonymise: bool = False
@@ -97,11 +96,7 @@ class CardSettings:
             utility=utility_metrics(hp),
             evaluation=EvaluationSettings.from_hparams(hp),
             common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
-            runner={
-                k: hp[k]
-                for k in ("runner", "batch_size", "num_workers", "num_gpus")
-                if hp.get(k) is not None
-            },
+            runner=RunnerOptions(**read_fields(RunnerOptions, hp)),
             **read_fields(
                 cls, hp, {"weak_attacker_eer": "weak_attacker_eer", "max_ci_width": "max_ci_width"}
             ),

@@ -53,14 +53,7 @@ class CellTrials:
         if boot.n_boot <= 0:
             return None
         try:
-            return compare_cells(
-                self.trials(folder_a),
-                self.trials(folder_b),
-                n_boot=boot.n_boot,
-                seed=boot.seed,
-                unit=boot.unit,
-                min_speakers=card.evaluation.min_verdict_speakers,
-            )
+            return compare_cells(self.trials(folder_a), self.trials(folder_b), card.evaluation)
         except DataError:
             return None
 
@@ -313,7 +306,9 @@ def _cross_fit(card: CardSettings, by: dict, reader: CellTrials) -> dict | None:
     }
     if not trials:
         return None
-    return cross_fitted(trials, seed=card.seed, min_speakers=card.evaluation.min_verdict_speakers)
+    return cross_fitted(
+        trials, seed=card.seed, min_verdict_speakers=card.evaluation.min_verdict_speakers
+    )
 
 
 def _small_warnings(original: dict | None, anonymized: dict) -> list:

@@ -440,16 +440,8 @@ class _Comparer:
         """x, y: (corpus, attacker, condition) of two cells; None (and why) if they cannot be compared."""
         if not (self.ok(*x) and self.ok(*y)):
             return None
-        boot = self.settings.evaluation.bootstrap
         try:
-            found = compare_cells(
-                self.trials(*x),
-                self.trials(*y),
-                n_boot=boot.n_boot,
-                seed=boot.seed,
-                unit=boot.unit,
-                min_speakers=self.settings.evaluation.min_verdict_speakers,
-            )
+            found = compare_cells(self.trials(*x), self.trials(*y), self.settings.evaluation)
         except DataError as err:
             self.na["comparisons." + "~".join(".".join(side) for side in (x, y))] = str(err)
             return None

@@ -95,6 +95,7 @@ def scorer_comparisons(
     """Paired bootstrap of every pair of scorers on the trials both scored, per condition
     (``where``: task and setting, copied into each row); conditions without both classes are skipped."""
     from ...metrics import paired_bootstrap
+    from ...metrics.settings import BootstrapSettings
     from ...metrics.small import few_speakers_reason
 
     rows = []
@@ -110,11 +111,9 @@ def scorer_comparisons(
                 scores[a][idx],
                 scores[b][idx],
                 y,
-                n_boot=n_boot,
-                seed=seed,
-                unit=used,
                 groups=groups,
                 enroll_groups=enrolled,
+                boot=BootstrapSettings(n_boot=n_boot, seed=seed, unit=used),
             )
             n_speakers = None if groups is None else len(set(groups.tolist()))
             rows.append(

@@ -71,6 +71,7 @@ from .report import plot_roc_grid, render_report, safe_name, write_outputs  # no
 from .settings import (  # noqa: F401
     BOOTSTRAP_UNITS,
     TRIAL_KEYS,
+    TextEvaluationOptions,
     TextRunSettings,
     parse_settings,
     scorer_list,
@@ -132,8 +133,10 @@ def condition_metrics(
     CIs resample ``bootstrap_unit``: ``two_way`` (the probes' and the enrollments' speakers),
     ``speaker`` (the probes' speakers) or ``trial``; the panel beyond EER gets CIs only with
     ``panel_ci`` (tasks x settings x conditions add up)."""
-    from ...metrics import evaluate_trials
+    from ...metrics import MetricSettings, evaluate_trials
+    from ...metrics.settings import trial_settings
 
+    metrics = MetricSettings(fpr_targets=tuple(fpr_targets))
     finite = np.isfinite(scores)
     types = trials.types
     out, curves = OrderedDict(), {}
@@ -158,10 +161,7 @@ def condition_metrics(
             y,
             utt2spk=None if probes is None else dict(zip(test, probes)),
             enroll2spk=None if enrolled is None else dict(zip(enroll, enrolled)),
-            n_boot=n_boot,
-            seed=seed,
-            bootstrap_unit=unit,
-            fpr_targets=fpr_targets,
+            settings=trial_settings(metrics, n_boot=n_boot, seed=seed, bootstrap_unit=unit),
             per_speaker=False,
             panel_ci=panel_ci,
         )
@@ -198,23 +198,14 @@ class _TextRun:
         self,
         scorers,
         tasks,
-        *,
-        n_boot: int,
-        seed: int,
-        unit: str,
+        options: TextEvaluationOptions,
         out_dir,
-        save_trials: bool,
-        trials_with_text: bool,
         scoring: Optional[ScoringRunner] = None,
-        panel_ci: bool = False,
     ):
-        self.scorers, self.n_boot, self.seed, self.unit = scorers, n_boot, seed, unit
-        self.scoring, self.panel_ci = scoring, panel_ci
-        self.out_dir, self.save_trials, self.trials_with_text = (
-            out_dir,
-            save_trials,
-            trials_with_text,
-        )
+        self.scorers, self.options, self.out_dir, self.scoring = scorers, options, out_dir, scoring
+        self.n_boot, self.seed, self.unit = options.n_boot, options.seed, options.bootstrap_unit
+        self.panel_ci, self.trials_with_text = options.panel_ci, options.trials_with_text
+        self.save_trials = options.save_trials
         self.results = {s.name: OrderedDict((t, OrderedDict()) for t in tasks) for s in scorers}
         self.curves = {s.name: {t: OrderedDict() for t in tasks} for s in scorers}
         self.not_applicable = OrderedDict()
@@ -451,73 +442,43 @@ def evaluate_text(
     settings=((200, 20),),
     config: Optional[TrialConfig] = None,
     output_folder=None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    dataset: Optional[str] = None,
-    plots: bool = True,
-    save_trials: bool = True,
-    trials_with_text: bool = False,
+    options: TextEvaluationOptions = TextEvaluationOptions(),
     run_info: Optional[dict] = None,
-    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT,
-    protocol: str = "naturalvoices",
     scoring: Optional[ScoringRunner] = None,
-    panel_ci: bool = False,
 ) -> dict:
     """Evaluate ``scorer`` (one, or a list scored on the same trials) on ``manifest``; returns the
     results dict (and writes it when ``output_folder`` is given: results.json, report.md,
-    roc_<task>.png, trials/, scores/). ``protocol`` names the paper protocol that
-    ``run.deviations`` are listed against (:mod:`.protocol`). ``scoring`` says how the trials are
-    scored (:class:`~.ray_scoring.ScoringRunner`: locally or over Ray actors; None: at once, here).
-    ``panel_ci``: CIs for the panel beyond EER too (off: point values only)."""
+    roc_<task>.png, trials/, scores/). ``options`` (:class:`~.settings.TextEvaluationOptions`):
+    the bootstrap (``n_boot``, ``seed``, default the trial config's, ``bootstrap_unit``), the
+    paper ``protocol`` that ``run.deviations`` are listed against (:mod:`.protocol`), the name in
+    reports, what is written, and ``panel_ci`` (CIs for the panel beyond EER too). ``scoring``
+    says how the trials are scored (:class:`~.ray_scoring.ScoringRunner`: locally or over Ray
+    actors; None: at once, here)."""
     t_start = time.perf_counter()
     config = config or TrialConfig()
-    settings, tasks = _check_request(settings, tasks, bootstrap_unit, protocol)
+    options = options if options.seed is not None else replace(options, seed=config.seed)
+    settings, tasks = _check_request(settings, tasks, options.bootstrap_unit, options.protocol)
     scorers = _ready_scorers(scorer, len(manifest))
     out_dir = Path(output_folder) if output_folder else None
-    run = _TextRun(
-        scorers,
-        tasks,
-        n_boot=n_boot,
-        seed=seed,
-        unit=bootstrap_unit,
-        out_dir=out_dir,
-        save_trials=save_trials,
-        trials_with_text=trials_with_text,
-        scoring=scoring,
-        panel_ci=panel_ci,
-    )
+    run = _TextRun(scorers, tasks, options, out_dir, scoring)
     clean, shared = _without_shared_text(run, manifest, config)
     usable = usable_tasks(tasks, clean.speaker_attributes())
     with heap_frozen():
         topic_on, n_cut = _all_settings(run, clean, config, settings, tasks, usable)
     deviations = run_deviations(
         config,
-        protocol,
+        options.protocol,
         topic_on=topic_on,
         topic_metadata=has_topic_metadata(clean),
         shared=shared,
         n_cut=n_cut,
-        unit=bootstrap_unit,
+        unit=options.bootstrap_unit,
         scorers=scorers,
     )
-    doc = _document(
-        run,
-        scorers,
-        manifest,
-        config,
-        settings,
-        tasks,
-        shared,
-        deviations,
-        dataset=dataset,
-        seed=seed,
-        n_boot=n_boot,
-        protocol=protocol,
-        run_info=run_info,
-        t_start=t_start,
-    )
+    request = (config, settings, tasks)
+    doc = _document(run, manifest, request, shared, deviations, run_info, t_start)
     if out_dir is not None:
-        write_outputs(out_dir, doc, run.curves, plots=plots, removed_ids=shared.removed_ids)
+        write_outputs(out_dir, doc, run.curves, plots=options.plots, removed_ids=shared.removed_ids)
     return doc
 
 
@@ -535,23 +496,12 @@ def _without_shared_text(run, manifest, config: TrialConfig) -> tuple:
 
 
 def _document(
-    run: _TextRun,
-    scorers,
-    manifest,
-    config,
-    settings,
-    tasks,
-    shared,
-    deviations,
-    *,
-    dataset,
-    seed,
-    n_boot,
-    protocol,
-    run_info,
-    t_start,
+    run: _TextRun, manifest, request: tuple, shared, deviations, run_info, t_start: float
 ) -> dict:
-    """results.json as a dict (see the module docstring)."""
+    """results.json as a dict (see the module docstring); ``request``: (trial config, (P, L)
+    settings, tasks)."""
+    config, settings, tasks = request
+    scorers, options, n_boot = run.scorers, run.options, run.n_boot
     na = run.not_applicable
     first = scorers[0].name
     headline, headline_from = _headline(run.results[first])
@@ -563,12 +513,12 @@ def _document(
         na["comparisons"] = "bootstrap disabled (n_boot = 0): no paired differences between scorers"
     run.timings["total"] = time.perf_counter() - t_start
     info = OrderedDict(
-        dataset=dataset or getattr(manifest, "name", None),
+        dataset=options.dataset or getattr(manifest, "name", None),
         features="text",
         anonymizer=None,
         scenario=None,
         hparams=None,
-        seed=seed,
+        seed=options.seed,
         timings_s={k: round(v, 3) for k, v in run.timings.items()},
         scorer=first,
         scorers=[s.name for s in scorers],
@@ -579,7 +529,7 @@ def _document(
         tasks=tasks,
         n_boot=n_boot,
         bootstrap_unit=run.unit,
-        protocol=protocol,
+        protocol=options.protocol,
         overall_from=headline_from,
         environment=provenance.environment(),
         deviations=deviations,
@@ -677,17 +627,9 @@ def evaluate_from_settings(settings: TextRunSettings) -> Path:
         settings=list(settings.pl_settings),
         config=settings.trial_config,
         output_folder=settings.output_folder,
-        n_boot=settings.n_boot,
-        seed=settings.seed,
-        dataset=settings.dataset_name,
-        plots=settings.plots,
-        save_trials=settings.save_trials,
-        trials_with_text=settings.trials_with_text,
-        bootstrap_unit=settings.bootstrap_unit,
-        protocol=settings.protocol,
+        options=settings.evaluation_options(),
         run_info=settings.run_info(words_deviation),
         scoring=settings.scoring,
-        panel_ci=settings.panel_ci,
     )
     return settings.output_folder / "results.json"
 

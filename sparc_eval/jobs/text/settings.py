@@ -9,7 +9,7 @@ is absent, null or empty takes its default.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Optional, Union
 
@@ -209,6 +209,26 @@ def _pl_settings(hp: dict, config: TrialConfig) -> tuple:
 
 
 @dataclass(frozen=True)
+class TextEvaluationOptions:
+    """How one text evaluation is resampled, named and written: the options of
+    :func:`~sparc_eval.jobs.text.evaluate.evaluate_text`, read from the hparams keys of the same
+    names (:class:`TextRunSettings` nests them)."""
+
+    dataset: Optional[str] = None  # name in reports; None: the corpus's (the recipe: data_folder)
+    n_boot: int = 1000
+    seed: Optional[int] = None  # the bootstrap's; None: the trial config's seed
+    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT
+    protocol: str = "naturalvoices"
+    plots: bool = True
+    panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
+    save_trials: bool = True
+    trials_with_text: bool = False
+
+
+OPTION_KEYS = frozenset(f.name for f in fields(TextEvaluationOptions))
+
+
+@dataclass(frozen=True)
 class TextRunSettings:
     """Everything one text evaluation (``recipes/evaluate_text.py``) reads from its hparams."""
 
@@ -222,14 +242,7 @@ class TextRunSettings:
     words: str = "spoken"  # sparc_eval.data.words: spoken | reference | asr
     anonymized: bool = False  # a corpus anonymized by another tool
     anon_keeps_words: Optional[bool] = None
-    dataset: Optional[str] = None  # name in reports; None: data_folder
-    n_boot: int = 1000
-    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT
-    protocol: str = "naturalvoices"
-    plots: bool = True
-    panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
-    save_trials: bool = True
-    trials_with_text: bool = False
+    options: TextEvaluationOptions = TextEvaluationOptions()
     hparams_file: Optional[str] = None
     overrides: Optional[dict] = None
     hparams_sha256: Optional[str] = None
@@ -241,7 +254,13 @@ class TextRunSettings:
 
     @property
     def dataset_name(self) -> str:
-        return self.dataset or str(self.data_folder)
+        return self.options.dataset or str(self.data_folder)
+
+    def evaluation_options(self) -> TextEvaluationOptions:
+        """The options as :func:`~sparc_eval.jobs.text.evaluate.evaluate_text` takes them: the
+        report names the corpus by ``data_folder`` unless ``dataset`` says otherwise, and the
+        bootstrap is seeded by the trial config's seed."""
+        return replace(self.options, dataset=self.dataset_name, seed=self.seed)
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "TextRunSettings":
@@ -253,7 +272,9 @@ class TextRunSettings:
         values = {
             key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))
         }
+        options = {k: values.pop(k) for k in list(values) if k in OPTION_KEYS}
         return cls(
+            options=TextEvaluationOptions(**options),
             data_folder=hp["data_folder"],
             output_folder=Path(hp["output_folder"]),
             scorers=tuple(scorer_list(hp["scorer"])),
