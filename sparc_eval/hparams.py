@@ -127,6 +127,32 @@ class HparamsFile:
         """The top-level keys the file defines (what hyperpyyaml accepts as overrides)."""
         return set(self.written)
 
+    @cached_property
+    def plain(self) -> dict:
+        """The top-level values that are plain YAML (numbers, words, lists), parsed, without
+        building anything; tagged values (``!new:``, ``!ref``, ``!name:``) are left out."""
+        import yaml
+
+        out = {}
+        for key, text in self.written.items():
+            if not text or text.startswith("!"):
+                continue
+            try:
+                out[key] = yaml.safe_load(text)
+            except yaml.YAMLError:
+                out[key] = text
+        return out
+
+    def named_class(self, key: str):
+        """The class a top-level ``!new:`` or ``!name:`` tag at ``key`` names, imported but not
+        built (what an attacker file's ``attacker:`` will make); None without such a tag."""
+        from .plugins import load_object
+
+        text = self.written.get(key) or ""
+        if not text.startswith(("!new:", "!name:")):
+            return None
+        return load_object(text.split(":", 1)[1].strip())
+
     def load(self, overrides=None, *, library_keys=frozenset()) -> dict:
         """hyperpyyaml with overrides; unknown keys are DataErrors. Overrides of ``library_keys``
         (keys whose defaults live in the library, e.g. the data keys) that the file does not
@@ -208,15 +234,40 @@ def register_passthrough(subparsers, name: str, main, *, help: str, description:
 # --- typed settings from hparams ---------------------------------------------------------------
 
 
-def bounded(default, *, key=None, minimum=None, maximum=None, above=None, choices=None):
+RANGE = ("minimum", "maximum", "above", "choices")  # what bounded() checks
+
+
+def bounded(default, *, key=None, group=None, minimum=None, maximum=None, above=None, choices=None):
     """A settings dataclass field whose hparams value :func:`read_fields` checks: a number in
     [``minimum``, ``maximum``] (``above``: an exclusive lower bound) or one of ``choices``.
     ``key``: its hparams key where that is not the field's name (``bootstrap_unit`` for
-    ``BootstrapSettings.unit``). The default is the one place it is set."""
+    ``BootstrapSettings.unit``); ``group``: a name the field is listed under
+    (:func:`keys_in`: the data settings' split keys). The default is the one place it is set."""
     from dataclasses import field
 
-    meta = {"key": key, "minimum": minimum, "maximum": maximum, "above": above, "choices": choices}
+    meta = {"key": key, "group": group, "minimum": minimum, "maximum": maximum, "above": above}
+    meta["choices"] = choices
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+def has_range(f) -> bool:
+    """Whether a dataclass field carries a :func:`bounded` range to check."""
+    return any(k in f.metadata for k in RANGE)
+
+
+def keys_in(cls, group: str) -> tuple:
+    """The hparams keys of ``cls``'s fields listed under ``group`` (:func:`bounded`), in order."""
+    return tuple(
+        k
+        for k, name in hparams_keys(cls).items()
+        if _field(cls, name).metadata.get("group") == group
+    )
+
+
+def _field(cls, name: str):
+    from dataclasses import fields
+
+    return next(f for f in fields(cls) if f.name == name)
 
 
 def library_only(default):
@@ -230,14 +281,26 @@ def library_only(default):
 def hparams_keys(cls) -> dict:
     """{hparams key: field name} of a settings dataclass: every field but the nested settings
     (dataclass-typed, whose own keys are read by their class) and :func:`library_only` ones."""
-    from dataclasses import MISSING, fields, is_dataclass
+    from dataclasses import fields
 
-    out = {}
-    for f in fields(cls):
-        nested = f.default is MISSING and f.default_factory is not MISSING
-        if f.metadata.get("hparams", True) and not (nested and is_dataclass(f.default_factory)):
-            out[f.metadata.get("key", f.name)] = f.name
-    return out
+    return {
+        f.metadata.get("key", f.name): f.name
+        for f in fields(cls)
+        if f.metadata.get("hparams", True) and not _nested(cls, f)
+    }
+
+
+def _nested(cls, f) -> bool:
+    """Whether field ``f`` holds settings of their own (a dataclass, by its type or default)."""
+    import typing
+    from dataclasses import MISSING, is_dataclass
+
+    try:
+        hint = typing.get_type_hints(cls).get(f.name)
+    except (NameError, TypeError):  # an annotation that does not resolve: judge by the default
+        hint = None
+    factory = None if f.default_factory is MISSING else f.default_factory
+    return any(is_dataclass(x) for x in (hint, f.default, factory) if x is not None)
 
 
 def _cast(key: str, value, kind: str):
@@ -253,10 +316,12 @@ def _cast(key: str, value, kind: str):
             return int(float(value))
         if base == "float" and not isinstance(value, bool):
             return float(value)
-        if base == "bool" and isinstance(value, bool):
-            return value
+        if base == "bool" and (isinstance(value, bool) or (type(value) is int and value in (0, 1))):
+            return bool(value)  # 0 and 1 as YAML's false and true
         if base == "str" and isinstance(value, str):
             return value
+        if base == "str" and isinstance(value, Path):
+            return str(value)  # a folder given as a path
         if base == "tuple":
             return tuple([value] if isinstance(value, str) else value)
     except (TypeError, ValueError):

@@ -45,6 +45,31 @@ def entry_points(group: str) -> dict:
     return {ep.name: ep for ep in found}
 
 
+def lookup(group: str, name: str, *, what: str, dotted: bool = False, hint=""):
+    """What is registered as ``name`` in the entry-point group ``group`` (with ``dotted``, a
+    ``package.module.Name`` path too), loaded: the one lookup of every registry (anonymizers,
+    attackers, corpus loaders, utility metrics, phone recognizers). ``what`` names the kind in
+    the errors: an unknown name lists the registered ones; a registered one that cannot be
+    imported says which package to check."""
+    registered = entry_points(group)
+    key = name if name in registered else str(name).replace("-", "_")
+    if key in registered:
+        try:
+            return registered[key].load()
+        except ImportError as err:
+            raise DataError(
+                f"{what} {name!r} is registered as {registered[key].value} "
+                f"but cannot be imported: {err}",
+                hint="check that its package is installed",
+            ) from None
+    if dotted and isinstance(name, str) and ("." in name or ":" in name):
+        return load_object(name)
+    raise DataError(
+        f"unknown {what} {name!r}; registered: {', '.join(sorted(registered)) or 'none'}",
+        hint=hint() if callable(hint) else hint,  # a callable: the hint is costly, asked on a miss
+    )
+
+
 def load_object(dotted: str):
     """The object at ``package.module.Name`` or ``package.module:Name``."""
     if ":" in dotted:
@@ -102,20 +127,11 @@ def anonymizer_class(spec: str):
     """The class for a registered name or a dotted path."""
     if not isinstance(spec, str) or not spec:
         raise DataError(f"anonymizer must be a registered name or a dotted path, got {spec!r}")
-    registered = entry_points(ANONYMIZER_GROUP)
-    name = spec.replace("-", "_")
-    if name in registered:
-        try:
-            return registered[name].load()
-        except ImportError as err:
-            raise DataError(
-                f"anonymizer {spec!r} is registered as {registered[name].value} "
-                f"but cannot be imported: {err}"
-            ) from None
-    if "." in spec or ":" in spec:
-        return load_object(spec)
-    raise DataError(
-        f"unknown anonymizer {spec!r}; registered: {', '.join(sorted(registered)) or 'none'}",
+    return lookup(
+        ANONYMIZER_GROUP,
+        spec,
+        what="anonymizer",
+        dotted=True,
         hint="use one of those names, or a dotted path such as anonymizers.mcadams.McAdams",
     )
 

@@ -458,7 +458,11 @@ def test_one_front_door_takes_the_old_spellings_with_a_message(corpus, tmp_path,
         if was not in ("param", "no-progress"):  # exercised by test_cli
             assert f"--{was} is now --{now if isinstance(now, str) else now[0]}" in said
     assert (settings.input, settings.out, settings.wer) == (str(src), str(tmp_path / "old"), False)
-    assert (settings.run.batch_size, settings.skip_missing, settings.run.num_workers) == (2, True, 1)
+    assert (settings.run.batch_size, settings.skip_missing, settings.run.num_workers) == (
+        2,
+        True,
+        1,
+    )
     assert settings.wer_asr_options == {"model": "tiny.en"}
     new, _, _ = anonymize_cli.read_settings(
         [

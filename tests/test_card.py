@@ -60,7 +60,8 @@ def _args(small_demo, out, *extra):
     ]
 
 
-RUN_COUNTS = {"hparams_reads": Counter(), "plans": 0}  # of the card fixture's run
+# of the card fixture's run: hparams file reads, plans, settings read from the card's hparams
+RUN_COUNTS = {"hparams_reads": Counter(), "plans": 0, "card_settings": Counter()}
 
 
 @contextmanager
@@ -82,7 +83,23 @@ def counting_reads_and_plans():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(HparamsFile, "__init__", counted_read)
         mp.setattr(plan_module, "plan_data", counted_plan)
+        _count_settings_reads(mp)
         yield
+
+
+def _count_settings_reads(mp) -> None:
+    """Counts each settings type read from the card's own hparams (they name the anonymizer)."""
+    from sparc_eval.data.plan import DataSettings
+    from sparc_eval.metrics.settings import EvaluationSettings
+
+    for cls in (DataSettings, EvaluationSettings):
+
+        def counted(klass, hp, _read=cls.from_hparams.__func__):
+            if "anonymizer" in hp:
+                RUN_COUNTS["card_settings"][klass.__name__] += 1
+            return _read(klass, hp)
+
+        mp.setattr(cls, "from_hparams", classmethod(counted))
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +125,9 @@ def test_each_hparams_file_is_read_once_and_each_scenario_planned_once(card):
     )
     assert reads["resemblyzer.yaml"] == 1 and reads["bag_of_phones.yaml"] == 1
     assert RUN_COUNTS["plans"] == 1 + len(doc["run"]["anonymizers"]) * 2  # 2 scenarios
+    # the card's hparams are read into typed settings once, at the entry point; below it, every
+    # module takes those settings (issue 64): no settings rebuilt from the card's raw hparams
+    assert RUN_COUNTS["card_settings"] == {"DataSettings": 1, "EvaluationSettings": 1}
 
 
 @pytest.mark.slow("reads the McAdams card (about 15 s)")

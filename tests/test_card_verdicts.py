@@ -425,12 +425,12 @@ def test_the_learning_curve_warns_when_the_paired_ci_excludes_0():
 def _card_hparams(**overrides):
     from sparc_eval.attack import LIBRARY_KEYS
     from sparc_eval.hparams import load_hparams
-    from sparc_eval.jobs.card.settings import CARD_DEFAULTED_KEYS
+    from sparc_eval.jobs.card.settings import CardSettings
 
     return load_hparams(
         REPO / "hparams/evaluate.yaml",
         {"anonymizer": "mcadams", **overrides},
-        library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS,
+        library_keys=LIBRARY_KEYS | set(CardSettings.plain_keys()),
     )
 
 

@@ -167,9 +167,7 @@ def test_the_built_in_metrics_are_registered():
 
 
 def test_an_unknown_metric_kind_names_the_registered_ones():
-    with pytest.raises(
-        DataError, match="no utility metric is registered as 'mos'.*gvd, rho_f0, wer"
-    ):
+    with pytest.raises(DataError, match="unknown utility metric 'mos'.*gvd, rho_f0, wer"):
         utility_metrics({"utility": {"naturalness": {"kind": "mos"}}})
     with pytest.raises(DataError, match="utility.naturalness names no metric"):
         utility_metrics({"utility": {"naturalness": {"model": "x"}}})
@@ -215,3 +213,36 @@ def test_a_registered_metric_is_found_by_kind(monkeypatch):
     corpus = Manifest([Utterance("u1", "alice", "hi", "e1"), Utterance("u2", "bob", "yo", "e2")])
     assert isinstance(metric, PairCount)
     assert metric.compute(UtilityInput("identity", corpus, corpus))["value"] == 4
+
+
+def test_one_lookup_serves_every_registry():
+    """Anonymizers, attackers, corpus loaders, utility metrics and phone recognizers are found
+    by one function (issue 64, item 3), with one error naming the registered ones."""
+    from sparc_eval.plugins import lookup
+
+    found = {
+        group: lookup(f"sparc_eval.{group}", name, what=group).__name__
+        for group, name in (
+            ("anonymizers", "mcadams"),
+            ("attackers", "bag_of_phones"),
+            ("corpus_loaders", "kaldi"),
+            ("utility_metrics", "wer"),
+            ("phone_recognizers", "align"),
+        )
+    }
+    assert found == {
+        "anonymizers": "McAdams",
+        "attackers": "BagOfPhones",
+        "corpus_loaders": "KaldiLoader",
+        "utility_metrics": "WordErrorRate",
+        "phone_recognizers": "AlignmentPhoneRecognizer",
+    }
+    path = "anonymizers.identity.Identity"
+    assert (
+        lookup("sparc_eval.anonymizers", path, what="anonymizer", dotted=True).__name__
+        == "Identity"
+    )
+    with pytest.raises(DataError, match="unknown attacker 'nope'; registered: .*bag_of_phones"):
+        lookup("sparc_eval.attackers", "nope", what="attacker", hint=lambda: "a hint")
+    with pytest.raises(DataError, match="unknown attacker 'a.b.C'"):
+        lookup("sparc_eval.attackers", "a.b.C", what="attacker")  # a path only where allowed

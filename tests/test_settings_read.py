@@ -18,6 +18,7 @@ from sparc_eval.errors import DataError  # noqa: E402
 from sparc_eval.hparams import (  # noqa: E402
     HparamsFile,
     bounded,
+    has_range,
     hparams_keys,
     library_only,
     read_fields,
@@ -153,8 +154,10 @@ def _defaults() -> dict:
         out.update({key: by_name[name] for key, name in keys.items()})
     card = {f.name: f.default for f in fields(CardSettings)}
     out["min_verdict_speakers"] = EvaluationSettings().min_verdict_speakers
-    out.update({k: card[k] for k in ("weak_attacker_eer", "max_ci_width")})
-    out.update({f.name: f.default for f in fields(DataSettings) if f.metadata})
+    # plots, progress and num_threads: switches the shipped files set for their machines, not defaults
+    chosen = ("plots", "progress", "num_threads")
+    out.update({k: card[k] for k in CardSettings.plain_keys() if k not in chosen})
+    out.update({f.name: f.default for f in fields(DataSettings) if has_range(f)})
     return out
 
 

@@ -129,13 +129,13 @@ class AttackerBase:
             def deviations(self, plan): return {}
     """
 
-    #: seconds per stage of its own (features, embeddings, ...): results.json's run.timings_s
+    #: seconds per stage of its own (features, embeddings, ...), in results.json's run.timings_s
     timings_s = _OwnDict()
-    #: plain values it found while scoring: results.json's run.attacker_notes
+    #: plain values it found while scoring, in results.json's run.attacker_notes
     notes = _OwnDict()
-    #: its scores are calibrated LLRs (a PLDA back-end): the actual Cllr is then its own
+    #: True when its scores are calibrated LLRs (a PLDA back-end); the actual Cllr is then its own
     scores_are_llrs = False
-    #: progress bars of its long passes (:meth:`progress`); the hparams' ``progress``
+    #: progress bars over its long passes (:meth:`progress`), set from the hparams' ``progress``
     show_progress = True
 
     def prepare(self, plan: DataPlan) -> None:
@@ -240,12 +240,7 @@ def check_attacker(obj, where: str = "attacker"):
 
 def attacker_class(kind: str):
     """The attacker class registered under ``kind`` (entry-point group ``sparc_eval.attackers``)."""
-    from ..plugins import entry_points
+    from ..plugins import lookup
 
-    registered = entry_points(ATTACKER_GROUP)
-    if kind not in registered:
-        raise DataError(
-            f"no attacker is registered as {kind!r}; registered: {', '.join(sorted(registered)) or 'none'}",
-            hint="name one, or build the attacker with !new:package.module.Class",
-        )
-    return registered[kind].load()
+    hint = "name one, or build the attacker with !new:package.module.Class"
+    return lookup(ATTACKER_GROUP, kind, what="attacker", hint=hint)

@@ -4,14 +4,34 @@ engine runs."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Optional
 
 from ..errors import DataError
+from ..hparams import bounded, hparams_keys, read_fields
 from .cells import AttackerSpec
 from .contract import attacker_class, check_attacker
 
-# keys set on every attacker recipe whose hparams file has them
-ATTACKER_COMMON = ("cache_folder", "progress", "plots", "n_boot", "num_threads")
+
+@dataclass(frozen=True)
+class CommonAttackerKeys:
+    """A job's keys set on every attacker recipe whose hparams file has them (None: the file's
+    own value stands)."""
+
+    cache_folder: Optional[str] = None
+    progress: Optional[bool] = None
+    plots: Optional[bool] = None
+    n_boot: Optional[int] = bounded(None, minimum=0)
+    num_threads: Optional[int] = None
+
+    @classmethod
+    def given(cls, hp: dict) -> dict:
+        """{key: value} of the keys ``hp`` sets, checked by the one reader."""
+        return {k: v for k, v in asdict(cls(**read_fields(cls, hp))).items() if v is not None}
+
+
+ATTACKER_COMMON = tuple(hparams_keys(CommonAttackerKeys))
 
 
 def enabled_names(names, wanted, what: str) -> list:

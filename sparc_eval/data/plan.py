@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError
-from ..hparams import bounded, read_fields
+from ..hparams import bounded, has_range, keys_in, read_fields
 from .corpora.specs import load_spec, load_specs
 from .manifest import Manifest
 from .planned import MAX_MISSING_SHARE, DataPlan  # noqa: F401 (re-exported: their home before)
@@ -35,6 +35,7 @@ from .splits import Split, make_split, speaker_halves, without_utterances  # noq
 from .words import mark_anonymized
 
 SCENARIOS = ("original", "ignorant", "lazy-informed", "semi-informed")
+SPLIT, ANONYMIZED = "split", "anonymized"  # the groups of DataSettings' keys
 
 
 @dataclass(frozen=True)
@@ -43,26 +44,33 @@ class DataSettings:
         "demo:reading"  # any path `sparc-eval corpus info` accepts, or demo:MODE
     )
     cache_folder: str = "results/cache"
-    train_folders: Optional[list] = None  # train on these instead of data_folder
-    eval_folder: Optional[str] = None  # None: speakers of data_folder are held out
-    eval_speaker_fraction: float = bounded(0.5, minimum=0.0, maximum=1.0)
-    split_seed: int = bounded(0, minimum=0)
+    # the split (group "split"): which utterances every attacker trains on, enrolls and tests
+    train_folders: Optional[list] = bounded(None, group=SPLIT)  # train on these, not data_folder
+    eval_folder: Optional[str] = bounded(None, group=SPLIT)  # None: data_folder's held out
+    eval_speaker_fraction: float = bounded(0.5, group=SPLIT, minimum=0.0, maximum=1.0)
+    split_seed: int = bounded(0, group=SPLIT, minimum=0)
     allow_speaker_overlap: bool = False
-    scenario: str = "original"
-    anon_train_folders: Optional[list] = None  # anonymized training corpus (semi-informed)
-    anon_eval_folder: Optional[str] = None  # anonymized evaluation corpus (other scenarios)
-    anon_enroll_folder: Optional[str] = None  # enrollment speech the attacker anonymized with its
-    # own draws (lazy-/semi-informed); None: anon_eval_folder
-    anonymizer_name: Optional[str] = None
-    anon_keeps_words: Optional[bool] = None  # corpora anonymized by other tools
-    enrolls_dir: Optional[str] = None  # enrollment/trial split: VoicePrivacy lists,
-    trials_dirs: list = field(default_factory=list)  # else id lists, else seeded (paper section 5)
-    enroll_list: Optional[str] = None
-    trial_list: Optional[str] = None
-    n_enroll: int = bounded(20, minimum=1)
-    max_per_speaker: int = bounded(60, minimum=1)
-    min_duration: Optional[float] = bounded(2.0, minimum=0.0)
-    max_duration: Optional[float] = bounded(30.0, minimum=0.0)
+    # the anonymized speech (group "anonymized"), by scenario
+    scenario: str = bounded("original", group=ANONYMIZED)
+    # anonymized training corpus (semi-informed)
+    anon_train_folders: Optional[list] = bounded(None, group=ANONYMIZED)
+    # anonymized evaluation corpus (other scenarios)
+    anon_eval_folder: Optional[str] = bounded(None, group=ANONYMIZED)
+    # enrollment speech the attacker anonymized with its own draws (lazy-/semi-informed);
+    # None: anon_eval_folder
+    anon_enroll_folder: Optional[str] = bounded(None, group=ANONYMIZED)
+    anonymizer_name: Optional[str] = bounded(None, group=ANONYMIZED)
+    # corpora anonymized by other tools
+    anon_keeps_words: Optional[bool] = bounded(None, group=ANONYMIZED)
+    # enrollment/trial split: VoicePrivacy lists, else id lists, else seeded (paper section 5)
+    enrolls_dir: Optional[str] = bounded(None, group=SPLIT)
+    trials_dirs: list = field(default_factory=list, metadata={"group": SPLIT})
+    enroll_list: Optional[str] = bounded(None, group=SPLIT)
+    trial_list: Optional[str] = bounded(None, group=SPLIT)
+    n_enroll: int = bounded(20, group=SPLIT, minimum=1)
+    max_per_speaker: int = bounded(60, group=SPLIT, minimum=1)
+    min_duration: Optional[float] = bounded(2.0, group=SPLIT, minimum=0.0)
+    max_duration: Optional[float] = bounded(30.0, group=SPLIT, minimum=0.0)
     train_speaker_fraction: float = bounded(
         1.0, above=0.0, maximum=1.0
     )  # train on a seeded share of the training speakers
@@ -93,6 +101,16 @@ class DataSettings:
         return {f.name for f in fields(cls)}
 
     @classmethod
+    def split_keys(cls) -> tuple:
+        """The keys that decide which utterances an attacker trains on, enrolls and tests."""
+        return keys_in(cls, SPLIT)
+
+    @classmethod
+    def anonymized_keys(cls) -> tuple:
+        """The keys that name the anonymized speech and the scenario it serves."""
+        return keys_in(cls, ANONYMIZED)
+
+    @classmethod
     def from_hparams(cls, hp: dict) -> "DataSettings":
         """The data keys of the hparams (absent or null keys with a default take it)."""
         defaults = cls()
@@ -104,7 +122,7 @@ class DataSettings:
         if given.get("trials_dirs") is None:
             given.pop("trials_dirs", None)
         # the fields with a range: cast and checked by the one reader, naming the key
-        given.update(read_fields(cls, hp, {f.name: f.name for f in fields(cls) if f.metadata}))
+        given.update(read_fields(cls, hp, {f.name: f.name for f in fields(cls) if has_range(f)}))
         return cls(**given)
 
     def changed(self) -> dict:

@@ -1,5 +1,6 @@
 """The evaluation's settings, typed: what the bootstrap resamples, which segments are formed, when
-an evaluation is too small for a verdict, and what the metrics compute (:class:`MetricSettings`).
+an evaluation is too small for a verdict, and what the metrics compute
+(:class:`~sparc_eval.metrics.core.MetricSettings`).
 
 Each default is written once, on its field; a field's hparams key is its name unless the field
 says otherwise (``bounded(key=...)``), and :meth:`EvaluationSettings.from_hparams` reads and checks
@@ -112,5 +113,5 @@ def evaluation_settings(metrics: Optional[MetricSettings] = None, **hparams) -> 
 
 def trial_settings(metrics: Optional[MetricSettings] = None, **hparams) -> EvaluationSettings:
     """:func:`evaluation_settings` for a bare trial list (a library call): the trial unit
-    (:data:`BARE_TRIALS_UNIT`) unless ``bootstrap_unit`` says otherwise."""
+    (``BARE_TRIALS_UNIT``) unless ``bootstrap_unit`` says otherwise."""
     return evaluation_settings(metrics, **{"bootstrap_unit": BARE_TRIALS_UNIT, **hparams})

@@ -40,7 +40,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..errors import DataError
-from ..plugins import entry_points, load_object
+from ..plugins import entry_points, load_object, lookup
 from .phoneset import PHONE_INDEX, SILENCE
 
 PhoneSegment = tuple  # (phone: str, start_s: float, end_s: float)
@@ -213,14 +213,6 @@ def _load_object(spec: str):
         ) from None
 
 
-def _entry_point(name: str):
-    try:
-        found = entry_points(ENTRY_POINT_GROUP).get(name)
-        return None if found is None else found.load()
-    except Exception:  # a broken third-party entry point must not hide the error below
-        return None
-
-
 def available_recognizers() -> list:
     """Names accepted by :func:`make_recognizer` besides dotted paths."""
     names = set(BUILTIN)
@@ -238,15 +230,10 @@ def make_recognizer(name: str = DEFAULT_RECOGNIZER, **kwargs) -> PhoneRecognizer
     if name in BUILTIN:
         cls = _load_object(BUILTIN[name])
     else:
-        cls = _entry_point(name)
-        if cls is None:
-            if "." not in name and ":" not in name:
-                raise DataError(
-                    f"unknown phone recognizer {name!r}",
-                    hint=f"use one of {', '.join(available_recognizers())} "
-                    f"or a dotted path 'package.module.Class'",
-                )
-            cls = _load_object(name)
+        hint = lambda: (  # noqa: E731 (asked on a miss)
+            f"use one of {', '.join(available_recognizers())} or a dotted path 'package.module.Class'"
+        )
+        cls = lookup(ENTRY_POINT_GROUP, name, what="phone recognizer", dotted=True, hint=hint)
     if isinstance(cls, type) or callable(cls):
         try:
             recognizer = cls(**kwargs)

@@ -6,35 +6,21 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import DataError
+from ..hparams import hparams_keys, keys_in
 from .shared_text import AUTO, SharedTextConfig
-from .trials import TrialConfig
+from .trials import SETTING, TrialConfig
 
 #: the hparams keys that set a field of the same name of
-#: :class:`~sparc_eval.text_trials.trials.TrialConfig`.
-TRIAL_KEYS = (
-    "tolerance",
-    "strict",
-    "max_probes",
-    "partners",
-    "attribute_partners",
-    "match_negatives",
-    "negatives_cross_series",
-    "positives_cross_series",
-    "overlap_screen",
-    "overlap_min_words",
-    "name_screen",
-    "name_fields",
-    "topic_control",
-    "topic_max_similarity",
-    "topic_sim_edges",
-    "topic_jaccard_edges",
-    "trial_sample",
+#: :class:`~sparc_eval.text_trials.trials.TrialConfig`, from its fields: all but the (P, L)
+#: settings and ``seed``, read by rules of their own
+TRIAL_KEYS = tuple(
+    key
+    for key in hparams_keys(TrialConfig)
+    if key != "seed" and key not in keys_in(TrialConfig, SETTING)
 )
-SHARED_TEXT_KEYS = {
-    "shared_text_n": "n",
-    "shared_text_min_speakers": "min_speakers",
-    "shared_text_min_fraction": "min_fraction",
-}
+#: ``shared_text_*`` key -> :class:`~sparc_eval.text_trials.shared_text.SharedTextConfig` field
+#: (``shared_text`` itself, true, false, auto or a dict, is read by its own rule)
+SHARED_TEXT_KEYS = {k: f for k, f in hparams_keys(SharedTextConfig).items() if f != "enabled"}
 
 
 def integer_setting(key: str, value, minimum: Optional[int] = None) -> int:

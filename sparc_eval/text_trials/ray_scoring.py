@@ -34,6 +34,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError
+from ..hparams import bounded, library_only
 from .trial_set import TrialSet
 
 __all__ = [
@@ -93,14 +94,16 @@ class _ScoringActor:
 class ScoringRunner:
     """How a fitted scorer scores a trial set: ``runner`` local or ray (see the module docstring)."""
 
-    runner: str = "local"
-    address: Optional[str] = None  # a Ray cluster (ray.init(address=...)); None: a local instance
-    num_workers: Optional[int] = 2  # Ray actors; None: the cluster's CPUs / num_cpus
-    batch_size: Optional[int] = (
-        None  # trials per batch; None: all at once locally, DEFAULT_RAY_BATCH with Ray
-    )
-    max_retries: int = 3  # times a batch is sent again after its actor died
-    num_cpus: float = 1.0  # CPUs each actor reserves
+    runner: str = bounded("local", choices=RUNNERS)
+    # a Ray cluster (ray.init(address=...)); None: a local instance
+    address: Optional[str] = bounded(None, key="ray_address")
+    num_workers: Optional[int] = bounded(
+        2, minimum=1
+    )  # Ray actors; None: the cluster's CPUs / num_cpus
+    # trials per batch; None: all at once locally, DEFAULT_RAY_BATCH with Ray
+    batch_size: Optional[int] = bounded(None, key="score_batch_size", minimum=1)
+    max_retries: int = library_only(3)  # times a batch is sent again after its actor died
+    num_cpus: float = library_only(1.0)  # CPUs each actor reserves
 
     def __post_init__(self):
         if self.runner not in RUNNERS:

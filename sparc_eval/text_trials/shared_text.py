@@ -43,6 +43,7 @@ import numpy as np
 
 from ..arrays import distinct
 from ..data.manifest import Manifest, word_counts
+from ..hparams import bounded
 
 AUTO = "auto"
 _SHIFT = 32  # a packed pair: high part << 32 | low part (both below 2**31)
@@ -63,10 +64,10 @@ class SharedTextConfig:
     ``min_speakers``: a number (>= 2) or ``"auto"`` (:func:`~sparc_eval.text_trials.shared_text.auto_min_speakers`). :meth:`resolve`
     turns both into concrete values for one corpus."""
 
-    enabled: object = True
-    n: int = 4
-    min_speakers: object = AUTO
-    min_fraction: float = 0.30
+    enabled: object = bounded(True, key="shared_text")  # also {enabled: ...} (config.py)
+    n: int = bounded(4, key="shared_text_n")
+    min_speakers: object = bounded(AUTO, key="shared_text_min_speakers")
+    min_fraction: float = bounded(0.30, key="shared_text_min_fraction")
 
     def __post_init__(self):
         if self.enabled not in (True, False, AUTO):

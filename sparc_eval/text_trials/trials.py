@@ -80,6 +80,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..hparams import bounded, library_only
 from .attribute_trials import AttributeTrials, task_labeller
 from .pairing import TrialPairing
 from .probes import Appearance, Probe, appearances, cut_probes
@@ -133,14 +134,16 @@ BUILTIN_TASKS = ("speaker", "sex", "age", "accent")
 DEFAULT_PARTNERS = {EP: 1, HP: 2, EN: 2, HN: 1}
 DEFAULT_ATTRIBUTE_PARTNERS = {"same_episode": 1, "cross_episode": 4}
 NAME_SCREENS = ("all", "speaker_positives", "off")
+SETTING = "setting"  # the group of the (P, L) fields: set per setting, not by a key of their own
 
 
 @dataclass
 class TrialConfig:
     """How trials are built. ``P`` words per probe (+- ``tolerance``), ``L`` enrollment utterances."""
 
-    P: int = 200
-    L: int = 20
+    # P and L come from the hparams' P, L or settings keys (several settings per run)
+    P: int = bounded(200, group=SETTING)
+    L: int = bounded(20, group=SETTING)
     tolerance: int = 5
     strict: bool = False
     max_probes: int = 10
@@ -154,7 +157,7 @@ class TrialConfig:
     overlap_min_words: int = 5
     name_screen: object = "all"  # all (True), speaker_positives, off (False)
     name_fields: tuple = ("speaker_name", "name")
-    speaker_names: Optional[dict] = None
+    speaker_names: Optional[dict] = library_only(None)
     topic_control: str = "auto"
     topic_max_similarity: float = 0.10
     topic_sim_edges: tuple = (0.02, 0.05)

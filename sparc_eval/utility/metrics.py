@@ -127,23 +127,10 @@ def ci95(draws: np.ndarray):
 def utility_metric_class(kind: str):
     """The utility metric class registered under ``kind`` (entry-point group
     ``sparc_eval.utility_metrics``)."""
-    from ..plugins import entry_points  # read at call time: tests and plug-ins may replace it
+    from .. import plugins  # read at call time: tests and plug-ins may replace entry_points
 
-    registered = entry_points(UTILITY_METRIC_GROUP)
-    if kind not in registered:
-        raise DataError(
-            f"no utility metric is registered as {kind!r}; "
-            f"registered: {', '.join(sorted(registered)) or 'none'}",
-            hint="name one, or build the metric with !new:package.module.Class",
-        )
-    try:
-        return registered[kind].load()
-    except ImportError as err:
-        raise DataError(
-            f"utility metric {kind!r} is registered as {registered[kind].value} "
-            f"but cannot be imported: {err}",
-            hint="check that its package is installed",
-        ) from None
+    hint = "name one, or build the metric with !new:package.module.Class"
+    return plugins.lookup(UTILITY_METRIC_GROUP, kind, what="utility metric", hint=hint)
 
 
 def utility_metric_from_spec(where: str, spec: dict):

@@ -47,25 +47,22 @@ def registered_layouts() -> tuple:
 
 def corpus_loader(layout: str):
     """The loader registered as ``layout``."""
-    from ...plugins import entry_points
+    from ...plugins import entry_points, lookup
 
-    registered = entry_points(CORPUS_LOADER_GROUP)
-    if layout not in registered:
-        raise DataError(
-            f"unknown layout {layout!r}", hint=f"one of {', '.join(registered_layouts())}"
-        )
-    return _loaded(registered[layout])
+    hint = lambda: f"one of {', '.join(registered_layouts())}"  # noqa: E731 (asked on a miss)
+    found = lookup(CORPUS_LOADER_GROUP, layout, what="layout", hint=hint)
+    return _checked(found, entry_points(CORPUS_LOADER_GROUP)[layout])
 
 
 def _loaded(entry):
     """The loader object an entry point names, checked against the contract."""
-    try:
-        found = entry.load()
-    except ImportError as err:
-        raise DataError(
-            f"corpus loader {entry.name!r} is registered as {entry.value} but cannot be imported: {err}",
-            hint="check that its package is installed",
-        ) from None
+    from ...plugins import lookup
+
+    return _checked(lookup(CORPUS_LOADER_GROUP, entry.name, what="corpus loader"), entry)
+
+
+def _checked(found, entry):
+    """The loader ``found`` (a class is built), checked against the contract."""
     loader = found() if isinstance(found, type) else found
     missing = [m for m in ("detects", "load") if not callable(getattr(loader, m, None))]
     if missing:

@@ -14,7 +14,7 @@ from ...hparams import register_recipe, run_recipe
 def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     from ...attack import LIBRARY_KEYS
     from .run import evaluate_anonymizers
-    from .settings import CARD_DEFAULTED_KEYS, CardSettings
+    from .settings import CardSettings
 
     # the data, evaluation and card keys the file leaves to the library's defaults can still be set
     return run_recipe(
@@ -23,7 +23,7 @@ def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
             CardSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides
         ),
         prog=prog,
-        library_keys=LIBRARY_KEYS | CARD_DEFAULTED_KEYS,
+        library_keys=LIBRARY_KEYS | set(CardSettings.plain_keys()),
     )
 
 

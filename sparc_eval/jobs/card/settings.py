@@ -12,10 +12,10 @@ from typing import Optional
 from ...anonymization.options import RunnerOptions
 from ...attack.cells import CellContext
 from ...attack.evaluation import EvaluationSettings
-from ...attack.specs import ATTACKER_COMMON, attacker_specs
+from ...attack.specs import CommonAttackerKeys, attacker_specs
 from ...data.plan import SCENARIOS, DataSettings
 from ...errors import DataError
-from ...hparams import bounded, read_fields
+from ...hparams import bounded, keys_in, read_fields
 
 ANONYMIZED_SCENARIOS = tuple(s for s in SCENARIOS if s != "original")
 DEFAULT_SCENARIOS = ("ignorant", "lazy-informed")
@@ -26,8 +26,8 @@ MAX_CI_WIDTH = 0.25  # a 95% CI wider than this (half of the 0-50% EER range) su
 # whose random draws anonymize the attacker's enrollment and training speech: its own (VoicePrivacy:
 # the attacker has the system, not the user's secret choices), or the user's (a stronger, named variant)
 ATTACKER_DRAWS = ("own", "user")
-# card keys an hparams file may leave out (settable by --key=value all the same)
-CARD_DEFAULTED_KEYS = frozenset({"attacker_draws", "attacker_seed"})
+LEARNING_FRACTIONS = (0.25, 0.5)  # of the training speakers, beside the main cell's 100%
+PLAIN = "plain"  # the group of the card's own keys the one reader reads as they are
 
 
 @dataclass(frozen=True)
@@ -49,18 +49,18 @@ class CardSettings:
     evaluation: EvaluationSettings
     common: dict = field(default_factory=dict)  # keys set on every attacker recipe that has them
     runner: RunnerOptions = RunnerOptions()  # how the anonymizers run (runner, batch_size, ...)
-    weak_attacker_eer: float = bounded(WEAK_ATTACKER_EER, minimum=0.0, maximum=0.5)
-    max_ci_width: float = bounded(MAX_CI_WIDTH, minimum=0.0, maximum=1.0)
-    pseudonymise: bool = False
-    learning_curve: bool = (
-        False  # trained attackers again on nested shares of their training speakers
-    )
-    learning_fractions: tuple = (0.25, 0.5)
-    attacker_draws: str = "own"
-    attacker_seed: Optional[int] = None  # None: derived from each anonymizer's own seed
-    plots: bool = True
-    progress: bool = True
-    num_threads: Optional[int] = None
+    weak_attacker_eer: float = bounded(WEAK_ATTACKER_EER, group=PLAIN, minimum=0.0, maximum=0.5)
+    max_ci_width: float = bounded(MAX_CI_WIDTH, group=PLAIN, minimum=0.0, maximum=1.0)
+    pseudonymise: bool = bounded(False, group=PLAIN)
+    # trained attackers again on nested shares of their training speakers
+    learning_curve: bool = bounded(False, group=PLAIN)
+    learning_fractions: tuple = LEARNING_FRACTIONS
+    attacker_draws: str = bounded("own", group=PLAIN, choices=ATTACKER_DRAWS)
+    # None: derived from each anonymizer's own seed
+    attacker_seed: Optional[int] = bounded(None, group=PLAIN)
+    plots: bool = bounded(True, group=PLAIN)
+    progress: bool = bounded(True, group=PLAIN)
+    num_threads: Optional[int] = bounded(None, group=PLAIN)
     original_content: Optional[str] = (
         None  # content digest of the original training speech (set by the run)
     )
@@ -95,20 +95,16 @@ class CardSettings:
             content_attacker=content,
             utility=utility_metrics(hp),
             evaluation=EvaluationSettings.from_hparams(hp),
-            common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
+            common=CommonAttackerKeys.given(hp),
             runner=RunnerOptions(**read_fields(RunnerOptions, hp)),
-            **read_fields(
-                cls, hp, {"weak_attacker_eer": "weak_attacker_eer", "max_ci_width": "max_ci_width"}
-            ),
-            pseudonymise=bool(hp.get("pseudonymise", False)),
-            plots=bool(hp.get("plots", True)),
-            learning_curve=bool(hp.get("learning_curve", False)),
             learning_fractions=learning_fractions(hp.get("learning_fractions")),
-            progress=bool(hp.get("progress", True)),
-            num_threads=hp.get("num_threads"),
-            attacker_draws=attacker_draws_of(hp.get("attacker_draws")),
-            attacker_seed=None if hp.get("attacker_seed") is None else int(hp["attacker_seed"]),
+            **read_fields(cls, hp, {k: k for k in cls.plain_keys()}),
         )
+
+    @classmethod
+    def plain_keys(cls) -> tuple:
+        """The card's own keys read as they are (an hparams file may leave them out)."""
+        return keys_in(cls, PLAIN)
 
     def cell_context(self) -> CellContext:
         return CellContext(
@@ -120,58 +116,29 @@ class CardSettings:
         )
 
 
-# the split keys every attacker must share with the card (data_plan.DataSettings)
-SPLIT_KEYS = (
-    "eval_folder",
-    "train_folders",
-    "eval_speaker_fraction",
-    "split_seed",
-    "enrolls_dir",
-    "trials_dirs",
-    "enroll_list",
-    "trial_list",
-    "n_enroll",
-    "max_per_speaker",
-    "min_duration",
-    "max_duration",
-)
+# the split keys every attacker must share with the card (their group in DataSettings)
+SPLIT_KEYS = DataSettings.split_keys()
 
 
 def attacker_settings(spec) -> dict:
-    """The plain top-level keys of an hparams attacker as it will load: its file's values (read
-    once, parsed as YAML scalars and lists; tagged values such as ``!new:`` left out), its card
-    overrides on top."""
-    import yaml
-
-    out = {}
-    for key, text in spec.file.written.items():
-        if not text or text.startswith("!"):
-            continue
-        try:
-            out[key] = yaml.safe_load(text)
-        except yaml.YAMLError:
-            out[key] = text
-    return {**out, **spec.overrides}
+    """The plain top-level keys of an hparams attacker as it will load: its file's plain values
+    (:attr:`~sparc_eval.hparams.HparamsFile.plain`), its card overrides on top."""
+    return {**spec.file.plain, **spec.overrides}
 
 
 def declared_needs(spec) -> dict:
     """What an attacker reads (audio, words, the card's split), known before any work: an object's
     ``needs``, else the class its hparams file names: its ``declared_needs(setting)`` when the
     needs depend on the hparams (ECAPA: the feature type), else its ``needs``."""
-    from ...plugins import load_object
+    from ...attack.contract import Needs, optional
 
-    needs = getattr(spec.attacker, "needs", None)
+    needs = None if spec.attacker is None else spec.attacker.needs
     if needs is None:
-        path = (spec.file.written.get("attacker") or "").split(":", 1)[-1].strip()
-        cls = load_object(path) if path else None
-        declared = getattr(cls, "declared_needs", None)
-        settings = attacker_settings(spec)
-        needs = declared(settings.get) if callable(declared) else getattr(cls, "needs", None)
-    return {
-        "audio": bool(getattr(needs, "audio", False)),
-        "words": bool(getattr(needs, "words", False)),
-        "split": bool(getattr(needs, "split", True)),
-    }
+        cls = spec.file.named_class("attacker")
+        if cls is not None:
+            needs = optional(cls, "declared_needs")(attacker_settings(spec).get)
+    needs = needs or Needs()  # unknown: no audio, no words, the card's split
+    return {"audio": needs.audio, "words": needs.words, "split": needs.split}
 
 
 def check_content_attacker(spec) -> None:
@@ -214,19 +181,8 @@ def check_split_keys(data: DataSettings, specs) -> None:
             )
 
 
-def attacker_draws_of(value) -> str:
-    value = value or "own"
-    if value not in ATTACKER_DRAWS:
-        raise DataError(
-            f"attacker_draws {value!r} is not one of {list(ATTACKER_DRAWS)}",
-            hint="own: the attacker anonymizes its speech with its own draws (VoicePrivacy); "
-            "user: it reuses the user's draws (a stronger attacker)",
-        )
-    return value
-
-
 def learning_fractions(value) -> tuple:
-    fractions = tuple(float(f) for f in (value or (0.25, 0.5)))
+    fractions = tuple(float(f) for f in (value or LEARNING_FRACTIONS))
     if any(not 0 < f < 1 for f in fractions) or 0.5 not in fractions:
         raise DataError(
             f"learning_fractions {list(fractions)} must lie in (0, 1) and include 0.5",

@@ -10,30 +10,18 @@ from typing import Optional
 from ...attack.cells import CellContext, CorpusSpec
 from ...attack.evaluation import EvaluationSettings
 from ...attack.evaluation_set import SHARED_TEXT_CONDITIONS, balanced_count
-from ...attack.specs import ATTACKER_COMMON, attackers_of, enabled_names
+from ...attack.specs import CommonAttackerKeys, attackers_of, enabled_names
 from ...attack.specs import attacker_specs as specs_of
 from ...data.plan import DataSettings
 from ...errors import DataError
 
-CORPUS_SETTINGS = {
-    "enroll_list",
-    "trial_list",
-    "enrolls_dir",
-    "trials_dirs",
-    "split_seed",
-    "eval_speaker_fraction",
-    "n_enroll",
-    "max_per_speaker",
-    "min_duration",
-    "max_duration",
-    "scenario",
-    "anon_eval_folder",
-    "anon_enroll_folder",
-    "anon_train_folders",
-    "anonymizer_name",
-    "anon_keeps_words",
-    "phone_text",
-}
+# what a corpus entry may set beside data_folder and train_folders: its split and anonymized speech
+# (the data settings' groups; eval_folder is data_folder itself there) and the phone text it reads
+CORPUS_SETTINGS = (
+    set(DataSettings.split_keys()) - {"eval_folder", "train_folders"}
+    | set(DataSettings.anonymized_keys())
+    | {"phone_text"}
+)
 # grid: quick runs quick_attackers with quick_overrides (a first run to wait for, its departures named
 # in results.json); full (also the default of a file without the key) runs every attacker as given
 GRIDS = ("quick", "full")
@@ -85,7 +73,7 @@ class LeakageSettings:
             shared_text=shared_config(hp),
             plots=bool(hp.get("plots", True)),
             num_threads=hp.get("num_threads"),
-            common={k: hp[k] for k in ATTACKER_COMMON if hp.get(k) is not None},
+            common=CommonAttackerKeys.given(hp),
             grid=grid_of(hp),
             grid_deviations=grid_deviations(hp, attackers),
         )

@@ -9,7 +9,7 @@ is absent, null or empty takes its default.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Union
 
@@ -18,6 +18,7 @@ import numpy as np
 from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
+from ...hparams import bounded, hparams_keys, library_only, read_fields
 from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from ...text_trials.config import (  # noqa: F401 (SHARED_TEXT_KEYS: re-exported)
     SHARED_TEXT_KEYS,
@@ -26,8 +27,8 @@ from ...text_trials.config import (  # noqa: F401 (SHARED_TEXT_KEYS: re-exported
     shared_text_from_hparams,
     trial_config_from_hparams,
 )
-from ...text_trials.protocol import check_protocol
-from ...text_trials.ray_scoring import RUNNERS, ScoringRunner
+from ...text_trials.protocol import PROTOCOLS
+from ...text_trials.ray_scoring import ScoringRunner
 from ...text_trials.trials import TrialConfig
 from .compare import BASE_SETTING
 
@@ -36,6 +37,7 @@ __all__ = [
     "SHARED_TEXT_KEYS",
     "TRIAL_KEYS",
     "hparams_digest",
+    "TextEvaluationOptions",
     "TextRunSettings",
     "parse_settings",
     "scorer_list",
@@ -87,7 +89,7 @@ def scorer_list(scorer) -> list:
 
 
 # how the trials are scored, not what: left out of hparams_sha256 (the scores are the same)
-SCORING_KEYS = ("runner", "ray_address", "num_workers", "score_batch_size")
+SCORING_KEYS = tuple(hparams_keys(ScoringRunner))
 
 
 def hparams_digest(hparams: dict) -> str:
@@ -127,14 +129,6 @@ def _choice(choices):
     return read
 
 
-def _protocol(key: str, value) -> str:
-    try:
-        check_protocol(value)
-    except ValueError as err:
-        raise DataError(f"hparams: {key}: {err}") from None
-    return value
-
-
 def _tasks(key: str, value) -> tuple:
     tasks = (value,) if isinstance(value, str) else tuple(value)
     if not all(isinstance(t, str) and t for t in tasks):
@@ -159,15 +153,7 @@ _READERS = {
     "words": _choice(TEXT_CHOICES),
     "anonymized": _flag,
     "anon_keeps_words": _flag,
-    "dataset": lambda _k, v: str(v),
     "tasks": _tasks,
-    "n_boot": lambda k, v: integer_setting(k, v, 0),
-    "bootstrap_unit": _choice(BOOTSTRAP_UNITS),
-    "protocol": _protocol,
-    "plots": _flag,
-    "panel_ci": _flag,
-    "save_trials": _flag,
-    "trials_with_text": _flag,
     "hparams_file": lambda _k, v: v,
     "overrides": lambda _k, v: v,
 }
@@ -176,20 +162,11 @@ _READERS = {
 def scoring_from_hparams(hp: dict) -> ScoringRunner:
     """``runner`` (local | ray), ``ray_address``, ``num_workers`` and ``score_batch_size``
     (:mod:`.ray_scoring`); absent keys keep today's scoring: all trials at once, here."""
-    runner = _choice(RUNNERS)("runner", hp["runner"]) if not _unset(hp.get("runner")) else "local"
-    address = hp.get("ray_address")
-    if not _unset(address) and not isinstance(address, str):
-        raise DataError(
-            f"hparams: ray_address is a Ray address (auto, ray://host:10001), not {address!r}"
-        )
-    workers = hp.get("num_workers", ScoringRunner.num_workers)
-    batch = hp.get("score_batch_size")
-    return ScoringRunner(
-        runner=runner,
-        address=None if _unset(address) else address,
-        num_workers=None if workers is None else integer_setting("num_workers", workers, 1),
-        batch_size=None if batch is None else integer_setting("score_batch_size", batch, 1),
-    )
+    given = {k: v for k, v in hp.items() if k in SCORING_KEYS and not _unset(v)}
+    read = read_fields(ScoringRunner, given)
+    if "num_workers" in hp and hp["num_workers"] is None:
+        read["num_workers"] = None  # null: as many actors as the cluster's CPUs allow
+    return ScoringRunner(**read)
 
 
 def _pl_settings(hp: dict, config: TrialConfig) -> tuple:
@@ -215,17 +192,15 @@ class TextEvaluationOptions:
     names (:class:`TextRunSettings` nests them)."""
 
     dataset: Optional[str] = None  # name in reports; None: the corpus's (the recipe: data_folder)
-    n_boot: int = 1000
-    seed: Optional[int] = None  # the bootstrap's; None: the trial config's seed
-    bootstrap_unit: str = DEFAULT_BOOTSTRAP_UNIT
-    protocol: str = "naturalvoices"
+    n_boot: int = bounded(1000, minimum=0)
+    # the bootstrap's; None: the trial config's seed (the recipe: always, from the seed key)
+    seed: Optional[int] = library_only(None)
+    bootstrap_unit: str = bounded(DEFAULT_BOOTSTRAP_UNIT, choices=BOOTSTRAP_UNITS)
+    protocol: str = bounded("naturalvoices", choices=tuple(PROTOCOLS))
     plots: bool = True
     panel_ci: bool = False  # CIs for the panel beyond EER (min Cllr, D_ECE, D<->sys) too
     save_trials: bool = True
     trials_with_text: bool = False
-
-
-OPTION_KEYS = frozenset(f.name for f in fields(TextEvaluationOptions))
 
 
 @dataclass(frozen=True)
@@ -272,9 +247,8 @@ class TextRunSettings:
         values = {
             key: read(key, hp[key]) for key, read in _READERS.items() if not _unset(hp.get(key))
         }
-        options = {k: values.pop(k) for k in list(values) if k in OPTION_KEYS}
         return cls(
-            options=TextEvaluationOptions(**options),
+            options=TextEvaluationOptions(**read_fields(TextEvaluationOptions, hp)),
             data_folder=hp["data_folder"],
             output_folder=Path(hp["output_folder"]),
             scorers=tuple(scorer_list(hp["scorer"])),
