@@ -15,6 +15,7 @@ from sparc_eval.phones.features import PhoneFeatures
 class BagOfPhones(AttackerBase):
     name = "bag_of_phones"
     needs = Needs(words=True, training=False)
+    languages = ("en",)  # g2p_en's ARPAbet phones
 
     def __init__(self, cache_folder: str = "results/cache", phone_text: str = "spoken"):
         self.phones = PhoneFeatures(

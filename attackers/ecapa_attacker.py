@@ -76,6 +76,8 @@ class EcapaAttacker(AttackerBase):
         self.needs = Needs(
             audio=self.features.needs_audio, words=self.features.reads_words, training=True
         )
+        # phone features are English's (g2p_en, pocketsphinx en-us); mel and SSL read any speech
+        self.languages = None if self.features.feature_type in WAVEFORM_FEATURES else ("en",)
         self.brain, self.n_train_utterances, self._extractor = None, None, self.features.extractor()
         self._scored = (
             None  # (plan, its embeddings) of the last score(): embeddings(plan) reuses them

@@ -61,6 +61,7 @@ class UtteranceText(AttackerBase):
     def __init__(self, scorer, phone_text: str = "spoken", name: str | None = None):
         self.scorer, self.text = scorer, phone_text
         self.name = name or f"{getattr(scorer, 'name', type(scorer).__name__)}_utterances"
+        self.languages = getattr(scorer, "languages", None)  # a scorer need not subclass TextScorer
 
     def fit(self, train) -> None:
         """Nothing to learn from other speakers: the scorer fits on the trial texts (SPARC)."""

@@ -59,7 +59,9 @@ class DuckTyped:
         return {}
 
 
-PLAN = SimpleNamespace(scenario="ignorant", split=object(), lists=None)
+PLAN = SimpleNamespace(
+    scenario="ignorant", split=object(), lists=None, eval_original=SimpleNamespace(language="en")
+)
 
 
 def test_every_optional_member_has_a_default():

@@ -50,6 +50,7 @@ class TextAttacker(AttackerBase):
             "n_cut": 0,
         }  # how the last trials were built
         self.name = name or getattr(scorer, "name", type(scorer).__name__)
+        self.languages = getattr(scorer, "languages", None)  # a scorer need not subclass TextScorer
 
     def fit(self, train) -> None:
         """Nothing to learn from other speakers: the scorer fits on the trial texts (SPARC)."""

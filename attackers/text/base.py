@@ -115,6 +115,9 @@ class TextScorer:
     """Base class: subclasses implement ``side_vectors`` (cosine scorers) or override ``score``."""
 
     name = "text-scorer"
+    #: the ISO 639-1 codes of the languages it serves, or None for every language sparc_eval
+    #: scores; an English word list or an English model says ("en",)
+    languages = None
 
     def fit(self, texts):
         return self

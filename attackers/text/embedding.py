@@ -133,6 +133,12 @@ class EmbeddingScorer(TextScorer):
     def name(self) -> str:
         return f"embedding:{self.model_name}"
 
+    @property
+    def languages(self):
+        """English for the MiniLM models (trained on English); any other local model is taken
+        at its word."""
+        return ("en",) if "minilm" in self.model_name.lower() else None
+
     def __getstate__(
         self,
     ):  # a copy for another process (a Ray actor): it loads the model and cache itself

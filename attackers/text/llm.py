@@ -94,6 +94,8 @@ class _Retryable(Exception):
 
 
 class LLMScorer(TextScorer):
+    languages = ("en",)  # its prompts are English
+
     def __init__(
         self,
         base_url="https://api.openai.com/v1",

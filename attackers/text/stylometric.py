@@ -147,6 +147,7 @@ class _CountIdf:
 
 class StylometricScorer(TextScorer):
     name = "stylometric"
+    languages = ("en",)  # English function words and discourse markers
 
     def __init__(
         self,

@@ -135,8 +135,12 @@ class CellContext:
 
 
 def manifest_digest(manifest) -> str:
-    """What a cell reads of its corpus: ids, speakers and words (new transcripts = a new cell)."""
-    return lines_digest(f"{u.id}\t{u.speaker}\t{u.text}\n" for u in manifest)
+    """What a cell reads of its corpus: ids, speakers and words (new transcripts = a new cell), and
+    the language where one is said (an English corpus keys as it always did)."""
+    return lines_digest(
+        f"{u.id}\t{u.speaker}\t{u.text}{'' if u.language is None else chr(9) + u.language}\n"
+        for u in manifest
+    )
 
 
 def inputs_digest(settings: dict) -> dict:

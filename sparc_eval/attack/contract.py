@@ -135,6 +135,8 @@ class AttackerBase:
     notes = _OwnDict()
     #: True when its scores are calibrated LLRs (a PLDA back-end); the actual Cllr is then its own
     scores_are_llrs = False
+    #: the ISO 639-1 codes of the languages it serves, or None for every scored language
+    languages = None
     #: progress bars over its long passes (:meth:`progress`), set from the hparams' ``progress``
     show_progress = True
 
@@ -181,6 +183,7 @@ class AttackerBase:
 
 
 OPTIONAL = (
+    "languages",
     "timings_s",
     "notes",
     "scores_are_llrs",

@@ -98,7 +98,7 @@ def load_attack(
 
 def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
     """Why ``attacker`` cannot run on ``plan`` (None when it can), decided before any work."""
-    why = optional(attacker, "refusal")(plan)
+    why = optional(attacker, "refusal")(plan) or _language_refusal(attacker, plan)
     if why:
         return why
     if not attacker.needs.audio:
@@ -111,6 +111,14 @@ def not_applicable(attacker, plan: DataPlan) -> Optional[str]:
         if not manifest.has_audio:
             return f"{attacker.name} features need audio, but the {role} corpus ({manifest.name}) is text-only"
     return None
+
+
+def _language_refusal(attacker, plan: DataPlan) -> Optional[str]:
+    """Why ``attacker`` cannot read the language the plan's corpus is spoken in (None: it can)."""
+    from ..data.languages import refusal
+
+    language = plan.eval_original.language
+    return refusal(f"the {attacker.name} attacker", language, optional(attacker, "languages"))
 
 
 @dataclass

@@ -52,6 +52,7 @@ FIELDS = (
     "age",
     "accent",
     "extra",
+    "language",
 )
 
 SEX_WORDS = {"f": "F", "female": "F", "woman": "F", "m": "M", "male": "M", "man": "M"}
@@ -156,10 +157,14 @@ class Utterance:
     age: Optional[float] = None
     accent: Optional[str] = None
     extra: dict = field(default_factory=dict)
+    # ISO 639-1 (sparc_eval.data.languages); None: English, and no key in the manifest line
+    language: Optional[str] = None
 
     def to_dict(self) -> dict:
         record = asdict(self)
         record["audio"] = asdict(self.audio) if self.audio is not None else None
+        if self.language is None:
+            del record["language"]  # English corpora keep the lines (and digests) they had
         return record
 
     @classmethod
@@ -199,7 +204,19 @@ class Utterance:
             age=clean_age(record.get("age")),
             accent=accent if not isinstance(accent, str) else sys.intern(accent),
             extra=_shared_extra(record.get("extra")),
+            language=_language(record.get("language"), where),
         )
+
+
+def _language(value, where: str) -> Optional[str]:
+    from .languages import language_code
+
+    if value is None:
+        return None
+    try:
+        return sys.intern(language_code(value))
+    except DataError as err:
+        raise DataError(f"{where}: {err}") from None
 
 
 def _shared(value) -> str:
@@ -373,6 +390,25 @@ class Manifest:
     @cached_property
     def has_audio(self) -> bool:
         return any(u.audio is not None for u in self._utterances)
+
+    @cached_property
+    def language(self) -> str:
+        """The corpus's one language (ISO 639-1; English when no utterance says), or a DataError
+        when its utterances are spoken in several (:mod:`sparc_eval.data.languages`)."""
+        from .languages import corpus_language
+
+        return corpus_language((u.language for u in self._utterances), where=self.name or "corpus")
+
+    def with_language(self, language) -> "Manifest":
+        """A copy whose utterances all say ``language`` (the ``--language`` override; None: as read)."""
+        from dataclasses import replace
+
+        from .languages import language_code
+
+        code = language_code(language)
+        if code is None:
+            return self
+        return self.replace([replace(u, language=code) for u in self._utterances])
 
     def hours(self) -> Optional[float]:
         """Total duration in hours, or None for a text-only corpus (hours unknown)."""

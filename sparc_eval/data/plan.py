@@ -87,10 +87,17 @@ class DataSettings:
     vpc_train_speakers: Optional[int] = (
         None  # a seeded subset of the training speakers (a named deviation)
     )
+    # the language every corpus is spoken in (ISO 639-1, sparc_eval.data.languages), over what
+    # the manifests say; None: as read (English when they say nothing)
+    language: Optional[str] = None
 
     def __post_init__(self):
         if self.scenario not in SCENARIOS:
             raise DataError(f"scenario {self.scenario!r} is not one of {', '.join(SCENARIOS)}")
+        if self.language is not None:  # an unknown language fails before any work
+            from .languages import language_code
+
+            object.__setattr__(self, "language", language_code(self.language))
         if not 0 < float(self.train_speaker_fraction) <= 1:
             raise DataError(
                 f"train_speaker_fraction must be in (0, 1], not {self.train_speaker_fraction!r}"
@@ -265,6 +272,9 @@ def plan_data(data: DataSettings) -> DataPlan:
         missing
     ):  # the split is made on the full corpus (fixed lists name every utterance), then thinned
         split = without_utterances(split, set(missing))
+    train, enroll, trials, evaluation = (
+        m.with_language(data.language) for m in (train, enroll, trials, evaluation)
+    )
     return DataPlan(train, enroll, trials, split, evaluation, data.scenario)
 
 

@@ -133,6 +133,16 @@ def utility_metric_class(kind: str):
     return plugins.lookup(UTILITY_METRIC_GROUP, kind, what="utility metric", hint=hint)
 
 
+def check_utility_language(metrics: dict, language) -> None:
+    """The card's utility metrics against its corpus's language, before anything is anonymized:
+    an English WER normaliser on a German corpus fails here, naming the WER metric."""
+    from .wer import check_normalizer_language
+
+    for metric in metrics.values():
+        if isinstance(metric, WordErrorRate):
+            check_normalizer_language(metric.normalizer, language)
+
+
 def utility_metric_from_spec(where: str, spec: dict):
     """The metric a ``{kind: <registered name>, <option>: <value>...}`` entry names, built with
     its options; ``where`` (``utility.<name>``) names the entry in errors."""
@@ -253,6 +263,9 @@ class WordErrorRate:
         }
 
     def compute(self, pair: UtilityInput) -> dict:
+        from .wer import check_normalizer_language
+
+        check_normalizer_language(self.normalizer, pair.original.language)
         pairs = pair.pairs()
         failed = list(pair.failed or []) if self.failures == "deletions" else []
         anonymized = self._side([a for _, a in pairs], pair, failed=failed)

@@ -17,6 +17,14 @@ averaged per utterance), after the same normalisation of both sides. Two normali
   slashes split words, whitespace collapsed (:func:`normalize`; this module's rule before 0.4). It
   suits an ASR that writes LibriSpeech's own style (VoicePrivacy's ASR_eval) and counts Whisper's
   digits as errors.
+- ``vpc2026``: VoicePrivacy 2026's multilingual rule, exactly: lower case, the characters
+  ``.,!?;:»«"()[]…—–-`` deleted with no space put in (``là-bas`` -> ``làbas``), apostrophes kept
+  (``l'homme``), whitespace collapsed. Any language.
+- ``whisper_basic``: Whisper's language-independent ``BasicTextNormalizer`` (lower case, marks and
+  punctuation, apostrophes included, turned into spaces). Any language.
+
+``whisper`` and ``basic`` are English rules: a corpus in another language
+(:mod:`sparc_eval.data.languages`) is refused with them (:func:`check_normalizer_language`).
 
 An utterance given as failed (the anonymizer produced no audio for it) counts as all deletions:
 every one of its reference words is an error, so failing on hard utterances cannot lower the WER.
@@ -70,12 +78,53 @@ def whisper_normalize(text: str) -> str:
     return " ".join(w for w in _WHISPER[0](text or "").split() if _HAS_WORD.search(w))
 
 
-NORMALIZERS = {"whisper": whisper_normalize, "basic": normalize}
+_VPC2026_DELETED = str.maketrans("", "", '.,!?;:»«"()[]…—–-')
+
+
+def vpc2026_normalize(text: str) -> str:
+    """VoicePrivacy 2026's multilingual rule (see the module doc)."""
+    return " ".join((text or "").lower().translate(_VPC2026_DELETED).split())
+
+
+_BASIC = []  # the one BasicTextNormalizer of this process
+
+
+def whisper_basic_normalize(text: str) -> str:
+    """Whisper's ``BasicTextNormalizer`` (``whisper-normalizer``; see the module doc)."""
+    if not _BASIC:
+        import warnings
+
+        with warnings.catch_warnings():  # its basic.py has an invalid escape in a docstring
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            from whisper_normalizer.basic import BasicTextNormalizer
+        _BASIC.append(BasicTextNormalizer())
+    return " ".join(_BASIC[0](text or "").split())
+
+
+NORMALIZERS = {
+    "whisper": whisper_normalize,
+    "basic": normalize,
+    "vpc2026": vpc2026_normalize,
+    "whisper_basic": whisper_basic_normalize,
+}
+ENGLISH_NORMALIZERS = ("whisper", "basic")  # rules written for English words
+
+
+def check_normalizer_language(name, language) -> None:
+    """An English normaliser on a corpus in another language is a DataError naming the WER metric."""
+    from ..data.languages import ENGLISH, language_name
+
+    if isinstance(name, str) and name in ENGLISH_NORMALIZERS and (language or ENGLISH) != ENGLISH:
+        raise DataError(
+            f"the WER metric's {name!r} normaliser is English's; the corpus is "
+            f"{language_name(language)} ({language})",
+            hint="set utility.wer.normalizer to vpc2026 (VoicePrivacy 2026's rule) or whisper_basic",
+        )
 
 
 def normalizer_of(name):
-    """The normalising function named ``name`` (``whisper`` or ``basic``), or ``name`` itself when
-    it is callable."""
+    """The normalising function named ``name`` (``NORMALIZERS``), or ``name`` itself when it
+    is callable."""
     if callable(name):
         return name
     if name not in NORMALIZERS:

@@ -37,7 +37,7 @@ from ...data.words import spoken_manifest
 from ...errors import DataError
 from ...metrics.bootstrap import UNIT_WORDS
 from ...provenance import bootstrap_deviation, environment, versions
-from ...utility.metrics import UtilityInput
+from ...utility.metrics import UtilityInput, check_utility_language
 from .anonymized import (
     REUSES_ENROLLMENT,
     AnonymizedCorpora,
@@ -296,6 +296,7 @@ def evaluate_anonymizers(card: CardSettings, *, hparams_file=None, overrides=Non
         torch.set_num_threads(int(card.num_threads))
     ctx = card.cell_context()  # one per run: each corpus and scenario is planned once (ctx.plans)
     plan = ctx.plans.get(card.data)
+    check_utility_language(card.utility, plan.eval_original.language)  # before any anonymizing
     # the original speech's models are keyed by it, audio bytes included
     card = replace(card, original_content=plan.train.content_digest(file_digests(ctx)))
     # a VoicePrivacy data folder holds its anonymized copies: read as they are

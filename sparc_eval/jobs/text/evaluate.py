@@ -424,13 +424,20 @@ def _all_settings(run, clean, config, settings, tasks, usable) -> tuple:
     return topic_on, n_cut
 
 
-def _ready_scorers(scorer, n_utterances: int) -> list:
-    """The scorers (one or a list), each checked by its ``preflight`` before any work: a missing
-    API key or model fails here."""
+def _ready_scorers(scorer, manifest) -> list:
+    """The scorers (one or a list), each checked by its ``preflight`` and against the corpus's
+    language before any work: a missing API key or model, or an English-only scorer on a German
+    corpus, fails here."""
+    from ...data.languages import check_served
+
     scorers = scorer_list(scorer)
     for s in scorers:
+        served = getattr(s, "languages", None)  # a scorer need not subclass TextScorer
+        check_served(f"the {s.name} text scorer", manifest.language, served)
         s.preflight()
-    logger.info("[text] scorer %s; %d utterances", ", ".join(s.name for s in scorers), n_utterances)
+    logger.info(
+        "[text] scorer %s; %d utterances", ", ".join(s.name for s in scorers), len(manifest)
+    )
     return scorers
 
 
@@ -458,7 +465,7 @@ def evaluate_text(
     config = config or TrialConfig()
     options = options if options.seed is not None else replace(options, seed=config.seed)
     settings, tasks = _check_request(settings, tasks, options.bootstrap_unit, options.protocol)
-    scorers = _ready_scorers(scorer, len(manifest))
+    scorers = _ready_scorers(scorer, manifest)
     out_dir = Path(output_folder) if output_folder else None
     run = _TextRun(scorers, tasks, options, out_dir, scoring)
     clean, shared = _without_shared_text(run, manifest, config)
@@ -609,6 +616,7 @@ def load_text_corpus(settings: TextRunSettings):
     with frozen_once_built():  # millions of records, no reference cycle, alive all run long
         manifest = load_corpus(settings.data_folder, columns=settings.columns)
     check_column_mapping(manifest, settings.columns)
+    manifest = manifest.with_language(settings.language)
     if settings.anonymized:  # a corpus anonymized by another tool: its utterances say so
         manifest = mark_anonymized(manifest, keeps_words=settings.anon_keeps_words)
     deviations = reference_text_deviation(manifest, settings.words)

@@ -15,6 +15,7 @@ from typing import Optional, Union
 
 import numpy as np
 
+from ...data.languages import language_code
 from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
@@ -154,6 +155,7 @@ _READERS = {
     "anonymized": _flag,
     "anon_keeps_words": _flag,
     "tasks": _tasks,
+    "language": lambda _k, v: language_code(v),
     "hparams_file": lambda _k, v: v,
     "overrides": lambda _k, v: v,
 }
@@ -217,6 +219,7 @@ class TextRunSettings:
     words: str = "spoken"  # sparc_eval.data.words: spoken | reference | asr
     anonymized: bool = False  # a corpus anonymized by another tool
     anon_keeps_words: Optional[bool] = None
+    language: Optional[str] = None  # ISO 639-1 over what the corpus says (None: as read)
     options: TextEvaluationOptions = TextEvaluationOptions()
     hparams_file: Optional[str] = None
     overrides: Optional[dict] = None
