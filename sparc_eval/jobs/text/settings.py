@@ -24,7 +24,6 @@ from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from ...text_trials.config import (  # noqa: F401 (SHARED_TEXT_KEYS: re-exported)
     SHARED_TEXT_KEYS,
     TRIAL_KEYS,
-    integer_setting,
     shared_text_from_hparams,
     trial_config_from_hparams,
 )
