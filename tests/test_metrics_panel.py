@@ -284,10 +284,11 @@ def test_linkability_needs_two_bins_and_worst_speakers_are_reproducible(tmp_path
     ]
     code = (
         "import numpy as np, json; from sparc_eval.metrics.results import evaluate_trials\n"
+        "from sparc_eval.metrics.settings import trial_settings\n"
         "rng = np.random.default_rng(4); spk = np.repeat(np.arange(20), 800); model = np.tile(np.arange(20), 800)\n"
         "utt = [f'u{i // 20}' for i in range(spk.size)]; y = model == spk\n"
         "res = evaluate_trials(model, utt, rng.normal(y * 1.5, 1.0), y, "
-        "utt2spk={f'u{i}': str(i // 40) for i in range(800)}, n_boot=0)\n"
+        "utt2spk={f'u{i}': str(i // 40) for i in range(800)}, settings=trial_settings(n_boot=0))\n"
         "print(json.dumps(res['overall']['worst_speakers']))"
     )
     runs = {
