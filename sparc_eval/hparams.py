@@ -300,7 +300,8 @@ def _nested(cls, f) -> bool:
     except (NameError, TypeError):  # an annotation that does not resolve: judge by the default
         hint = None
     factory = None if f.default_factory is MISSING else f.default_factory
-    return any(is_dataclass(x) for x in (hint, f.default, factory) if x is not None)
+    kinds = (hint, *typing.get_args(hint), f.default, factory)  # Optional[Settings] too
+    return any(is_dataclass(x) for x in kinds if x is not None)
 
 
 def _cast(key: str, value, kind: str):

@@ -212,3 +212,14 @@ def test_every_attacker_in_attackers_subclasses_the_base():
     assert EmbeddingAttacker.declared_needs(lambda key: None) is None  # the instance decides
     embedding = ResemblyzerAttacker(progress=False)
     assert embedding.show_progress is False and embedding.timings_s == {}
+
+
+def test_an_embeddings_method_set_on_the_instance_is_seen():
+    from sparc_eval.attack.contract import AttackerBase, provides
+
+    class Plain(AttackerBase):
+        name = "plain"
+
+    one, other = Plain(), Plain()
+    one.embeddings = lambda plan: {"u": [1.0]}
+    assert provides(one, "embeddings") and not provides(other, "embeddings")

@@ -55,6 +55,10 @@ def test_the_manifest_says_the_language_and_english_lines_stay_as_they_were():
         Utterance.from_dict({"id": "c", "speaker": "s", "language": "xx"}, where="line 3")
     assert _corpus().language == "en" and _corpus("fr").language == "fr"
     assert _corpus().with_language("es").language == "es"
+    # English said or set is stored as unsaid: the same lines, digests and cell keys
+    said = Utterance.from_dict({"id": "a", "speaker": "s", "text": "hello", "language": "en"})
+    assert said.to_dict() == english.to_dict()
+    assert _corpus("de").with_language("English").utterances[0].language is None
     mixed = Manifest([english, german], name="mixed")
     with pytest.raises(DataError, match="mixed mixes languages \\(de, en\\)"):
         _ = mixed.language

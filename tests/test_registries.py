@@ -244,5 +244,8 @@ def test_one_lookup_serves_every_registry():
     )
     with pytest.raises(DataError, match="unknown attacker 'nope'; registered: .*bag_of_phones"):
         lookup("sparc_eval.attackers", "nope", what="attacker", hint=lambda: "a hint")
+    from sparc_eval.data.corpora.registry import corpus_loader
+
+    assert corpus_loader("audio-folder").name == "audio_folder"  # a dash for an underscore
     with pytest.raises(DataError, match="unknown attacker 'a.b.C'"):
         lookup("sparc_eval.attackers", "a.b.C", what="attacker")  # a path only where allowed

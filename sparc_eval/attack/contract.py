@@ -201,10 +201,10 @@ OPTIONAL = (
 def provides(attacker, name: str) -> bool:
     """Whether ``attacker`` (an object or a class) has its own optional member ``name``, not
     :class:`AttackerBase`'s default."""
+    if not isinstance(attacker, type) and name in getattr(attacker, "__dict__", {}):
+        return getattr(attacker, name) is not None  # set on the instance
     cls = attacker if isinstance(attacker, type) else type(attacker)
     own = inspect.getattr_static(cls, name, None)
-    if own is None and not isinstance(attacker, type):
-        own = vars(attacker).get(name) if hasattr(attacker, "__dict__") else None
     return own is not None and own is not inspect.getattr_static(AttackerBase, name, None)
 
 

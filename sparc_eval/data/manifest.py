@@ -209,14 +209,15 @@ class Utterance:
 
 
 def _language(value, where: str) -> Optional[str]:
-    from .languages import language_code
+    from .languages import ENGLISH, language_code
 
     if value is None:
         return None
     try:
-        return sys.intern(language_code(value))
+        code = language_code(value)
     except DataError as err:
         raise DataError(f"{where}: {err}") from None
+    return None if code in (None, ENGLISH) else sys.intern(code)  # English: as if unsaid
 
 
 def _shared(value) -> str:
@@ -403,12 +404,13 @@ class Manifest:
         """A copy whose utterances all say ``language`` (the ``--language`` override; None: as read)."""
         from dataclasses import replace
 
-        from .languages import language_code
+        from .languages import ENGLISH, language_code
 
         code = language_code(language)
         if code is None:
             return self
-        return self.replace([replace(u, language=code) for u in self._utterances])
+        said = None if code == ENGLISH else code  # English is stored as unsaid: the same lines
+        return self.replace([replace(u, language=said) for u in self._utterances])
 
     def hours(self) -> Optional[float]:
         """Total duration in hours, or None for a text-only corpus (hours unknown)."""

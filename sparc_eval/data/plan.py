@@ -87,8 +87,8 @@ class DataSettings:
     vpc_train_speakers: Optional[int] = (
         None  # a seeded subset of the training speakers (a named deviation)
     )
-    # the language every corpus is spoken in (ISO 639-1, sparc_eval.data.languages), over what
-    # the manifests say; None: as read (English when they say nothing)
+    # the language the evaluated speech is spoken in (ISO 639-1, sparc_eval.data.languages), over
+    # what its manifests say; None: as read (English when they say nothing)
     language: Optional[str] = None
 
     def __post_init__(self):
@@ -272,8 +272,10 @@ def plan_data(data: DataSettings) -> DataPlan:
         missing
     ):  # the split is made on the full corpus (fixed lists name every utterance), then thinned
         split = without_utterances(split, set(missing))
-    train, enroll, trials, evaluation = (
-        m.with_language(data.language) for m in (train, enroll, trials, evaluation)
+    # --language names the evaluated speech's language; the training corpora keep what they say
+    # (an attacker trained on English may be run on German, as VoicePrivacy 2026's lazy-informed one)
+    enroll, trials, evaluation = (
+        m.with_language(data.language) for m in (enroll, trials, evaluation)
     )
     return DataPlan(train, enroll, trials, split, evaluation, data.scenario)
 

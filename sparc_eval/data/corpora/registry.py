@@ -51,14 +51,20 @@ def corpus_loader(layout: str):
 
     hint = lambda: f"one of {', '.join(registered_layouts())}"  # noqa: E731 (asked on a miss)
     found = lookup(CORPUS_LOADER_GROUP, layout, what="layout", hint=hint)
-    return _checked(found, entry_points(CORPUS_LOADER_GROUP)[layout])
+    registered = entry_points(CORPUS_LOADER_GROUP)
+    return _checked(found, registered.get(layout) or registered[layout.replace("-", "_")])
 
 
 def _loaded(entry):
-    """The loader object an entry point names, checked against the contract."""
-    from ...plugins import lookup
-
-    return _checked(lookup(CORPUS_LOADER_GROUP, entry.name, what="corpus loader"), entry)
+    """The loader object an entry point names (every one, for detection), checked."""
+    try:
+        found = entry.load()
+    except ImportError as err:
+        raise DataError(
+            f"corpus loader {entry.name!r} is registered as {entry.value} but cannot be imported: {err}",
+            hint="check that its package is installed",
+        ) from None
+    return _checked(found, entry)
 
 
 def _checked(found, entry):
