@@ -143,3 +143,23 @@ def test_the_card_checks_its_wer_normaliser_against_the_corpus_before_anonymizin
         check_utility_language(metrics, "es")
     check_utility_language({"wer": WordErrorRate(asr="unused", normalizer="vpc2026")}, "es")
     check_utility_language(metrics, "en")
+
+
+def test_the_wer_asr_is_given_the_corpus_language_and_english_only_models_refuse():
+    """tiny.en and pocketsphinx are English-only: refused on German before any transcription; a
+    multilingual model name is told the corpus's language unless its options say one."""
+    from sparc_eval.utility.metrics import WordErrorRate
+
+    for asr in (None, "tiny.en", "pocketsphinx"):
+        metric = WordErrorRate(asr=asr, normalizer="vpc2026")
+        with pytest.raises(DataError, match="WER metric's ASR .* does not serve German \\(de\\)"):
+            metric.check_language("de")
+    base = WordErrorRate(asr="base", normalizer="vpc2026")
+    base.check_language("fr")  # built, not loaded: no weights are read here
+    assert base.asr.language == "fr" and base.asr.settings()["language"] == "fr"
+    told = WordErrorRate(asr="base", normalizer="vpc2026", asr_options={"language": "de"})
+    with pytest.raises(DataError, match="is told to transcribe 'de'; the corpus is 'fr'"):
+        told.check_language("fr")
+    english = WordErrorRate()
+    english.check_language("en")
+    assert english.asr is None  # an English corpus builds nothing before the card needs it

@@ -176,6 +176,8 @@ class ASR(LazyModel):
     """Base class: ``transcribe(wav, sr) -> str``; ``settings()`` feeds cache keys."""
 
     name = "asr"
+    #: the ISO 639-1 codes of the languages it transcribes, or None for any
+    languages = None
 
     def transcribe(self, wav, sr) -> str:
         """The transcript of mono audio at any rate ("" for empty audio)."""
@@ -239,6 +241,11 @@ class FasterWhisperASR(ASR):
         self.batch_size = int(batch_size)
         self.num_workers = None if num_workers is None else int(num_workers)
         self._model = self._streams = None
+
+    @property
+    def languages(self):
+        """English for an English-only Whisper model (``tiny.en``, a ``*.en`` folder), else any."""
+        return ("en",) if Path(self.model).name.lower().endswith(".en") else None
 
     def settings(self) -> dict:
         return {
@@ -512,6 +519,11 @@ class OpenAIWhisperASR(ASR):
         )
         self._model = None
 
+    @property
+    def languages(self):
+        """English for an English-only checkpoint (``tiny.en.pt``), else any."""
+        return ("en",) if Path(self.checkpoint).stem.lower().endswith(".en") else None
+
     def settings(self) -> dict:
         return {
             "backend": self.name,
@@ -541,6 +553,7 @@ class PocketsphinxASR(ASR):
     """CMU PocketSphinx 5 with its bundled en-us acoustic model, LM and dictionary (or yours)."""
 
     name = "pocketsphinx"
+    languages = ("en",)  # its bundled en-us acoustic model and dictionary
 
     def __init__(self, *, hmm=None, lm=None, dict=None):  # noqa: A002 - pocketsphinx's own name
         if importlib.util.find_spec("pocketsphinx") is None:

@@ -135,12 +135,10 @@ def utility_metric_class(kind: str):
 
 def check_utility_language(metrics: dict, language) -> None:
     """The card's utility metrics against its corpus's language, before anything is anonymized:
-    an English WER normaliser on a German corpus fails here, naming the WER metric."""
-    from .wer import check_normalizer_language
-
+    an English WER normaliser or ASR on a German corpus fails here, naming the WER metric."""
     for metric in metrics.values():
         if isinstance(metric, WordErrorRate):
-            check_normalizer_language(metric.normalizer, language)
+            metric.check_language(language)
 
 
 def utility_metric_from_spec(where: str, spec: dict):
@@ -216,10 +214,37 @@ class WordErrorRate:
         self.asr, self.normalizer, self.failures = asr, normalizer, failures
         self.asr_options = dict(asr_options or {})
 
-    def _asr(self):
+    def _asr(self, language=None):
+        """The ASR, built on first use from its name; a corpus not in English is named to a
+        backend built here (``language``), unless ``asr_options`` say otherwise."""
         if self.asr is None or isinstance(self.asr, str):
             self.asr = asr_from_name(self.asr, self.asr_options)
+            told = "language" in self.asr_options
+            if language not in (None, "en") and not told and hasattr(self.asr, "language"):
+                self.asr.language = language  # Whisper backends: decode in the corpus's language
         return self.asr
+
+    def check_language(self, language) -> None:
+        """The normaliser and the ASR against the corpus's language, before any work: an English
+        rule, an English-only model (``tiny.en``, pocketsphinx) or an ASR told another language
+        is a DataError naming the WER metric."""
+        from ..data.languages import ENGLISH, check_served
+        from .wer import check_normalizer_language
+
+        check_normalizer_language(self.normalizer, language)
+        if (language or ENGLISH) == ENGLISH:
+            return  # the ASR is not built before the card needs it
+        asr = self._asr(language)
+        model = getattr(asr, "model", None) or getattr(asr, "checkpoint", None)
+        said = getattr(asr, "name", type(asr).__name__) + (f" {model}" if model else "")
+        component = f"the WER metric's ASR ({said})"
+        check_served(component, language, getattr(asr, "languages", None))
+        told = getattr(asr, "language", language)
+        if told not in (None, language):
+            raise DataError(
+                f"{component} is told to transcribe {told!r}; the corpus is {language!r}",
+                hint=f"set utility.wer.asr_options.language to {language}",
+            )
 
     def transcripts(self, utterances, cache_folder: str, progress: bool) -> dict:
         """{id: transcript} of each utterance's audio, from the transcript cache (keyed by ASR
@@ -263,9 +288,7 @@ class WordErrorRate:
         }
 
     def compute(self, pair: UtilityInput) -> dict:
-        from .wer import check_normalizer_language
-
-        check_normalizer_language(self.normalizer, pair.original.language)
+        self.check_language(pair.original.language)
         pairs = pair.pairs()
         failed = list(pair.failed or []) if self.failures == "deletions" else []
         anonymized = self._side([a for _, a in pairs], pair, failed=failed)
