@@ -487,9 +487,10 @@ def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> No
 
     scorer = run.scorers[0]
     with meter.stage("outputs"):
-        if run.save_trials:
+        if run.options.save_trials:
             ts.write_jsonl(
-                run.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=run.trials_with_text
+                run.out_dir / "trials" / f"{task}_{key}.jsonl",
+                with_text=run.options.trials_with_text,
             )
     with meter.stage("scoring"):
         scores = score_trials(scorer, ts, run.scoring)
@@ -499,12 +500,12 @@ def score_setting(run, task: str, key: str, ts, stats: dict, meter: Meter) -> No
         conds, curves = condition_metrics(
             ts,
             scores,
-            n_boot=run.n_boot,
-            seed=run.seed,
+            n_boot=run.options.n_boot,
+            seed=run.options.seed,
             task=task,
             where=f"tasks.{task}.{key}.conditions",
             not_applicable=run.not_applicable,
-            bootstrap_unit=run.unit,
+            bootstrap_unit=run.options.bootstrap_unit,
         )
         run.results[scorer.name][task][key] = trial_block(ts, scores, stats, conds)
     run.curves[scorer.name][task][key] = curves

@@ -11,6 +11,7 @@ Errors are printed as one line with exit status 2; a recipe prints its results.j
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import re
 import sys
@@ -257,17 +258,7 @@ def has_range(f) -> bool:
 
 def keys_in(cls, group: str) -> tuple:
     """The hparams keys of ``cls``'s fields listed under ``group`` (:func:`bounded`), in order."""
-    return tuple(
-        k
-        for k, name in hparams_keys(cls).items()
-        if _field(cls, name).metadata.get("group") == group
-    )
-
-
-def _field(cls, name: str):
-    from dataclasses import fields
-
-    return next(f for f in fields(cls) if f.name == name)
+    return tuple(key for key, f in _setting_fields(cls) if f.metadata.get("group") == group)
 
 
 def library_only(default):
@@ -281,24 +272,32 @@ def library_only(default):
 def hparams_keys(cls) -> dict:
     """{hparams key: field name} of a settings dataclass: every field but the nested settings
     (dataclass-typed, whose own keys are read by their class) and :func:`library_only` ones."""
+    return {key: f.name for key, f in _setting_fields(cls)}
+
+
+@functools.lru_cache(maxsize=None)
+def _setting_fields(cls) -> tuple:
+    """((hparams key, field), ...) of the fields :func:`hparams_keys` reads, worked out once per
+    class (type hints resolved once)."""
+    import typing
     from dataclasses import fields
 
-    return {
-        f.metadata.get("key", f.name): f.name
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation that does not resolve: judge by the defaults
+        hints = {}
+    return tuple(
+        (f.metadata.get("key", f.name), f)
         for f in fields(cls)
-        if f.metadata.get("hparams", True) and not _nested(cls, f)
-    }
+        if f.metadata.get("hparams", True) and not _nested(f, hints.get(f.name))
+    )
 
 
-def _nested(cls, f) -> bool:
+def _nested(f, hint) -> bool:
     """Whether field ``f`` holds settings of their own (a dataclass, by its type or default)."""
     import typing
     from dataclasses import MISSING, is_dataclass
 
-    try:
-        hint = typing.get_type_hints(cls).get(f.name)
-    except (NameError, TypeError):  # an annotation that does not resolve: judge by the default
-        hint = None
     factory = None if f.default_factory is MISSING else f.default_factory
     kinds = (hint, *typing.get_args(hint), f.default, factory)  # Optional[Settings] too
     return any(is_dataclass(x) for x in kinds if x is not None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -58,13 +58,11 @@ class AnonymizationSettings:
 
     @classmethod
     def keys(cls) -> frozenset:
-        own = {f.name for f in fields(cls) if f.name != "run"}
-        return frozenset(own | set(hparams_keys(RunnerOptions)))
+        return frozenset({*hparams_keys(cls), *hparams_keys(RunnerOptions)})  # run: nested
 
     @classmethod
     def from_hparams(cls, hp: dict) -> "AnonymizationSettings":
-        own = {f.name for f in fields(cls) if f.name != "run"}
-        given = {k: hp[k] for k in own if k in hp and hp[k] is not None}
+        given = {k: hp[k] for k in hparams_keys(cls) if hp.get(k) is not None}
         for key in ("input", "out", "shard"):
             if key in given:
                 given[key] = str(given[key])

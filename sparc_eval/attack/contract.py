@@ -182,20 +182,8 @@ class AttackerBase:
         return tqdm(iterable, desc=desc, total=total, leave=False, file=sys.stderr)
 
 
-OPTIONAL = (
-    "languages",
-    "timings_s",
-    "notes",
-    "scores_are_llrs",
-    "show_progress",
-    "prepare",
-    "refusal",
-    "scenario_label",
-    "model_files",
-    "embeddings",
-    "derived_hparams",
-    "declared_needs",
-)
+# the optional members: what the base defines, but its progress helper
+OPTIONAL = tuple(n for n in vars(AttackerBase) if not n.startswith("_") and n != "progress")
 
 
 def provides(attacker, name: str) -> bool:

@@ -32,6 +32,7 @@ every one of its reference words is an error, so failing on hard utterances cann
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -53,29 +54,36 @@ def normalize(text: str) -> str:
 
 
 _HAS_WORD = re.compile(r"\w")
-_WHISPER = []  # the one EnglishTextNormalizer of this process (it reads a spelling table once)
+
+
+@functools.lru_cache(maxsize=None)
+def _whisper_normalizer(kind: str):
+    """One of ``whisper-normalizer``'s classes (``english.EnglishTextNormalizer``, which reads a
+    spelling table, or ``basic.BasicTextNormalizer``), built once per process."""
+    import importlib
+    import warnings
+
+    from ..speech.backends import BackendUnavailable
+
+    module, name = kind.split(".")
+    try:
+        with warnings.catch_warnings():  # its basic.py has an invalid escape in a docstring
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            found = getattr(importlib.import_module(f"whisper_normalizer.{module}"), name)
+    except ImportError as err:
+        raise BackendUnavailable(
+            f"the whisper WER normalisers need the 'whisper-normalizer' package ({err})",
+            hint="pip install whisper-normalizer (a dependency of sparc-eval), or set the WER "
+            "normalizer to basic or vpc2026",
+        ) from None
+    return found()
 
 
 def whisper_normalize(text: str) -> str:
     """Whisper's English text normaliser (``whisper-normalizer``; see the module doc)."""
-    if not _WHISPER:
-        import warnings
-
-        from ..speech.backends import BackendUnavailable
-
-        try:
-            with warnings.catch_warnings():  # its basic.py has an invalid escape in a docstring
-                warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
-                from whisper_normalizer.english import EnglishTextNormalizer
-        except ImportError as err:
-            raise BackendUnavailable(
-                f"the whisper WER normaliser needs the 'whisper-normalizer' package ({err})",
-                hint="pip install whisper-normalizer (a dependency of sparc-eval), or set the WER "
-                "normalizer to basic",
-            ) from None
-        _WHISPER.append(EnglishTextNormalizer())
+    normalise = _whisper_normalizer("english.EnglishTextNormalizer")
     # a token without a letter or digit is no word: the lone "." Whisper's rule leaves of an ellipsis
-    return " ".join(w for w in _WHISPER[0](text or "").split() if _HAS_WORD.search(w))
+    return " ".join(w for w in normalise(text or "").split() if _HAS_WORD.search(w))
 
 
 _VPC2026_DELETED = str.maketrans("", "", '.,!?;:»«"()[]…—–-')
@@ -86,19 +94,9 @@ def vpc2026_normalize(text: str) -> str:
     return " ".join((text or "").lower().translate(_VPC2026_DELETED).split())
 
 
-_BASIC = []  # the one BasicTextNormalizer of this process
-
-
 def whisper_basic_normalize(text: str) -> str:
     """Whisper's ``BasicTextNormalizer`` (``whisper-normalizer``; see the module doc)."""
-    if not _BASIC:
-        import warnings
-
-        with warnings.catch_warnings():  # its basic.py has an invalid escape in a docstring
-            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
-            from whisper_normalizer.basic import BasicTextNormalizer
-        _BASIC.append(BasicTextNormalizer())
-    return " ".join(_BASIC[0](text or "").split())
+    return " ".join(_whisper_normalizer("basic.BasicTextNormalizer")(text or "").split())
 
 
 NORMALIZERS = {

@@ -203,9 +203,6 @@ class _TextRun:
         scoring: Optional[ScoringRunner] = None,
     ):
         self.scorers, self.options, self.out_dir, self.scoring = scorers, options, out_dir, scoring
-        self.n_boot, self.seed, self.unit = options.n_boot, options.seed, options.bootstrap_unit
-        self.panel_ci, self.trials_with_text = options.panel_ci, options.trials_with_text
-        self.save_trials = options.save_trials
         self.results = {s.name: OrderedDict((t, OrderedDict()) for t in tasks) for s in scorers}
         self.curves = {s.name: {t: OrderedDict() for t in tasks} for s in scorers}
         self.not_applicable = OrderedDict()
@@ -222,22 +219,23 @@ class _TextRun:
 
     def setting(self, task: str, key: str, ts, stats: dict) -> None:
         """Score one trial set with every scorer; metrics, score files, comparisons."""
-        if self.out_dir is not None and self.save_trials:
+        if self.out_dir is not None and self.options.save_trials:
             ts.write_jsonl(
-                self.out_dir / "trials" / f"{task}_{key}.jsonl", with_text=self.trials_with_text
+                self.out_dir / "trials" / f"{task}_{key}.jsonl",
+                with_text=self.options.trials_with_text,
             )
         scores = OrderedDict()
         for i, scorer in enumerate(self.scorers):
             scores[scorer.name] = self._one_scorer(i, scorer, task, key, ts, stats)
-        if len(scores) > 1 and self.n_boot:
+        if len(scores) > 1 and self.options.n_boot:
             t0 = time.perf_counter()
             self.comparisons += scorer_comparisons(
                 ts,
                 scores,
                 where={"task": task, "setting": key},
-                n_boot=self.n_boot,
-                seed=self.seed,
-                unit=self.unit,
+                n_boot=self.options.n_boot,
+                seed=self.options.seed,
+                unit=self.options.bootstrap_unit,
             )
             self.timings["comparisons"] += time.perf_counter() - t0
 
@@ -257,13 +255,13 @@ class _TextRun:
         conds, curves = condition_metrics(
             ts,
             scores,
-            n_boot=self.n_boot,
-            seed=self.seed,
+            n_boot=self.options.n_boot,
+            seed=self.options.seed,
             task=task,
             where=f"{where}.conditions",
             not_applicable=self.not_applicable,
-            bootstrap_unit=self.unit,
-            panel_ci=self.panel_ci,
+            bootstrap_unit=self.options.bootstrap_unit,
+            panel_ci=self.options.panel_ci,
         )
         self.timings["metrics"] += time.perf_counter() - t0
         block = trial_block(ts, scores, stats, conds)
@@ -508,7 +506,8 @@ def _document(
     """results.json as a dict (see the module docstring); ``request``: (trial config, (P, L)
     settings, tasks)."""
     config, settings, tasks = request
-    scorers, options, n_boot = run.scorers, run.options, run.n_boot
+    scorers, options = run.scorers, run.options
+    n_boot = options.n_boot
     na = run.not_applicable
     first = scorers[0].name
     headline, headline_from = _headline(run.results[first])
@@ -535,7 +534,7 @@ def _document(
         settings=[setting_key(p, l_) for p, l_ in settings],
         tasks=tasks,
         n_boot=n_boot,
-        bootstrap_unit=run.unit,
+        bootstrap_unit=options.bootstrap_unit,
         protocol=options.protocol,
         overall_from=headline_from,
         environment=provenance.environment(),

@@ -19,7 +19,7 @@ from ...data.languages import language_code
 from ...data.words import TEXT_CHOICES
 from ...digest import text_digest
 from ...errors import DataError
-from ...hparams import bounded, hparams_keys, library_only, read_fields
+from ...hparams import bounded, hparams_keys, keys_in, library_only, read_fields
 from ...metrics.bootstrap import BOOTSTRAP_UNITS, DEFAULT_BOOTSTRAP_UNIT
 from ...text_trials.config import (  # noqa: F401 (SHARED_TEXT_KEYS: re-exported)
     SHARED_TEXT_KEYS,
@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 REQUIRED = ("data_folder", "output_folder", "scorer")
+PLAIN = "plain"  # the group of the run's own keys the one reader reads as they are
 
 
 def _unset(value) -> bool:
@@ -114,21 +115,6 @@ def hparams_digest(hparams: dict) -> str:
     )
 
 
-def _flag(key: str, value) -> bool:
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise DataError(f"hparams: {key} is true or false, not {value!r}")
-
-
-def _choice(choices):
-    def read(key: str, value) -> str:
-        if value not in choices:
-            raise DataError(f"hparams: {key} is one of {', '.join(choices)}, not {value!r}")
-        return value
-
-    return read
-
-
 def _tasks(key: str, value) -> tuple:
     tasks = (value,) if isinstance(value, str) else tuple(value)
     if not all(isinstance(t, str) and t for t in tasks):
@@ -147,12 +133,10 @@ def _columns(key: str, value):
     return value
 
 
-# hparams key -> reader(key, value) of the TextRunSettings field of that name
+# hparams key -> reader(key, value) of the TextRunSettings field of that name, for the values the
+# one reader (hparams.read_fields) does not check: the plain fields (PLAIN) go through it
 _READERS = {
     "columns": _columns,
-    "words": _choice(TEXT_CHOICES),
-    "anonymized": _flag,
-    "anon_keeps_words": _flag,
     "tasks": _tasks,
     "language": lambda _k, v: language_code(v),
     "hparams_file": lambda _k, v: v,
@@ -215,9 +199,10 @@ class TextRunSettings:
     pl_settings: tuple = (BASE_SETTING,)  # ((P, L), ...) from P x L or settings
     tasks: tuple = ("speaker",)
     columns: object = None  # SPARC export column mapping: dict or YAML file
-    words: str = "spoken"  # sparc_eval.data.words: spoken | reference | asr
-    anonymized: bool = False  # a corpus anonymized by another tool
-    anon_keeps_words: Optional[bool] = None
+    # sparc_eval.data.words: spoken | reference | asr
+    words: str = bounded("spoken", group=PLAIN, choices=TEXT_CHOICES)
+    anonymized: bool = bounded(False, group=PLAIN)  # a corpus anonymized by another tool
+    anon_keeps_words: Optional[bool] = bounded(None, group=PLAIN)
     language: Optional[str] = None  # ISO 639-1 over what the corpus says (None: as read)
     options: TextEvaluationOptions = TextEvaluationOptions()
     hparams_file: Optional[str] = None
@@ -259,6 +244,7 @@ class TextRunSettings:
             hparams_sha256=hparams_digest(hp),
             scoring=scoring_from_hparams(hp),
             **values,
+            **read_fields(cls, hp, {k: k for k in keys_in(cls, PLAIN)}),
         )
 
     def run_info(self, deviations: dict) -> dict:
