@@ -223,3 +223,20 @@ def test_an_embeddings_method_set_on_the_instance_is_seen():
     one, other = Plain(), Plain()
     one.embeddings = lambda plan: {"u": [1.0]}
     assert provides(one, "embeddings") and not provides(other, "embeddings")
+
+
+def test_a_scenario_label_the_attacker_defines_is_recorded_even_when_null():
+    from sparc_eval.attack.contract import AttackerBase
+    from sparc_eval.attack.run import attacker_record
+
+    class Labelled(AttackerBase):
+        name = "labelled"
+
+        def scenario_label(self, plan):
+            return None
+
+    class Plain(AttackerBase):
+        name = "plain"
+
+    assert attacker_record(Labelled(), PLAN) == {"scenario_label": None}
+    assert attacker_record(Plain(), PLAN) == {}

@@ -233,12 +233,11 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
 
 
 def attacker_record(attacker, plan: DataPlan) -> dict:
-    """results.json's ``run`` keys from the contract's optional members, when the attacker gives
+    """results.json's ``run`` keys from the contract's optional members, when the attacker has
     them: ``scenario_label`` (how it serves the scenario) and ``attacker_notes`` (its notes)."""
     record = {}
-    label = optional(attacker, "scenario_label")(plan)
-    if label is not None:
-        record["scenario_label"] = label
+    if provides(attacker, "scenario_label"):  # recorded as given, null included (the contract)
+        record["scenario_label"] = attacker.scenario_label(plan)
     notes = optional(attacker, "notes")
     if notes:
         record["attacker_notes"] = dict(notes)
