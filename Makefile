@@ -15,7 +15,7 @@ PIP_TORCH_ARGS ?=
 PIP_INSTALL_ARGS ?= --no-compile
 unexport PYTHONDONTWRITEBYTECODE
 # voice (Resemblyzer) pins setuptools<81 in the venv: its webrtcvad imports pkg_resources at run time.
-EXTRAS ?= test,docs,anon,ray,text,voice,pitch,naturalness
+EXTRAS ?= test,docs,anon,lang,ray,text,voice,pitch,naturalness
 # DistillMOS and the package it builds on declare torchaudio (and transformers), which pip would pair
 # with a CUDA build: installed without their dependencies, on sparc_eval's torchaudio stand-in.
 NO_DEPS_SPEC ?= distillmos==0.9.1 xls-r-sqa==0.1.0

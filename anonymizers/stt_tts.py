@@ -21,6 +21,11 @@ a caller that passes other audio leaves ``transcript_cache`` unset. ``transcript
 setting of the output (``settings()`` leaves it out). ``anonymize_batch`` transcribes the cache
 misses of a batch in one ``transcribe_many`` call.
 
+Other languages: ``language="de"`` (``fr``, ``es``) transcribes with the multilingual Whisper
+``base`` (the ``lang`` extra) told the language and speaks with espeak-ng's voice of it, unless
+``asr``/``tts`` name others; the anonymizer refuses a corpus in any other language (``languages``).
+No Piper voice for those languages ships on PyPI.
+
 An empty transcript raises :class:`~sparc_eval.speech.backends.EmptyTranscript` (the runner lists the
 utterance in ``failures.jsonl``) unless ``on_empty="silence"``, which writes ``silence_s``
 seconds of silence and keeps ``asr_text`` empty.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sparc_eval.data.languages import check_served, language_code
 from sparc_eval.errors import DataError
 from sparc_eval.speech.asr import TranscriptCache, make_asr
 from sparc_eval.speech.backends import EmptyTranscript
@@ -47,18 +53,24 @@ class SttTts(Anonymizer):
     def __init__(
         self,
         asr="faster-whisper",
-        tts="piper",
+        tts=None,
         *,
         asr_options=None,
         tts_options=None,
         on_empty: str = "error",
         silence_s: float = 0.5,
         transcript_cache=None,
+        language=None,
     ):
         if on_empty not in ("error", "silence"):
             raise DataError(f"SttTts: on_empty must be 'error' or 'silence', got {on_empty!r}")
-        self.asr = make_asr(asr, **dict(asr_options or {}))
-        self.tts = make_tts(tts, **dict(tts_options or {}))
+        asr_options, tts_options, tts = _language_defaults(
+            language, asr, asr_options, tts, tts_options
+        )
+        self.language = language_code(language) or "en"
+        self.languages = (self.language,)  # the language it transcribes and speaks
+        self.asr = make_asr(asr, **asr_options)
+        self.tts = make_tts(tts, **tts_options)
         self.on_empty, self.silence_s = on_empty, float(silence_s)
         self.transcript_cache = None if transcript_cache is None else str(transcript_cache)
 
@@ -74,6 +86,7 @@ class SttTts(Anonymizer):
             "tts": of(self.tts),
             "on_empty": self.on_empty,
             "silence_s": self.silence_s,
+            **({"language": self.language} if self.language != "en" else {}),
         }
 
     def setup(self) -> None:
@@ -133,3 +146,20 @@ class SttTts(Anonymizer):
                 hint="silence or noise; set on_empty='silence' to write silence instead",
             )
         return self.tts.synthesize(text)
+
+
+def _language_defaults(language, asr, asr_options, tts, tts_options) -> tuple:
+    """(ASR options, TTS options, TTS) for ``language``: English keeps tiny.en and Piper's joe;
+    another language gets Whisper base told the language and espeak-ng's voice of it, where the
+    caller named none."""
+    asr_options, tts_options = dict(asr_options or {}), dict(tts_options or {})
+    code = language_code(language) or "en"
+    if code == "en":
+        return asr_options, tts_options, tts or "piper"
+    check_served("the stt_tts anonymizer", code, ("de", "fr", "es"))
+    if asr == "faster-whisper":
+        asr_options.setdefault("model", "base")
+        asr_options.setdefault("language", code)
+    if tts is None:
+        tts, tts_options = "espeak", {"voice": code, **tts_options}
+    return asr_options, tts_options, tts

@@ -76,8 +76,7 @@ class EcapaAttacker(AttackerBase):
         self.needs = Needs(
             audio=self.features.needs_audio, words=self.features.reads_words, training=True
         )
-        # phone features are English's (g2p_en, pocketsphinx en-us); mel and SSL read any speech
-        self.languages = None if self.features.feature_type in WAVEFORM_FEATURES else ("en",)
+        self.languages = self.features.languages
         self.brain, self.n_train_utterances, self._extractor = None, None, self.features.extractor()
         self._scored = (
             None  # (plan, its embeddings) of the last score(): embeddings(plan) reuses them
@@ -91,7 +90,9 @@ class EcapaAttacker(AttackerBase):
     def derived_hparams(cls, hp: dict, plan) -> dict:
         """The model's sizes from the data and from ``model_size`` (:mod:`.model_size`)."""
         return {
-            "input_size": FeatureSettings.from_hparams(hp).input_size,
+            "input_size": FeatureSettings.from_hparams(hp).input_size_for(
+                _evaluated_language(plan)
+            ),
             "n_train_speakers": len(plan.train.speakers()),
             **size_overrides(hp),
         }
@@ -127,7 +128,8 @@ class EcapaAttacker(AttackerBase):
                 f"only {len(speakers)} training speaker(s)",
                 hint="an attacker needs several speakers to learn",
             )
-        if hp["n_train_speakers"] != len(speakers) or hp["input_size"] != self.features.input_size:
+        width = self.features.input_size_for(train.language)
+        if hp["n_train_speakers"] != len(speakers) or hp["input_size"] != width:
             raise DataError(
                 "hparams were loaded without the data-derived sizes",
                 hint="load them with sparc_eval.attack.load_attack, which sets n_train_speakers and input_size",
@@ -260,6 +262,22 @@ class EcapaAttacker(AttackerBase):
             )
         return out
 
+    def refusal(self, plan):
+        """Phones of one language cannot be read by a model trained on another's (their columns
+        are each language's phones)."""
+        if self.features.from_waveform or not len(plan.train):
+            return None
+        trained, evaluated = plan.train.language, _evaluated_language(plan)
+        if trained == evaluated:
+            return None
+        from sparc_eval.data.languages import language_name
+
+        return (
+            f"the {self.name} attacker's phones are each language's: it cannot train on "
+            f"{language_name(trained)} ({plan.train.name}) and score {language_name(evaluated)} "
+            "speech; train it on a corpus of the evaluated language"
+        )
+
     def deviations(self, plan) -> dict:
         if self.features.feature_type == "ssl":
             from .ssl_upstream import vpc2026_deviations
@@ -268,3 +286,9 @@ class EcapaAttacker(AttackerBase):
         else:
             sizes = size_deviation(self.hp)
         return {**sizes, **self.features.deviations(plan.utterances())}
+
+
+def _evaluated_language(plan) -> str:
+    """The language of the speech a plan evaluates (English for a plan without a corpus)."""
+    evaluated = getattr(plan, "eval_original", None)
+    return evaluated.language if evaluated is not None else "en"

@@ -65,13 +65,36 @@ class FeatureSettings:
 
     @property
     def input_size(self) -> int:
+        """The model's input width on English speech (:meth:`input_size_for` another language)."""
+        return self.input_size_for(None)
+
+    def input_size_for(self, language) -> int:
+        """The model's input width on speech in ``language``: phone columns are the language's
+        phones (39 CMU phones for English, espeak's phonemes otherwise)."""
         if self.feature_type == "mel":
             return self.n_mels
         if self.feature_type == "ssl":
             from .ssl_upstream import hidden_size
 
             return hidden_size(self.ssl_source)
-        return N_PHONES + (1 if self.uses_silence else 0)
+        if language in (None, "en"):
+            return N_PHONES + (1 if self.uses_silence else 0)
+        from sparc_eval.phones.phoneset import inventory
+
+        return len(inventory(language)) + (1 if self.uses_silence else 0)
+
+    @property
+    def languages(self):
+        """Which languages these features read, None for any. Mel and SSL read any speech, a
+        phone recognizer or aligner English only (pocketsphinx en-us), transcripts English,
+        German, French and Spanish."""
+        if self.from_waveform:
+            return None
+        if self.source == "audio":
+            return ("en",)
+        from sparc_eval.data.languages import SCORED
+
+        return SCORED
 
     @property
     def from_waveform(self) -> bool:

@@ -44,8 +44,9 @@ def file_digests(cache_folder) -> FileDigests:
     return FileDigests(Path(str(cache_folder)) / "file_digests.jsonl" if cache_folder else None)
 
 
-def content_key(utt, *, source: str, text: str | None = None) -> str:
-    """What an utterance's features depend on: its text, or its audio bytes and segment."""
+def content_key(utt, *, source: str, text: str | None = None, settings: dict | None = None) -> str:
+    """What an utterance's features depend on: its text, or its audio bytes and segment (and the
+    per-utterance ``settings`` that made them, such as another language's phonemizer)."""
     if source == "audio":
         audio = utt.audio
         payload = f"audio:{file_digest(audio.path)}:{audio.start}:{audio.stop}"
@@ -53,6 +54,8 @@ def content_key(utt, *, source: str, text: str | None = None) -> str:
             payload += ":text:" + text
     else:
         payload = "text:" + (utt.text if text is None else text)
+    if settings:
+        payload += ":settings:" + json.dumps(settings, sort_keys=True)
     return text_digest(payload, n=None)
 
 

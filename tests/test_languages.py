@@ -132,13 +132,13 @@ def test_an_english_normaliser_on_another_language_names_the_wer_metric():
 
     german = _corpus("de")
     with pytest.raises(DataError, match="corpus is German"):  # before any transcription
-        WordErrorRate(asr="unused").compute(UtilityInput("x", german, german))
+        WordErrorRate(asr="unused", normalizer="whisper").compute(UtilityInput("x", german, german))
 
 
 def test_the_card_checks_its_wer_normaliser_against_the_corpus_before_anonymizing():
     from sparc_eval.utility.metrics import WordErrorRate, check_utility_language
 
-    metrics = {"wer": WordErrorRate(asr="unused")}
+    metrics = {"wer": WordErrorRate(asr="unused", normalizer="whisper")}
     with pytest.raises(DataError, match="WER metric's 'whisper' normaliser"):
         check_utility_language(metrics, "es")
     check_utility_language({"wer": WordErrorRate(asr="unused", normalizer="vpc2026")}, "es")
@@ -150,7 +150,7 @@ def test_the_wer_asr_is_given_the_corpus_language_and_english_only_models_refuse
     multilingual model name is told the corpus's language unless its options say one."""
     from sparc_eval.utility.metrics import WordErrorRate
 
-    for asr in (None, "tiny.en", "pocketsphinx"):
+    for asr in ("tiny.en", "pocketsphinx"):
         metric = WordErrorRate(asr=asr, normalizer="vpc2026")
         with pytest.raises(DataError, match="WER metric's ASR .* does not serve German \\(de\\)"):
             metric.check_language("de")
@@ -163,3 +163,18 @@ def test_the_wer_asr_is_given_the_corpus_language_and_english_only_models_refuse
     english = WordErrorRate()
     english.check_language("en")
     assert english.asr is None  # an English corpus builds nothing before the card needs it
+    assert english.normalizer == "whisper"
+
+
+def test_the_wer_defaults_on_another_language_are_the_multilingual_asr_and_vpc2026():
+    """Left unset, the WER's ASR and normaliser follow the corpus: Whisper base told the language
+    and VoicePrivacy 2026's rule, both named in the metric's deviations."""
+    from sparc_eval.utility.metrics import WordErrorRate
+
+    metric = WordErrorRate()
+    metric.check_language("es")
+    assert metric.normalizer == "vpc2026"
+    assert metric.asr.settings()["model"] == "base" and metric.asr.language == "es"
+    chosen = WordErrorRate(normalizer="whisper_basic", asr="base")
+    chosen.check_language("de")
+    assert chosen.normalizer == "whisper_basic"

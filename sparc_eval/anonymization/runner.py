@@ -531,6 +531,21 @@ def _load_output_manifest(path: Path) -> Manifest:
     return manifest
 
 
+def _check_language(manifest, anonymizer) -> None:
+    """An anonymizer that speaks or transcribes some languages only (``languages``: STT-TTS)
+    refuses a corpus in another before any work, naming itself and the language."""
+    from ..data.languages import check_served
+
+    served = getattr(anonymizer, "languages", None)
+    if served is not None:
+        check_served(
+            f"the {name_of(anonymizer)} anonymizer",
+            manifest.language,
+            served,
+            hint=f"give it the corpus's language where it takes one (language: {manifest.language})",
+        )
+
+
 def anonymize_corpus(
     manifest,
     anonymizer,
@@ -550,6 +565,7 @@ def anonymize_corpus(
     (locally or on Ray, batch size, resources, progress bar)."""
     wall_start = time.perf_counter()
     manifest, anonymizer = _resolve_inputs(manifest, anonymizer, anonymizer_options)
+    _check_language(manifest, anonymizer)
     runner = options.runner
     batch_size, shard = _check_run_options(runner, options.batch_size, shard)
     out_dir = Path(out_dir)

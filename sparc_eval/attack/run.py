@@ -219,8 +219,10 @@ def run_description(attacker, plan: DataPlan, data: Optional[DataSettings] = Non
         given = plan.lists.suffix if plan.lists is not None else None
         anonymizer = data.anonymizer_name or given or str(data.anon_eval_folder)
     split = plan.split
+    language = plan.eval_original.language
     return {
         **({"vpc": plan.lists.record()} if plan.lists is not None else {}),
+        **({"language": language} if language != "en" else {}),  # English: unsaid, as in manifests
         "dataset": plan.eval_original.name,
         "anonymizer": anonymizer,
         "scenario": plan.scenario,

@@ -100,6 +100,8 @@ def list_rows(
         if found is None:
             rows.append({**row, "eer": None, "not_applicable": "no scored trials of this list"})
             continue
+        if planned.books is not None:
+            row["books"] = book_sharing(trials, mask, planned.books, settings)
         rows.append(
             {
                 **row,
@@ -113,4 +115,31 @@ def list_rows(
         "preset": planned.preset,
         "anon_data_suffix": planned.suffix,
         "rows": rows,
+    }
+
+
+def book_sharing(trials: Trials, mask, books, settings: EvaluationSettings) -> dict:
+    """On Multilingual LibriSpeech a speaker's utterances mostly come from one book, so the words
+    may link books rather than speakers: the share of the list's target trials whose enrollment
+    utterances share a book with the trial utterance, and the EER on the cross-book trials (the
+    trial utterance's book is none of the enrollment speaker's), where both classes have some."""
+    mask = np.asarray(mask, dtype=bool)
+    same = np.array(
+        [
+            books.utterance.get(str(t)) in books.speaker.get(str(e), ())
+            for e, t in zip(trials.enroll_speakers, trials.test)
+        ],
+        dtype=bool,
+    )
+    targets = mask & trials.label.astype(bool)
+    cross = mask & ~same
+    found = evaluate_subset(trials, cross, settings)
+    two_classes = (
+        found is not None and min(found["overall"]["n_target"], found["overall"]["n_nontarget"]) > 0
+    )
+    return {
+        "target_share_same_book": float(same[targets].mean()) if targets.any() else None,
+        "cross_book": summary(found, test_speakers(trials, cross)) if two_classes else None,
+        "definition": "a trial shares a book when the trial utterance's book is among the books "
+        "of the enrollment speaker's enrollment utterances (MLS ids: <speaker>_<book>_<index>)",
     }

@@ -46,6 +46,18 @@ def attacker_file(hparams_file, overrides: dict) -> tuple:
     return hp["attacker_hparams"], {**passed, **own}
 
 
+def _preset_settings(hparams_file, overrides: dict) -> dict:
+    """A VoicePrivacy preset file's keys with the overrides (empty for an attacker's own file):
+    what decides whether the run covers several languages."""
+    from ..hparams import HparamsFile
+    from .run import LIBRARY_KEYS
+
+    preset = HparamsFile(hparams_file)
+    if "vpc_preset" not in preset.keys:
+        return {}
+    return preset.load(overrides, library_keys=LIBRARY_KEYS | PRESET_KEYS)
+
+
 def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
     """Data prepared once on the main process, the attacker trained on every rank, scored and
     evaluated on the main one: the run's AttackResult."""
@@ -100,9 +112,17 @@ def main(argv=None, *, prog: str = "train_attacker") -> int:
     hparams_file, run_opts, overrides = sb.parse_arguments(argv)
 
     def call():
-        result = train_and_evaluate(hparams_file, parse_overrides(overrides), run_opts, sb)
-        if result.results_path is not None:
-            print(result.results_path)
+        from .languages import each_language
+
+        given = parse_overrides(overrides)
+
+        def run_one(language, output_folder):
+            extra = {"language": language, "output_folder": output_folder} if language else {}
+            return train_and_evaluate(hparams_file, {**given, **extra}, run_opts, sb).results_path
+
+        path = each_language(_preset_settings(hparams_file, given), run_one)
+        if path != "None":
+            print(path)
         return 0
 
     return reporting_data_errors(prog, call)

@@ -58,7 +58,12 @@ def corpus_language(languages: Iterable[Optional[str]], where: str = "the corpus
     return found.pop() if found else ENGLISH
 
 
-def check_served(component: str, language: Optional[str], served: Optional[tuple]) -> None:
+def check_served(
+    component: str,
+    language: Optional[str],
+    served: Optional[tuple],
+    hint: str = "leave it out of this corpus's run (attackers_enabled, utility_enabled)",
+) -> None:
     """A DataError naming ``component`` and ``language`` when ``served`` (its languages; None:
     every scored language) does not hold it. Languages outside :data:`SCORED` are refused by every
     component (they need segmentation and character error rates)."""
@@ -68,7 +73,7 @@ def check_served(component: str, language: Optional[str], served: Optional[tuple
         raise DataError(
             f"{component} does not serve {language_name(code)} ({code}): it serves "
             + ", ".join(f"{language_name(c)} ({c})" for c in allowed),
-            hint="leave it out of this corpus's run (attackers_enabled, utility_enabled)",
+            hint=hint,
         )
 
 

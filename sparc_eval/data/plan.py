@@ -77,7 +77,7 @@ class DataSettings:
     # (learning curves; the shares are nested)
     # VoicePrivacy data folders as they are (sparc_eval/data/vpc.py): data_folder is the challenge's
     # data folder, each trial list scored on its own, anonymized copies found by their suffix
-    vpc_preset: Optional[str] = None  # vpc2024 | vpc2026
+    vpc_preset: Optional[str] = None  # vpc2024 | vpc2026 | vpc2026_track2
     anon_data_suffix: Optional[str] = (
         None  # _mcadams: libri_test_trials_f_mcadams (None: the one found)
     )
@@ -87,6 +87,9 @@ class DataSettings:
     vpc_train_speakers: Optional[int] = (
         None  # a seeded subset of the training speakers (a named deviation)
     )
+    # where relative wav.scp paths resolve (None: each Kaldi folder; vpc2026_track2: the data
+    # folder's parent, the challenge root its lists are written against)
+    wav_root: Optional[str] = None
     # the language the evaluated speech is spoken in (ISO 639-1, sparc_eval.data.languages), over
     # what its manifests say; None: as read (English when they say nothing)
     language: Optional[str] = None
@@ -277,6 +280,8 @@ def plan_data(data: DataSettings) -> DataPlan:
     enroll, trials, evaluation = (
         m.with_language(data.language) for m in (enroll, trials, evaluation)
     )
+    if not (data.eval_folder or data.train_folders):  # held out from the evaluated corpus itself
+        train = train.with_language(data.language)
     return DataPlan(train, enroll, trials, split, evaluation, data.scenario)
 
 

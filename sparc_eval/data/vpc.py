@@ -9,6 +9,13 @@ The challenge keeps Kaldi data dirs side by side (``data/`` in its repositories)
     ROOT/libri_dev_trials_mixed     (2026: female, male and cross-sex trials in one list)
     ROOT/train-clean-360            ROOT/train-clean-360_mcadams          the attacker's training data
 
+VoicePrivacy 2026's multilingual track (``vpc2026_track2``) keeps the same shape per language:
+``{en,de,es,fr}_{dev,test}_enrolls``, ``..._trials_mixed`` and ``train_{english,german,spanish,french}``;
+its ``wav.scp`` paths are relative to the challenge root (``corpora/de/dev/audio/...``: the data
+folder's parent unless ``wav_root`` says), and its Multilingual LibriSpeech ids
+(``<speaker>_<book>_<index>``) give each utterance its book as the episode. One run evaluates one
+language (``--language``; a root holding one language's lists needs none).
+
 An anonymized copy is the original's name plus the run's suffix (``anon_data_suffix``, ``_mcadams``),
 as the challenge's ``eval_pre.yaml`` names them. Each list is scored as the challenge does: its
 ``trials`` pairs, speaker-level models from the dataset's ``enrolls`` utterances. Nothing is
@@ -26,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import DataError
+from .languages import check_served, language_name
 from .manifest import Manifest
 from .splits import Split
 
@@ -37,6 +45,19 @@ class VpcPreset:
     datasets: tuple
     lists: tuple  # trial lists per dataset, the suffixes after "<dataset>_"
     train: str = "train-clean-360"
+    languages: tuple = ()  # a multilingual preset: one language's datasets per run
+    language: Optional[str] = None  # the language a multilingual preset was narrowed to
+    relative_to_root: bool = False  # wav.scp paths relative to the challenge root
+
+    def for_language(self, code: str) -> "VpcPreset":
+        """The preset narrowed to one of its languages: ``de_dev``, ``de_test``, ``train_german``."""
+        return replace(
+            self,
+            datasets=(f"{code}_dev", f"{code}_test"),
+            train=TRACK2_TRAIN[code],
+            language=code,
+            title=f"{self.title} ({language_name(code)})",
+        )
 
 
 PRESETS = {
@@ -48,6 +69,22 @@ PRESETS = {
     "vpc2026": VpcPreset(
         "vpc2026", "VoicePrivacy 2026", ("libri_dev", "libri_test"), ("trials_mixed",)
     ),
+    # VoicePrivacy 2026 track 2: configs/track2/eval_post_{en,de,es,fr}.yaml score
+    # {lang}_{dev,test}_trials_mixed (zh and ja are anonymized there but not scored)
+    "vpc2026_track2": VpcPreset(
+        "vpc2026_track2",
+        "VoicePrivacy 2026 track 2",
+        (),
+        ("trials_mixed",),
+        languages=("en", "de", "es", "fr"),
+        relative_to_root=True,
+    ),
+}
+TRACK2_TRAIN = {
+    "en": "train_english",
+    "de": "train_german",
+    "es": "train_spanish",
+    "fr": "train_french",
 }
 SEX_OF_LIST = {"trials_f": "f", "trials_m": "m", "trials_mixed": "mixed"}
 
@@ -74,6 +111,7 @@ class VpcLayout:
     lists: tuple  # TrialList
     train: Optional[Path]  # None: absent under the root
     anon_train: Optional[Path]
+    wav_root: Optional[Path] = None  # relative wav.scp paths resolve here (None: each folder)
 
     def label(self, attacker: str) -> str:
         return f"{self.preset.title} layout, attacker: {attacker}"
@@ -83,9 +121,35 @@ def preset_of(name) -> VpcPreset:
     if name not in PRESETS:
         raise DataError(
             f"vpc_preset {name!r} is not one of {sorted(PRESETS)}",
-            hint="hparams/vpc2024.yaml and hparams/vpc2026.yaml set it",
+            hint="hparams/vpc2024.yaml, vpc2026.yaml and vpc2026_track2.yaml set it",
         )
     return PRESETS[name]
+
+
+def languages_under(root, preset: VpcPreset) -> list:
+    """The languages of a multilingual preset whose enrollment lists are under ``root``."""
+    return [c for c in preset.languages if (Path(root) / f"{c}_dev_enrolls").is_dir()]
+
+
+def _narrowed(root: Path, preset: VpcPreset, language: Optional[str]) -> VpcPreset:
+    """A multilingual preset narrowed to ``language``, or to the one language under the root."""
+    if not preset.languages:
+        return preset
+    found = languages_under(root, preset)
+    code = language or (found[0] if len(found) == 1 else None)
+    if code is None:
+        raise DataError(
+            f"the {preset.name} preset evaluates one language per run; "
+            + (
+                f"{root} holds {', '.join(found)}"
+                if found
+                else f"no {{lang}}_dev_enrolls under {root}"
+            ),
+            path=root,
+            hint="choose one with --language=" + (found[0] if found else "de"),
+        )
+    check_served(f"the {preset.name} preset", code, preset.languages)
+    return preset.for_language(code)
 
 
 # --- finding the folders -------------------------------------------------------------------------
@@ -145,14 +209,41 @@ def _trial_list(root, preset, dataset, which, suffix, regenerate_mixed) -> Trial
     return TrialList(**common, folders=(folder,), anon_folders=anon)
 
 
+def layout_of(data) -> VpcLayout:
+    """The layout :class:`~sparc_eval.data.plan.DataSettings` name (``vpc_preset`` set)."""
+    return find_layout(
+        data.data_folder,
+        data.vpc_preset,
+        data.anon_data_suffix,
+        regenerate_mixed=data.vpc_regenerate_mixed,
+        language=data.language,
+        wav_root=data.wav_root,
+    )
+
+
 def find_layout(
-    root, preset_name: str, suffix: Optional[str] = None, *, regenerate_mixed: bool = False
+    root,
+    preset_name: str,
+    suffix: Optional[str] = None,
+    *,
+    regenerate_mixed: bool = False,
+    language: Optional[str] = None,
+    wav_root=None,
 ) -> VpcLayout:
     """The preset's folders under ``root`` with their anonymized copies (DataError naming the
-    first missing list and the preset)."""
+    first missing list and the preset); a multilingual preset's folders of ``language``."""
     preset, root = preset_of(preset_name), Path(root)
     if not root.is_dir():
         raise DataError(f"{root} is not a folder", hint="--data_folder=the challenge's data folder")
+    preset = _narrowed(root, preset, language)
+    if preset.languages and regenerate_mixed:
+        raise DataError(
+            f"vpc_regenerate_mixed rebuilds track 1's LibriSpeech lists; the {preset.name} preset "
+            "reads its mixed lists as they are",
+            hint="leave vpc_regenerate_mixed at False",
+        )
+    if wav_root is None and preset.relative_to_root:
+        wav_root = root.resolve().parent
     suffix = _choose_suffix(root, preset, suffix)
     enrolls = {
         d: (
@@ -176,6 +267,7 @@ def find_layout(
         lists,
         train if train.is_dir() else None,
         anon_train if anon_train is not None and anon_train.is_dir() else None,
+        None if wav_root is None else Path(wav_root),
     )
 
 
@@ -191,18 +283,41 @@ def _union(manifests, name: str) -> Manifest:
     return Manifest(list(seen.values()), name=name)
 
 
-def load_folders(folders, name: str) -> Manifest:
+def load_folders(folders, name: str, layout: Optional[VpcLayout] = None) -> Manifest:
+    """The utterances of Kaldi ``folders`` (each id once); a layout's relative ``wav.scp`` paths
+    resolve against its ``wav_root``, and a multilingual layout's utterances say their language
+    and (from Multilingual LibriSpeech ids) their book as the episode."""
     from .corpora.kaldi import load_kaldi_dir
 
+    wav_root = layout.wav_root if layout is not None else None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*loading as text-only")
-        return _union([load_kaldi_dir(f) for f in folders], name)
+        manifest = _union([load_kaldi_dir(f, wav_root=wav_root) for f in folders], name)
+    if layout is None or layout.preset.language is None:
+        return manifest
+    return with_mls_books(manifest).with_language(layout.preset.language)
+
+
+def with_mls_books(manifest: Manifest) -> Manifest:
+    """Utterances whose id is Multilingual LibriSpeech's ``<speaker>_<book>_<index>`` (the speaker
+    their own) get the book as their episode; other ids are left as they are."""
+    from dataclasses import replace as replace_utterance
+
+    def book_of(u):
+        parts = u.id.split("_")
+        if len(parts) == 3 and all(p.isdigit() for p in parts) and parts[0] == u.speaker:
+            return replace_utterance(u, episode=parts[1])
+        return u
+
+    return manifest.replace([book_of(u) for u in manifest])
 
 
 def original_corpus(layout: VpcLayout) -> Manifest:
     """Every enrollment and trial utterance of the layout, original speech."""
     folders = [e[0] for e in layout.enrolls.values()] + [f for t in layout.lists for f in t.folders]
-    return load_folders(dict.fromkeys(folders), f"{layout.preset.name} lists ({layout.root})")
+    return load_folders(
+        dict.fromkeys(folders), f"{layout.preset.name} lists ({layout.root})", layout
+    )
 
 
 def anonymized_corpus(layout: VpcLayout) -> Manifest:
@@ -210,7 +325,9 @@ def anonymized_corpus(layout: VpcLayout) -> Manifest:
     folders = [e[1] for e in layout.enrolls.values()] + [
         f for t in layout.lists for f in t.anon_folders
     ]
-    return load_folders(dict.fromkeys(folders), f"{layout.preset.name} lists{layout.suffix}")
+    return load_folders(
+        dict.fromkeys(folders), f"{layout.preset.name} lists{layout.suffix}", layout
+    )
 
 
 def enrollment(layout: VpcLayout, by_id) -> dict:
@@ -283,6 +400,23 @@ def pooled_split(layout: VpcLayout, manifest: Manifest, *, seed: int = 0) -> tup
 
 
 @dataclass(frozen=True)
+class Books:
+    """The books of a Multilingual LibriSpeech evaluation: each utterance's, and the books of each
+    enrollment speaker's enrollment utterances."""
+
+    utterance: dict  # utterance id -> book
+    speaker: dict  # enrollment speaker -> frozenset of books
+
+    @classmethod
+    def of(cls, manifest: Manifest, enroll: dict) -> "Books":
+        utterance = {u.id: u.episode for u in manifest if u.episode is not None}
+        speaker = {
+            s: frozenset(utterance[u] for u in ids if u in utterance) for s, ids in enroll.items()
+        }
+        return cls(utterance, speaker)
+
+
+@dataclass(frozen=True)
 class PlannedLists:
     """The lists a plan scores, each with its pairs: what the per-list rows select."""
 
@@ -291,6 +425,7 @@ class PlannedLists:
     suffix: Optional[str]
     lists: tuple  # (TrialList, [(enroll speaker, trial id, is_target)])
     deviations: dict  # name -> how the plan departs from the challenge
+    books: Optional["Books"] = None  # a multilingual preset's books (rows give their sharing)
 
     def label(self, attacker: str) -> str:
         return f"{self.title} layout, attacker: {attacker}"
@@ -321,12 +456,7 @@ def plan_vpc(data):
     scenarios, ``train-clean-360`` (or its copy, semi-informed) for trained attackers."""
     from .planned import DataPlan
 
-    layout = find_layout(
-        data.data_folder,
-        data.vpc_preset,
-        data.anon_data_suffix,
-        regenerate_mixed=data.vpc_regenerate_mixed,
-    )
+    layout = layout_of(data)
     evaluation = original_corpus(layout)
     split, pairs = pooled_split(layout, evaluation, seed=data.split_seed)
     planned = PlannedLists(
@@ -335,6 +465,7 @@ def plan_vpc(data):
         layout.suffix,
         tuple((t, pairs[t.name]) for t in layout.lists),
         _deviations(layout, data),
+        Books.of(evaluation, split.enroll) if layout.preset.language else None,
     )
     train = training_corpus(layout, data)
     trials = enroll = evaluation
@@ -362,7 +493,25 @@ def _deviations(layout: VpcLayout, data) -> dict:
             f"trained on a seeded subset of {data.vpc_train_speakers} speakers of {layout.preset.train} "
             f"(seed {data.split_seed}; the challenge's attacker uses all 921)"
         )
+    if layout.preset.language:
+        found.update(_track2_deviations(layout))
     return found
+
+
+def _track2_deviations(layout: VpcLayout) -> dict:
+    """How a track-2 run departs from VoicePrivacy 2026's multilingual evaluation."""
+    train = layout.preset.train
+    return {
+        "vpc2026_track2: attackers": (
+            "the challenge's lazy-informed attacker is its English-trained WavLM-ECAPA and its "
+            "semi-informed one that model fine-tuned on each language's anonymized training set; here "
+            f"the hparams' attacker trains on {train} (original speech; its anonymized copy for "
+            "semi-informed), unless train_folders or a model folder name another"
+        ),
+        "vpc2026_track2: emotion": (
+            "the challenge's emotion recognition (emodata_track2_*, UAR) is not read or computed here"
+        ),
+    }
 
 
 def anonymized_lists(layout: VpcLayout, data, split: Split) -> tuple:
@@ -446,7 +595,7 @@ def training_corpus(layout: VpcLayout, data) -> Manifest:
         )
     if folder is None:
         return Manifest([], name=f"{layout.preset.train} (absent)")
-    return _speaker_subset(load_folders([folder], str(folder)), data)
+    return _speaker_subset(load_folders([folder], str(folder), layout), data)
 
 
 def _speaker_subset(train: Manifest, data) -> Manifest:

@@ -48,8 +48,14 @@ from ..data.manifest import AudioRef, Manifest, Utterance
 from ..errors import DataError
 from . import grammar
 from .grammar import TOPIC_NAMES, Book, Conversation, Style
+from .speakers import AGE_RANGES, FEMALE_VARIANTS, MALE_VARIANTS, Speaker
 
-MODES = ("reading", "conversation")
+ENGLISH_MODES = ("reading", "conversation")
+# the German, French and Spanish corpora (sparc_eval.demo.multilingual): a mode named by its language
+LANGUAGE_MODES = ("de", "fr", "es")
+MODES = ENGLISH_MODES + LANGUAGE_MODES
+# a language corpus's default size: its three books hold thirty sentences
+LANGUAGE_DEFAULTS = {"n_speakers": 12, "utts_per_speaker": 8}
 SAMPLE_RATE = 16000
 # Bump when a change to the grammar, lexicon or voice design changes what a seed produces:
 # corpora stamped with another version are rebuilt.
@@ -67,41 +73,6 @@ ACCENTS = (
     ("en-029", "Caribbean"),
 )
 NORTH_AMERICAN_VOICES = frozenset({"en-us", "en-us-nyc"})
-FEMALE_VARIANTS = ("f1", "f2", "f3", "f4", "f5")
-MALE_VARIANTS = ("m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8")
-AGE_RANGES = {"<30": (18, 29), "30-60": (30, 59), "60+": (60, 75)}
-
-
-@dataclass(frozen=True)
-class Speaker:
-    id: str
-    sex: str
-    age: int
-    accent: str
-    voice: str
-    variant: str
-    rate: int
-    pitch: int
-    pitch_range: int
-
-    def synth(self):
-        from ..speech.espeak import EspeakSynth
-
-        return EspeakSynth(
-            voice=self.voice,
-            variant=self.variant,
-            rate=self.rate,
-            pitch=self.pitch,
-            pitch_range=self.pitch_range,
-        )
-
-    @property
-    def voice_name(self) -> str:
-        return f"{self.voice}+{self.variant}"
-
-    @property
-    def age_group(self) -> str:
-        return age_group(self.age)
 
 
 def design_speakers(n_speakers: int, seed: int) -> list:
@@ -259,6 +230,10 @@ def plan_demo_corpus(
 ) -> list:
     """The corpus without audio: ``(Utterance, Speaker)`` pairs in id order (cheap: no synthesis)."""
     _check_args(mode, n_speakers, utts_per_speaker, seed)
+    if mode in LANGUAGE_MODES:
+        from .multilingual import plan_language
+
+        return plan_language(mode, n_speakers, utts_per_speaker, seed)
     speakers = design_speakers(n_speakers, seed)
     plan = _plan_reading if mode == "reading" else _plan_conversation
     return [(p.utt, p.speaker) for p in plan(speakers, utts_per_speaker, seed)]
@@ -423,9 +398,13 @@ def build_demo_corpus(
 
 def demo_spec(mode: str, *, cache_folder: Path) -> Manifest:
     """``demo:MODE`` (registered in ``sparc_eval.corpus_specs``): the demo corpus of that mode
-    (``reading`` when empty), built under ``cache_folder``."""
+    (``reading`` when empty; ``de``, ``fr``, ``es``: a language's, at its default size), built under
+    ``cache_folder``."""
     mode = mode or "reading"
-    return build_demo_corpus(Path(cache_folder) / f"demo_{mode}", mode=mode, progress=False)
+    sizes = LANGUAGE_DEFAULTS if mode in LANGUAGE_MODES else {}
+    return build_demo_corpus(
+        Path(cache_folder) / f"demo_{mode}", mode=mode, progress=False, **sizes
+    )
 
 
 def _stamp_settings(out_dir: Path, settings: dict, progress: bool) -> None:

@@ -7,6 +7,10 @@ default; :mod:`sparc_eval.data.words`); ``text: reference`` forces the reference
 requires the anonymizer's transcript. ``source: audio`` runs a phone recognizer (pocketsphinx by
 default) on the audio and is the only source with real durations; a forced aligner
 (``recognizer: align``) aligns the audio to the text the same rule picks.
+
+An utterance's language (:mod:`sparc_eval.data.languages`) picks its phones: English the CMU
+phones of the offline G2P (the paper's), German, French and Spanish espeak-ng's phonemes
+(:mod:`.espeak_phones`, transcripts only: no recognizer or aligner serves them).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..cache import ArrayCache, content_key, default_cache_dir
 from ..data.words import TEXT_CHOICES, spoken_text
 from ..errors import DataError
 from .onehot import one_hot
-from .phoneset import PHONE_INDEX, PHONES
+from .phoneset import PHONE_INDEX, SILENCE, inventory
 
 SOURCES = ("transcript", "audio")
 
@@ -54,6 +58,7 @@ class PhoneFeatures:
         self.source, self.durations, self.silence, self.text = source, durations, silence, text
         self.recognizer_name, self.recognizer_options = recognizer, dict(recognizer_options or {})
         self._g2p = self._recognizer = None
+        self._phonemizers = {}  # language -> EspeakPhonemizer
         self.cache = (
             ArrayCache(cache_dir or default_cache_dir(), "phones", self.settings())
             if use_cache
@@ -93,12 +98,49 @@ class PhoneFeatures:
         settings = getattr(self._load_recognizer(), "settings", None)
         return settings() if callable(settings) else {}
 
+    def _phonemizer(self, language: str):
+        """The espeak phonemizer of a language other than English (built once)."""
+        if language not in self._phonemizers:
+            from .espeak_phones import EspeakPhonemizer
+
+            self._phonemizers[language] = EspeakPhonemizer(language)
+        return self._phonemizers[language]
+
+    def _other_language(self, utt):
+        """The utterance's language when it is not English, checked against the source."""
+        language = getattr(utt, "language", None)
+        if language in (None, "en"):
+            return None
+        if self.source == "audio":
+            from ..data.languages import check_served
+
+            check_served(f"the {self.recognizer_name} phone recognizer", language, ("en",))
+        return language
+
     # phone sequences -----------------------------------------------------------------------
     def _text_of(self, utt) -> str:
         return spoken_text(utt, self.text)
 
+    def _espeak_segments(self, utt, language: str) -> np.ndarray:
+        phonemizer = self._phonemizer(language)
+        text = self._text_of(utt)
+        key = content_key(utt, source=self.source, text=text, settings=phonemizer.settings())
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            return cached
+        index = {p: i for i, p in enumerate(phonemizer.phones)}
+        phones = [p for word in phonemizer.words(text) for p in word]
+        array = np.array([[index[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+        if self.cache is not None:
+            self.cache.put(key, array)
+        return array
+
     def segments(self, utt) -> np.ndarray:
-        """(N, 3) float array: phone index, start, end (transcript phones get start=end=0)."""
+        """(N, 3) float array: phone index, start, end (transcript phones get start=end=0); the
+        index is into the utterance language's :func:`~sparc_eval.phones.phoneset.inventory`."""
+        language = self._other_language(utt)
+        if language is not None:
+            return self._espeak_segments(utt, language)
         if self.source == "transcript":
             text = self._text_of(utt)
         else:
@@ -133,21 +175,33 @@ class PhoneFeatures:
             self.cache.put(key, array)
         return array
 
+    def _symbols(self, utt) -> tuple:
+        """(the utterance language's phones, the symbols its indices read: silence last)."""
+        phones = inventory(self._other_language(utt))
+        return phones, phones + (SILENCE,)
+
     def phones(self, utt, *, keep_silence: bool = False) -> list:
+        _, symbols = self._symbols(utt)
         return [
-            PHONES[int(i)]
+            symbols[int(i)]
             for i, _, _ in self.segments(utt)
-            if keep_silence or PHONES[int(i)] != "SIL"
+            if keep_silence or symbols[int(i)] != SILENCE
         ]
 
     def __call__(self, utt) -> np.ndarray:
-        seq = self.segments(utt)
+        seq, (phones, symbols) = self.segments(utt), self._symbols(utt)
         items = (
-            [(PHONES[int(i)], s, e) for i, s, e in seq]
+            [(symbols[int(i)], s, e) for i, s, e in seq]
             if self.durations
-            else [PHONES[int(i)] for i, _, _ in seq]
+            else [symbols[int(i)] for i, _, _ in seq]
         )
-        return one_hot(items, durations=self.durations, silence=self.silence, utt_id=utt.id)
+        return one_hot(
+            items,
+            durations=self.durations,
+            silence=self.silence,
+            utt_id=utt.id,
+            inventory=phones,
+        )
 
     def corpus(self, manifest, *, progress: bool = True) -> dict:
         """utterance id -> feature matrix for every utterance; empty ones are reported once."""

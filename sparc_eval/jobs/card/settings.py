@@ -295,9 +295,9 @@ def anonymizer_specs(hp: dict) -> tuple:
 def given_anonymizer(data: DataSettings) -> tuple:
     """The anonymizer of a VoicePrivacy data folder's copies, named by their suffix
     (``_mcadams``: mcadams); its source is where the copies are."""
-    from ...data.vpc import find_layout
+    from ...data.vpc import layout_of
 
-    layout = find_layout(data.data_folder, data.vpc_preset, data.anon_data_suffix)
+    layout = layout_of(data)
     if layout.suffix is None:
         raise DataError(
             f"no anonymized copies under {layout.root} (folders such as {layout.lists[0].name}_NAME)",
