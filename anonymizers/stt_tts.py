@@ -71,8 +71,28 @@ class SttTts(Anonymizer):
         self.languages = (self.language,)  # the language it transcribes and speaks
         self.asr = make_asr(asr, **asr_options)
         self.tts = make_tts(tts, **tts_options)
+        self._check_backends()
         self.on_empty, self.silence_s = on_empty, float(silence_s)
         self.transcript_cache = None if transcript_cache is None else str(transcript_cache)
+
+    def _check_backends(self) -> None:
+        """The ASR and the voice serve the anonymizer's language (English by default): a German
+        STT-TTS with an English-only model or voice is refused when it is built."""
+        code = self.language
+        for role, backend in (("ASR", self.asr), ("voice", self.tts)):
+            check_served(
+                f"the stt_tts anonymizer's {role} ({type(backend).__name__})",
+                code,
+                getattr(backend, "languages", None),
+                hint=f"give it {'an ASR' if role == 'ASR' else 'a voice'} of that language, or "
+                "leave asr and tts unset",
+            )
+        told = getattr(self.asr, "language", None)
+        if told not in (None, code):
+            raise DataError(
+                f"the stt_tts anonymizer speaks {code!r}, but its ASR is told to transcribe {told!r}",
+                hint=f"set asr_options.language to {code}, or leave it unset",
+            )
 
     def settings(self) -> dict:
         def of(backend):

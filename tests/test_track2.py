@@ -84,6 +84,38 @@ def test_phone_features_of_german_use_its_inventory(language_corpora):
     assert FeatureSettings("phone_durations").languages == ("en",)  # no aligner beyond English
 
 
+def test_phone_distinctiveness_of_german_counts_its_phones(language_corpora):
+    from sparc_eval.phones.distinct import speaker_distinctiveness
+    from sparc_eval.phones.features import PhoneFeatures
+
+    german = language_corpora["de"]
+    features = PhoneFeatures(use_cache=False)
+    table = speaker_distinctiveness(german, features)
+    for speaker, row in table.items():
+        said = [p for u in german if u.speaker == speaker for p in features.phones(u)]
+        assert row["n_phones"] == len(said) > 0  # every espeak phone counted, none as English
+
+
+def test_books_come_from_mls_ids_only():
+    from sparc_eval.data.manifest import Manifest, Utterance
+    from sparc_eval.data.vpc import Books
+
+    libri = Manifest([Utterance("1272-128104-0000", "1272", "a", episode="1272-128104")])
+    assert Books.of(libri, {"1272": ["1272-128104-0000"]}) is None
+    mls = Manifest([Utterance("10087_10388_000000", "10087", "a")])
+    books = Books.of(mls, {"10087": ["10087_10388_000000"]})
+    assert books.utterance == {"10087_10388_000000": "10388"}
+    assert books.speaker == {"10087": frozenset({"10388"})}
+
+
+def test_wer_on_another_language_keeps_a_model_named_in_its_options():
+    from sparc_eval.utility.metrics import WordErrorRate
+
+    metric = WordErrorRate(asr_options={"model": "base"})
+    metric.check_language("de")
+    assert metric.asr.settings()["model"] == "base" and metric.asr.language == "de"
+
+
 def test_phone_durations_and_cross_language_phones_are_refused(language_corpora):
     """Phone+duration features need a recognizer (English only); phones of a German corpus cannot
     be scored by a model trained on English phones."""
@@ -110,6 +142,16 @@ def test_stt_tts_speaks_the_corpus_language_and_refuses_another(language_corpora
     assert german["asr"]["model"] == "base" and german["asr"]["language"] == "de"
     assert german["tts"]["backend"] == "espeak" and german["tts"]["voice"] == "de"
     assert "language" not in SttTts().settings()  # English: its settings as before
+    for options, role in (
+        ({"tts": "piper"}, "voice"),
+        ({"asr_options": {"model": "tiny.en"}}, "ASR"),
+    ):
+        with pytest.raises(
+            DataError, match=f"stt_tts anonymizer's {role} .* does not serve German"
+        ):
+            SttTts(language="de", **options)
+    with pytest.raises(DataError, match="ASR is told to transcribe 'fr'"):
+        SttTts(language="de", asr_options={"language": "fr"})
     with pytest.raises(DataError, match="the stt_tts anonymizer does not serve French \\(fr\\)"):
         anonymize_corpus(language_corpora["fr"], SttTts(language="de"), "unused")
 
@@ -204,10 +246,11 @@ def test_recipe_without_a_language_runs_each_and_writes_one_table(track2, tmp_pa
     assert "| fr | _identity | tfidf_utterances |" in (out / "languages.md").read_text()
 
 
-@pytest.mark.slow("the card on French with the multilingual Whisper base WER: about 60 s")
-def test_card_on_french_track2(track2, tmp_path):
-    """The card with the preset: WER by the multilingual ASR with the vpc2026 normaliser, the
-    phone-only content attacker on espeak phones and TF-IDF with its book-sharing share."""
+@pytest.mark.slow("the card on German and French with the multilingual Whisper base WER: 80 s")
+def test_card_on_each_language_of_track2(track2, tmp_path):
+    """The card with the preset over both languages (one card each, its objects built anew): WER
+    by the multilingual ASR with the vpc2026 normaliser, the phone-only content attacker on espeak
+    phones and TF-IDF with its book-sharing share; one table of every list."""
     from sparc_eval.jobs.card.cli import main
 
     data_folder, written = track2
@@ -215,7 +258,6 @@ def test_card_on_french_track2(track2, tmp_path):
     args = [
         f"{REPO}/hparams/vpc2026_track2.yaml",
         f"--data_folder={data_folder}",
-        "--language=fr",
         f"--output_folder={out}",
         f"--cache_folder={out / 'cache'}",
         "--scenarios=[lazy-informed]",
@@ -226,14 +268,19 @@ def test_card_on_french_track2(track2, tmp_path):
         "--anon_keeps_words=True",
     ]
     assert main(args) == 0
-    doc = json.loads((out / "results.json").read_text())
-    assert doc["run"]["language"] == "fr"
-    wer = doc["utility"]["identity"]["wer"]
-    assert wer["normalizer"] == "vpc2026" and wer["asr"]["model"] == "base"
-    assert wer["asr"]["language"] == "fr" and "wer: multilingual asr" in wer["deviations"]
-    assert wer["value"] == wer["original"]["value"]  # identity copies: the same transcripts
-    for attacker in ("phones", "tfidf_utterances"):
-        rows = doc["lists"]["identity"][attacker]["lazy-informed"]["rows"]
-        for row in rows:
-            assert (row["n_target"], row["n_nontarget"]) == written[row["trial_list"]]
-            assert "target_share_same_book" in row["books"]
+    for code in ("de", "fr"):
+        doc = json.loads((out / code / "results.json").read_text())
+        assert doc["run"]["language"] == code
+        wer = doc["utility"]["identity"]["wer"]
+        assert wer["normalizer"] == "vpc2026" and wer["asr"]["model"] == "base"
+        assert wer["asr"]["language"] == code and "wer: multilingual asr" in wer["deviations"]
+        assert wer["value"] == wer["original"]["value"]  # identity copies: the same transcripts
+        for attacker in ("phones", "tfidf_utterances"):
+            for row in doc["lists"]["identity"][attacker]["lazy-informed"]["rows"]:
+                assert (row["n_target"], row["n_nontarget"]) == written[row["trial_list"]]
+                assert "target_share_same_book" in row["books"]
+    table = json.loads((out / "languages.json").read_text())
+    assert {(r["language"], r["trial_list"][:2]) for r in table["rows"]} == {
+        ("de", "de"),
+        ("fr", "fr"),
+    }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 from ..atomic import write_json, write_text
 
@@ -24,12 +25,14 @@ def languages_to_run(hp: dict) -> list:
     return found if len(found) > 1 else [None]
 
 
-def each_language(hp: dict, run_one) -> str:
-    """``run_one(language, output_folder)`` (it returns a results.json path) per language of
-    :func:`languages_to_run`; with several, the combined table's path (``languages.json``)."""
+def each_language(hp: dict, run_one) -> Optional[str]:
+    """``run_one(language, output_folder)`` (it returns a results.json path, None on a DDP rank
+    other than the main one) per language of :func:`languages_to_run`: the one run's path, or
+    with several the combined table's (``languages.json``)."""
     languages = languages_to_run(hp)
     if languages == [None]:
-        return str(run_one(None, None))
+        path = run_one(None, None)
+        return None if path is None else str(path)
     out = Path(hp["output_folder"])
     results = {}
     for code in languages:
@@ -37,7 +40,7 @@ def each_language(hp: dict, run_one) -> str:
         if path is not None:  # None: a DDP rank other than the main one, which writes nothing
             results[code] = str(path)
             print(results[code])
-    return str(write_language_table(out, hp["vpc_preset"], results)) if results else "None"
+    return str(write_language_table(out, hp["vpc_preset"], results)) if results else None
 
 
 def list_rows(doc: dict) -> list:

@@ -123,7 +123,8 @@ def book_sharing(trials: Trials, mask, books, settings: EvaluationSettings) -> d
     may link books rather than speakers: the share of the list's target trials whose enrollment
     utterances share a book with the trial utterance, and the EER on the cross-book trials (the
     trial utterance's book is none of the enrollment speaker's), where both classes have some."""
-    mask = np.asarray(mask, dtype=bool)
+    known = np.array([str(t) in books.utterance for t in trials.test], dtype=bool)
+    mask = np.asarray(mask, dtype=bool) & known  # a trial utterance without a book: neither
     same = np.array(
         [
             books.utterance.get(str(t)) in books.speaker.get(str(e), ())

@@ -61,11 +61,14 @@ def _preset_settings(hparams_file, overrides: dict) -> dict:
 def train_and_evaluate(hparams_file, overrides: dict, run_opts: dict, sb):
     """Data prepared once on the main process, the attacker trained on every rank, scored and
     evaluated on the main one: the run's AttackResult."""
+    import torch
+
     from ..data.plan import DataSettings
     from .evaluation import EvaluationSettings
     from .run import load_attack, prepare_attack, run_attack
 
-    sb.utils.distributed.ddp_init_group(run_opts)
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        sb.utils.distributed.ddp_init_group(run_opts)  # once: a multilingual run comes back here
     loaded = {}
     attack_hparams, attack_overrides = attacker_file(hparams_file, overrides)
 
@@ -121,7 +124,7 @@ def main(argv=None, *, prog: str = "train_attacker") -> int:
             return train_and_evaluate(hparams_file, {**given, **extra}, run_opts, sb).results_path
 
         path = each_language(_preset_settings(hparams_file, given), run_one)
-        if path != "None":
+        if path is not None:  # None: a DDP rank other than the main one
             print(path)
         return 0
 

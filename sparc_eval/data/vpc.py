@@ -148,7 +148,12 @@ def _narrowed(root: Path, preset: VpcPreset, language: Optional[str]) -> VpcPres
             path=root,
             hint="choose one with --language=" + (found[0] if found else "de"),
         )
-    check_served(f"the {preset.name} preset", code, preset.languages)
+    check_served(
+        f"the {preset.name} preset",
+        code,
+        preset.languages,
+        hint="choose one with --language=" + (found[0] if found else preset.languages[0]),
+    )
     return preset.for_language(code)
 
 
@@ -298,18 +303,23 @@ def load_folders(folders, name: str, layout: Optional[VpcLayout] = None) -> Mani
     return with_mls_books(manifest).with_language(layout.preset.language)
 
 
+def mls_book(utterance) -> Optional[str]:
+    """The book of a Multilingual LibriSpeech id ``<speaker>_<book>_<index>`` (numbers, the
+    speaker the utterance's own), else None."""
+    parts = utterance.id.split("_")
+    if len(parts) == 3 and all(p.isdigit() for p in parts) and parts[0] == utterance.speaker:
+        return parts[1]
+    return None
+
+
 def with_mls_books(manifest: Manifest) -> Manifest:
-    """Utterances whose id is Multilingual LibriSpeech's ``<speaker>_<book>_<index>`` (the speaker
-    their own) get the book as their episode; other ids are left as they are."""
+    """Utterances with a Multilingual LibriSpeech id get its book as their episode; other ids are
+    left as they are."""
     from dataclasses import replace as replace_utterance
 
-    def book_of(u):
-        parts = u.id.split("_")
-        if len(parts) == 3 and all(p.isdigit() for p in parts) and parts[0] == u.speaker:
-            return replace_utterance(u, episode=parts[1])
-        return u
-
-    return manifest.replace([book_of(u) for u in manifest])
+    return manifest.replace(
+        [replace_utterance(u, episode=b) if (b := mls_book(u)) else u for u in manifest]
+    )
 
 
 def original_corpus(layout: VpcLayout) -> Manifest:
@@ -408,8 +418,12 @@ class Books:
     speaker: dict  # enrollment speaker -> frozenset of books
 
     @classmethod
-    def of(cls, manifest: Manifest, enroll: dict) -> "Books":
-        utterance = {u.id: u.episode for u in manifest if u.episode is not None}
+    def of(cls, manifest: Manifest, enroll: dict) -> Optional["Books"]:
+        """The books of Multilingual LibriSpeech ids (:func:`mls_book`); None when no utterance
+        has one (English track 2 is LibriSpeech, whose chapters are not books)."""
+        utterance = {u.id: b for u in manifest if (b := mls_book(u)) is not None}
+        if not utterance:
+            return None
         speaker = {
             s: frozenset(utterance[u] for u in ids if u in utterance) for s, ids in enroll.items()
         }

@@ -60,7 +60,8 @@ def plan_language(language: str, n_speakers: int, utts: int, seed: int) -> list:
         own = i % len(books)
         cross = min(CROSS_BOOK_UTTERANCES, utts - 1)
         reads = [(own, k) for k in _draw(rng, len(books[own]), utts - cross)]
-        reads += [((own + 1) % len(books), k) for k in _draw(rng, len(books[0]), cross)]
+        other = (own + 1) % len(books)
+        reads += [(other, k) for k in _draw(rng, len(books[other]), cross)]
         for index, (book, k) in enumerate(reads):
             planned.append((_utterance(speaker, language, book, index, books[book][k]), speaker))
     return sorted(planned, key=lambda pair: pair[0].id)

@@ -13,12 +13,15 @@ def speaker_distinctiveness(manifest, features) -> dict:
     """speaker -> {"distinctiveness", "n_phones"} from each utterance's phones.
 
     ``features`` is a :class:`~sparc_eval.phones.features.PhoneFeatures` (transcript G2P by
-    default), so a second analysis of the same text is read from its cache.
+    default), so a second analysis of the same text is read from its cache. The frequencies are
+    over the corpus language's phones (:func:`~sparc_eval.phones.phoneset.inventory`).
     """
+    from .phoneset import inventory
+
     by_speaker: dict = {}
     for utt in manifest:
         by_speaker.setdefault(utt.speaker, []).append(features.phones(utt))
-    speakers, freqs = relative_frequencies(by_speaker)
+    speakers, freqs = relative_frequencies(by_speaker, inventory(manifest.language))
     scores = distinctiveness(freqs)
     return {
         s: {"distinctiveness": float(d), "n_phones": int(sum(len(p) for p in by_speaker[s]))}

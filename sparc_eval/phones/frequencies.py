@@ -16,24 +16,23 @@ from ..errors import DataError
 from .phoneset import CMU_PHONES, PHONE_INDEX
 
 
-def phone_counts(phone_lists) -> np.ndarray:
-    """Counts of the 39 CMU phones over an iterable of phone lists (silence ignored)."""
-    counts = np.zeros(len(CMU_PHONES), dtype=np.int64)
-    indices = [
-        PHONE_INDEX[p]
-        for phones in phone_lists
-        for p in phones
-        if PHONE_INDEX.get(p, 99) < len(CMU_PHONES)
-    ]
+def phone_counts(phone_lists, phones: tuple = CMU_PHONES) -> np.ndarray:
+    """Counts of the 39 CMU phones (or of another language's ``phones``) over an iterable of
+    phone lists (silence ignored)."""
+    index = PHONE_INDEX if phones is CMU_PHONES else {p: i for i, p in enumerate(phones)}
+    counts = np.zeros(len(phones), dtype=np.int64)
+    indices = [index[p] for ps in phone_lists for p in ps if index.get(p, 1 << 30) < len(phones)]
     if indices:
-        counts += np.bincount(indices, minlength=len(CMU_PHONES))
+        counts += np.bincount(indices, minlength=len(phones))
     return counts
 
 
-def relative_frequencies(speaker_phones: dict) -> tuple:
-    """(speakers, (S, 39) matrix of relative frequencies) from speaker -> list of phone lists."""
+def relative_frequencies(speaker_phones: dict, phones: tuple = CMU_PHONES) -> tuple:
+    """(speakers, (S, 39) matrix of relative frequencies) from speaker -> list of phone lists
+    (one column per phone of ``phones``, another language's inventory)."""
     speakers = sorted(speaker_phones)
-    matrix = np.vstack([phone_counts(speaker_phones[s]) for s in speakers]).astype(np.float64)
+    matrix = np.vstack([phone_counts(speaker_phones[s], phones) for s in speakers])
+    matrix = matrix.astype(np.float64)
     totals = matrix.sum(axis=1, keepdims=True)
     empty = [s for s, t in zip(speakers, totals[:, 0]) if t == 0]
     if empty:

@@ -45,6 +45,11 @@ def _finish(audio, sr: int, text: str) -> tuple:
     return np.clip(audio, -1.0, 1.0).astype(np.float32, copy=False), SAMPLE_RATE
 
 
+def _language_of(code: str) -> str:
+    """A voice's language as ISO 639-1 (``en_US``, ``en-gb-scotland``: ``en``)."""
+    return str(code).replace("_", "-").split("-")[0].lower()
+
+
 class TTS(LazyModel):
     """Base class: ``synthesize(text) -> (wav, 16000)``; ``settings()`` feeds cache keys."""
 
@@ -119,6 +124,17 @@ class PiperTTS(TTS):
         )
         self.threads, self.allow_spinning = threads, bool(allow_spinning)
         self._model = None
+
+    @property
+    def languages(self):
+        """The language its voice config names (``en_US`` is English), None when it names none."""
+        import json
+
+        try:
+            code = json.loads(Path(self.config).read_text(encoding="utf-8"))["language"]["code"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (_language_of(code),)
 
     def settings(self) -> dict:
         return {
@@ -202,6 +218,11 @@ class EspeakTTS(TTS):
             word_gap=int(word_gap),
             isolated=isolated,
         )
+
+    @property
+    def languages(self):
+        """The language of its espeak-ng voice (``en-us`` is English)."""
+        return (_language_of(self._synth.voice),)
 
     def settings(self) -> dict:
         s = self._synth

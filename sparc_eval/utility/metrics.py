@@ -261,7 +261,7 @@ class WordErrorRate:
         ``base`` where none was chosen."""
         if self.normalizer_given is None:
             self.normalizer = "vpc2026"
-        if self.asr is None:
+        if self.asr is None and "model" not in self.asr_options:
             self.asr = MULTILINGUAL_ASR
 
     def transcripts(self, utterances, cache_folder: str, progress: bool) -> dict:

@@ -14,24 +14,28 @@ from ...hparams import register_recipe, run_recipe
 def main(argv=None, *, prog: str = "evaluate_anonymizer") -> int:
     from ...attack import LIBRARY_KEYS
     from ...attack.languages import each_language
+    from ...hparams import load_hparams
     from .run import evaluate_anonymizers
     from .settings import CardSettings
 
+    keys = LIBRARY_KEYS | set(CardSettings.plain_keys())
+
     def body(hparams, hparams_file, overrides):
-        def run_one(language, output_folder):  # a multilingual preset: one card per language
-            extra = {"language": language, "output_folder": output_folder} if language else {}
+        def run_one(language, output_folder):
+            if language:  # a multilingual preset: each card from the file anew (objects included)
+                overrides_now = {**(overrides or {}), "language": language}
+                overrides_now["output_folder"] = output_folder
+                hp = load_hparams(hparams_file, overrides_now, library_keys=keys)
+            else:
+                hp, overrides_now = hparams, overrides
             return evaluate_anonymizers(
-                CardSettings.from_hparams({**hparams, **extra}),
-                hparams_file=hparams_file,
-                overrides={**(overrides or {}), **extra} or None,
+                CardSettings.from_hparams(hp), hparams_file=hparams_file, overrides=overrides_now
             )
 
         return each_language(hparams, run_one)
 
     # the data, evaluation and card keys the file leaves to the library's defaults can still be set
-    return run_recipe(
-        argv, body, prog=prog, library_keys=LIBRARY_KEYS | set(CardSettings.plain_keys())
-    )
+    return run_recipe(argv, body, prog=prog, library_keys=keys)
 
 
 def register(subparsers) -> None:
