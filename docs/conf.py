@@ -8,6 +8,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from api_pages import write_api_pages  # noqa: E402
+from page_rules import page_problems  # noqa: E402
 
 from sparc_eval import __version__  # noqa: E402
 
@@ -62,3 +63,17 @@ nitpick_ignore_regex = [
     # documented by design; show-inheritance still names them. Classes only, never functions.
     (r"py:class", r"(sparc_eval|anonymizers|attackers)(\.\w+)*\._[A-Za-z]\w*"),
 ]
+
+
+def _check_page(app, docname, source):
+    """A page that breaks :mod:`page_rules` warns, which ``-W`` makes an error."""
+    from sphinx.util import logging
+
+    if docname.startswith("api/"):
+        return
+    for problem in page_problems(docname, source[0]):
+        logging.getLogger(__name__).warning(f"{problem}", location=docname)
+
+
+def setup(app):
+    app.connect("source-read", _check_page)

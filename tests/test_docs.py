@@ -54,3 +54,38 @@ def test_readme_is_one_page_and_figures_are_documented():
     text = "\n".join(p.read_text() for p in pages())
     for figure in (DOCS / "figures").glob("*.png"):
         assert f"figures/{figure.name}" in text, f"{figure.name} is on no docs page"
+
+
+def _page_rules():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("page_rules", DOCS / "page_rules.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_rules_catch_issue_numbers_and_long_paragraphs():
+    rules = _page_rules()
+    assert rules.page_problems("results/x", "As issue 31 made it.") != []
+    assert rules.page_problems("changelog", "As issue 31 made it.") == []
+    long = "\n".join(["word"] * 9)
+    assert rules.page_problems("jobs/x", long) == ["line 1: a paragraph of 9 lines (at most 8)"]
+    assert rules.page_problems("results/x", long) == []  # the rule is the job and plug-in pages'
+    fenced = "```bash\n" + long + "\n```\n\n- item\n  one\n- item two"
+    assert rules.paragraphs(fenced) == [(13, 2), (15, 1)]
+
+
+def test_docs_pages_keep_history_out_and_stay_short():
+    """Issue numbers only in the changelog, job and plug-in paragraphs of at most 8 lines (the
+    docs build warns on both), no results page over 300 lines and the scale page at most 250."""
+    rules = _page_rules()
+    problems = []
+    for page in pages():
+        name = str(page.relative_to(DOCS).with_suffix(""))
+        text = page.read_text()
+        problems += [f"{name}: {p}" for p in rules.page_problems(name, text)]
+        limit = 250 if name == "results/scale" else 300
+        if name.startswith("results/") and text.count("\n") > limit:
+            problems.append(f"{name}: {text.count(chr(10))} lines (at most {limit})")
+    assert problems == []
