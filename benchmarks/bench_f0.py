@@ -56,11 +56,12 @@ def demo_pairs(cache_folder: str, limit: int, seed: int) -> list:
 
 
 def manifest_pairs(original: str, anonymized: str, limit: int, seed: int) -> list:
-    from sparc_eval.data.manifest import Manifest
+    from sparc_eval.data.corpora import load_corpus
     from sparc_eval.speech.audio import read_utterance
 
-    by_id = Manifest.read_jsonl(anonymized).by_id()
-    pairs = [(u, by_id[u.id]) for u in Manifest.read_jsonl(original) if u.id in by_id]
+    # the corpus loader resolves a manifest's relative audio paths against its folder
+    by_id = load_corpus(anonymized).by_id()
+    pairs = [(u, by_id[u.id]) for u in load_corpus(original) if u.id in by_id]
     if limit and len(pairs) > limit:
         pick = np.sort(np.random.default_rng(seed).permutation(len(pairs))[:limit])
         pairs = [pairs[i] for i in pick]
