@@ -97,12 +97,20 @@ class EspeakPhonemizer:
         self.language = language
         self.voice = voice_of(language)
         self.phones = inventory(language)
-        self._known = frozenset(self.phones)
+        self.index = {p: i for i, p in enumerate(self.phones)}  # phone -> feature column
+        self._settings = None
 
     def settings(self) -> dict:
-        from ..speech.espeak import engine_version
+        """What its phones depend on (part of each utterance's cache key), worked out once."""
+        if self._settings is None:
+            from ..speech.espeak import engine_version
 
-        return {"phonemizer": "espeak-ng", "espeak": engine_version(), "language": self.language}
+            self._settings = {
+                "phonemizer": "espeak-ng",
+                "espeak": engine_version(),
+                "language": self.language,
+            }
+        return self._settings
 
     def tagger_id(self) -> None:
         return None
@@ -128,4 +136,4 @@ class EspeakPhonemizer:
         """A written phoneme as a phone of the inventory (its stress marks dropped), or None for a
         pause or a virtual phoneme."""
         name = token.lstrip(_STRESS)
-        return name if name in self._known else None
+        return name if name in self.index else None

@@ -128,9 +128,10 @@ class PhoneFeatures:
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached
-        index = {p: i for i, p in enumerate(phonemizer.phones)}
         phones = [p for word in phonemizer.words(text) for p in word]
-        array = np.array([[index[p], 0.0, 0.0] for p in phones], dtype=np.float64).reshape(-1, 3)
+        array = np.array(
+            [[phonemizer.index[p], 0.0, 0.0] for p in phones], dtype=np.float64
+        ).reshape(-1, 3)
         if self.cache is not None:
             self.cache.put(key, array)
         return array
