@@ -66,6 +66,9 @@ EVAL_KEYS = {
 }
 
 
+# where a model lives, not what it is: the same folder named by an absolute or a relative path
+LOCATION_KEYS = {"output_folder", "save_folder", "train_log"}
+
 # what a model was made from, not how: when only these change, the old checkpoints are kept aside
 # under their fingerprint (going back finds them) and a new model trains
 CONTENT_KEYS = {"trained_on_content", "built_on"}
@@ -79,7 +82,8 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
     if path.is_file():
         written = json.loads(path.read_text())
         old = upgraded(dict(written), fingerprint)
-        changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+        keys = (set(old) | set(fingerprint)) - LOCATION_KEYS
+        changed = sorted(k for k in keys if old.get(k) != fingerprint.get(k))
         if changed and any(Path(save_folder).glob("CKPT*")):
             if not set(changed) <= CONTENT_KEYS:
                 details = ", ".join(
@@ -89,13 +93,18 @@ def check_resume(output_folder, save_folder, fingerprint: dict) -> None:
                     f"{output_folder} holds checkpoints trained with other hparams ({details})",
                     hint="use a new output_folder, or delete its save/ folder to start over",
                 )
-            set_aside(save_folder, output_folder, digest(written))
+            set_aside(save_folder, output_folder, model_digest(written))
     # the fingerprint is written before its checkpoints come back: a run cut off in between finds
     # an empty save folder under the right fingerprint, never checkpoints under another's
     write_json(path, fingerprint)
     if not any(Path(save_folder).glob("CKPT*")):
-        restore(output_folder, digest(fingerprint), save_folder)
+        restore(output_folder, model_digest(fingerprint), save_folder)
     Path(save_folder).mkdir(parents=True, exist_ok=True)  # the checkpointer lists it
+
+
+def model_digest(fingerprint: dict) -> str:
+    """The key of a set-aside model: its fingerprint without where it was saved."""
+    return digest({k: v for k, v in fingerprint.items() if k not in LOCATION_KEYS})
 
 
 def upgraded(old: dict, fingerprint: dict) -> dict:

@@ -456,3 +456,18 @@ def test_a_cell_cut_off_midway_gives_way_to_its_kept_cell(tmp_path):
     assert not (cell_dir / "scores.txt").exists()
     assert _finished(cell_dir, "b" * 8) is None  # the a-cell is kept aside again
     assert (kept / "cell.json").is_file()
+
+
+def test_a_model_folder_resumes_under_another_spelling_of_its_path(tmp_path):
+    """The same output folder named by an absolute and by a relative path holds the same model:
+    its checkpoints resume (a card run by benchmarks/bench_card.py, then by hand, was refused)."""
+    from attackers.resume import check_resume
+
+    save = tmp_path / "save"
+    (save / "CKPT+1").mkdir(parents=True)
+    spelled = {"lr": 0.001, "output_folder": str(tmp_path), "save_folder": str(save)}
+    check_resume(tmp_path, save, spelled)
+    relative = {**spelled, "output_folder": "out", "save_folder": "out/save"}
+    check_resume(tmp_path, save, relative)
+    assert [p.name for p in save.iterdir()] == ["CKPT+1"]
+    assert json.loads((tmp_path / "run_fingerprint.json").read_text()) == relative
