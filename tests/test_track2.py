@@ -229,6 +229,7 @@ def test_recipe_phone_only_ecapa_on_german_espeak_phones(track2, tmp_path):
     assert "vpc2026_track2: attackers" in doc["run"]["deviations"]
 
 
+@pytest.mark.slow("the attacker recipe once per language over both languages: 7 s")
 def test_recipe_without_a_language_runs_each_and_writes_one_table(track2, tmp_path):
     data_folder, written = track2
     out = tmp_path / "all"
